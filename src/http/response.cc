@@ -1,0 +1,188 @@
+#include "src/http/response.h"
+
+#include <time.h>
+
+#include <cstring>
+
+namespace uring_http::http {
+namespace {
+
+constexpr std::string_view kServer = "Server: uring-http\r\n";
+
+// The Date header changes once a second; each thread formats it at most once
+// per second (CLOCK_REALTIME_COARSE is a vDSO read, no syscall).
+struct DateCache {
+  time_t second = -1;
+  char line[64];  // "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+  size_t len = 0;
+};
+
+std::string_view DateLine() {
+  thread_local DateCache cache;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME_COARSE, &now);
+  if (now.tv_sec != cache.second) {
+    cache.second = now.tv_sec;
+    tm parts;
+    gmtime_r(&now.tv_sec, &parts);
+    cache.len = strftime(cache.line, sizeof(cache.line), "Date: %a, %d %b %Y %H:%M:%S GMT\r\n",
+                         &parts);
+  }
+  return {cache.line, cache.len};
+}
+
+bool IsTokenChar(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+}
+
+class Writer {
+ public:
+  Writer(char* out, size_t capacity) : out_(out), capacity_(capacity) {}
+  void Put(std::string_view s) {
+    if (!s.empty() && len_ + s.size() <= capacity_) std::memcpy(out_ + len_, s.data(), s.size());
+    len_ += s.size();
+  }
+  void PutNumber(size_t n) {
+    char digits[24];
+    char* end = digits + sizeof(digits);
+    char* p = end;
+    do {
+      *--p = static_cast<char>('0' + n % 10);
+      n /= 10;
+    } while (n != 0);
+    Put(std::string_view(p, static_cast<size_t>(end - p)));
+  }
+  size_t size() const { return len_; }
+
+ private:
+  char* out_;
+  size_t capacity_;
+  size_t len_ = 0;
+};
+
+void WriteHead(Writer& w, int status, std::string_view header_lines, size_t body_size,
+               bool keep_alive, bool keep_alive_header) {
+  w.Put("HTTP/1.1 ");
+  w.PutNumber(static_cast<size_t>(status));
+  w.Put(" ");
+  w.Put(ReasonPhrase(status));
+  w.Put("\r\n");
+  w.Put(kServer);
+  w.Put(DateLine());
+  w.Put(header_lines);
+  // 1xx and 204 responses carry no Content-Length (RFC 9110 8.6).
+  if (status >= 200 && status != 204) {
+    w.Put("Content-Length: ");
+    w.PutNumber(body_size);
+    w.Put("\r\n");
+  }
+  if (!keep_alive) {
+    w.Put("Connection: close\r\n");
+  } else if (keep_alive_header) {
+    w.Put("Connection: keep-alive\r\n");
+  }
+  w.Put("\r\n");
+}
+
+}  // namespace
+
+std::string_view ReasonPhrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Content";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+  }
+}
+
+bool Response::AddHeader(std::string_view name, std::string_view value) {
+  if (name.empty()) return false;
+  for (unsigned char c : name) {
+    if (!IsTokenChar(c)) return false;
+  }
+  for (unsigned char c : value) {
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  }
+  const size_t need = name.size() + 2 + value.size() + 2;
+  if (headers_len_ + need > kHeaderStorage) return false;
+  char* p = headers_ + headers_len_;
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = ':';
+  *p++ = ' ';
+  std::memcpy(p, value.data(), value.size());
+  p += value.size();
+  *p++ = '\r';
+  *p++ = '\n';
+  headers_len_ += need;
+  return true;
+}
+
+size_t SerializeResponse(const Response& response, const SerializeOptions& options, char* out,
+                         size_t capacity) {
+  Writer w(out, capacity);
+  const std::string_view body = response.body_view();
+  WriteHead(w, response.status(), response.header_lines(), body.size(), options.keep_alive,
+            options.keep_alive_header);
+  if (!options.head_only && response.status() >= 200 && response.status() != 204 &&
+      response.status() != 304) {
+    w.Put(body);
+  }
+  return w.size();
+}
+
+size_t SerializedSize(const Response& response, const SerializeOptions& options) {
+  return SerializeResponse(response, options, nullptr, 0);
+}
+
+size_t SerializeError(int status, const SerializeOptions& options, std::string_view allow,
+                      char* out, size_t capacity) {
+  Writer w(out, capacity);
+  // The body repeats the status so a person with curl sees what went wrong.
+  char body[96];
+  Writer b(body, sizeof(body));
+  b.PutNumber(static_cast<size_t>(status));
+  b.Put(" ");
+  b.Put(ReasonPhrase(status));
+  b.Put("\n");
+  char headers[160];
+  Writer h(headers, sizeof(headers));
+  h.Put("Content-Type: text/plain\r\n");
+  if (!allow.empty() && allow.size() < 100) {
+    h.Put("Allow: ");
+    h.Put(allow);
+    h.Put("\r\n");
+  }
+  WriteHead(w, status, std::string_view(headers, h.size()), b.size(), options.keep_alive,
+            options.keep_alive_header);
+  if (!options.head_only) w.Put(std::string_view(body, b.size()));
+  return w.size();
+}
+
+}  // namespace uring_http::http

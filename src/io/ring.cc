@@ -1,0 +1,96 @@
+#include "src/io/ring.h"
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace uring_http::io {
+
+std::string RingFeatures::Describe() const {
+  std::vector<std::string> parts;
+  if (single_issuer) parts.push_back("single-issuer");
+  if (defer_taskrun) parts.push_back("defer-taskrun");
+  if (coop_taskrun) parts.push_back("coop-taskrun");
+  if (sqpoll) parts.push_back("sqpoll");
+  if (registered_ring_fd) parts.push_back("registered-ring-fd");
+  if (submit_all) parts.push_back("submit-all");
+  parts.push_back(absl::StrCat("sq=", sq_entries, ",cq=", cq_entries));
+  return absl::StrJoin(parts, ",");
+}
+
+absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(const RingOptions& options) {
+  std::unique_ptr<Ring> ring(new Ring());  // private constructor: make_unique cannot reach it
+
+  // CLAMP: a CQ larger than the kernel maximum is clamped instead of refused.
+  // SUBMIT_ALL: one bad SQE does not stop the rest of a batch from going in.
+  const unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_CLAMP | IORING_SETUP_SUBMIT_ALL;
+  unsigned sqpoll = 0;
+  if (options.sqpoll) {
+    sqpoll = IORING_SETUP_SQPOLL | (options.sqpoll_cpu >= 0 ? IORING_SETUP_SQ_AFF : 0);
+  }
+  // From best to plainest. SINGLE_ISSUER lets the kernel skip locking;
+  // DEFER_TASKRUN runs completion work only when we enter the kernel to wait,
+  // in one batch, instead of interrupting the thread (it cannot be combined
+  // with SQPOLL). COOP_TASKRUN is the older, weaker form of the same idea.
+  std::vector<unsigned> candidates;
+  if (!sqpoll) candidates.push_back(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+  candidates.push_back(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN |
+                       IORING_SETUP_TASKRUN_FLAG);
+  candidates.push_back(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+  candidates.push_back(0);
+  int last_error = 0;
+  for (unsigned extra : candidates) {
+    io_uring_params params{};
+    params.flags = base | sqpoll | extra;
+    params.cq_entries = options.cq_entries;
+    if (sqpoll) {
+      params.sq_thread_idle = options.sqpoll_idle_ms;
+      if (options.sqpoll_cpu >= 0) params.sq_thread_cpu = options.sqpoll_cpu;
+    }
+    int ret = io_uring_queue_init_params(options.sq_entries, &ring->ring_, &params);
+    if (ret == -EINVAL) {
+      last_error = ret;
+      continue;  // a flag this kernel does not know: try the next combination
+    }
+    if (ret < 0) {
+      if (ret == -ENOMEM) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "io_uring_setup: ", strerror(-ret),
+            " (ring memory counts against RLIMIT_MEMLOCK for users without "
+            "CAP_IPC_LOCK: raise it with `ulimit -l` or LimitMEMLOCK= in systemd)"));
+      }
+      return absl::InternalError(absl::StrCat("io_uring_setup: ", strerror(-ret)));
+    }
+    ring->initialized_ = true;
+    RingFeatures& f = ring->features_;
+    const unsigned flags = params.flags;
+    f.single_issuer = flags & IORING_SETUP_SINGLE_ISSUER;
+    f.defer_taskrun = flags & IORING_SETUP_DEFER_TASKRUN;
+    f.coop_taskrun = flags & IORING_SETUP_COOP_TASKRUN;
+    f.sqpoll = flags & IORING_SETUP_SQPOLL;
+    f.submit_all = flags & IORING_SETUP_SUBMIT_ALL;
+    f.sq_entries = params.sq_entries;
+    f.cq_entries = params.cq_entries;
+    // A registered ring fd saves the fdget/fdput on every io_uring_enter.
+    f.registered_ring_fd = io_uring_register_ring_fd(&ring->ring_) == 1;
+    return ring;
+  }
+  return absl::UnavailableError(absl::StrCat("io_uring_setup: ", strerror(-last_error)));
+}
+
+Ring::~Ring() {
+  if (initialized_) io_uring_queue_exit(&ring_);
+}
+
+io_uring_sqe* Ring::GetSqeSlow() {
+  for (;;) {
+    io_uring_submit(&ring_);
+    if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) return sqe;
+  }
+}
+
+}  // namespace uring_http::io

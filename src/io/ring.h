@@ -1,0 +1,77 @@
+// Ring: one io_uring instance, owned by one thread.
+//
+// Create() must run on the thread that will use the ring: with
+// IORING_SETUP_SINGLE_ISSUER the kernel binds the ring to its creator and
+// rejects submissions from any other thread. Set-up flags are tried from the
+// fastest combination down to none, so the server still runs on older
+// kernels; features() says which were accepted (printed in the ready line).
+//
+// Thread-safety: everything except fd() belongs to the owning thread. fd() is
+// the target other threads name in IORING_OP_MSG_RING.
+#ifndef URING_HTTP_SRC_IO_RING_H_
+#define URING_HTTP_SRC_IO_RING_H_
+
+#include <liburing.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace uring_http::io {
+
+struct RingOptions {
+  unsigned sq_entries = 4096;
+  // Multishot accept/receive and MSG_RING post completions without an SQE of
+  // their own, so the CQ is sized explicitly rather than 2 x sq_entries.
+  unsigned cq_entries = 65536;
+  bool sqpoll = false;      // kernel submission thread (IORING_SETUP_SQPOLL)
+  int sqpoll_cpu = -1;      // pin that thread (IORING_SETUP_SQ_AFF) if >= 0
+  unsigned sqpoll_idle_ms = 1000;
+};
+
+struct RingFeatures {
+  bool single_issuer = false;
+  bool defer_taskrun = false;
+  bool coop_taskrun = false;
+  bool sqpoll = false;
+  bool registered_ring_fd = false;
+  bool submit_all = false;
+  unsigned sq_entries = 0;
+  unsigned cq_entries = 0;
+
+  // Short comma-separated list for the ready line.
+  std::string Describe() const;
+};
+
+class Ring {
+ public:
+  static absl::StatusOr<std::unique_ptr<Ring>> Create(const RingOptions& options);
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  io_uring* raw() { return &ring_; }
+  int fd() const { return ring_.ring_fd; }
+  const RingFeatures& features() const { return features_; }
+
+  // Never returns null: when the SQ is full it submits what is queued (the
+  // kernel copies SQEs at submit time, so their slots are free again).
+  io_uring_sqe* GetSqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (sqe == nullptr) [[unlikely]] return GetSqeSlow();
+    return sqe;
+  }
+
+ private:
+  Ring() = default;
+  io_uring_sqe* GetSqeSlow();
+
+  io_uring ring_{};
+  bool initialized_ = false;
+  RingFeatures features_;
+};
+
+}  // namespace uring_http::io
+
+#endif  // URING_HTTP_SRC_IO_RING_H_

@@ -1,0 +1,20 @@
+// io_uring constants newer than the installed headers (liburing 2.3, uapi at
+// Linux 6.1). The running kernel may be far newer; every optional feature
+// named here is probed at start-up and used only when the probe succeeds.
+#ifndef URING_HTTP_SRC_IO_URING_COMPAT_H_
+#define URING_HTTP_SRC_IO_URING_COMPAT_H_
+
+#include <liburing.h>
+
+// Linux 6.13: IORING_OP_MSG_RING without a source ring, as a synchronous
+// io_uring_register(-1, IORING_REGISTER_SEND_MSG_RING, &sqe, 1).
+#ifndef IORING_REGISTER_SEND_MSG_RING
+#define IORING_REGISTER_SEND_MSG_RING 31
+#endif
+
+// Linux 6.0: cancel requests by fixed descriptor.
+#ifndef IORING_ASYNC_CANCEL_FD_FIXED
+#define IORING_ASYNC_CANCEL_FD_FIXED (1U << 3)
+#endif
+
+#endif  // URING_HTTP_SRC_IO_URING_COMPAT_H_

@@ -1,0 +1,58 @@
+// The shipped server: the reference design's two endpoints on the library.
+//
+//   GET /test/fast  200, answered inline on the accept thread
+//   GET /test/slow  200 after --slow-duration ms on a worker thread
+//
+// Run: bazel run //src:server -- --workers=300
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "src/serving/options.h"
+#include "src/serving/server.h"
+
+namespace {
+
+using uring_http::http::Request;
+using uring_http::http::Response;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto options = uring_http::serving::ParseOptions(argc, argv);
+  if (!options.ok()) {
+    std::fprintf(stderr, "uring-http: %s\nTry '%s --help'.\n",
+                 std::string(options.status().message()).c_str(), argv[0]);
+    return 2;
+  }
+  if (options->help) {
+    std::fputs(uring_http::serving::UsageText(argv[0]).c_str(), stdout);
+    return 0;
+  }
+
+  uring_http::router::Router router;
+  (void)router.Fast("GET", "/test/fast", [](const Request&, Response&) {});
+  const auto slow = std::chrono::milliseconds(options->slow_duration_ms);
+  (void)router.Slow("GET", "/test/slow",
+                    [slow](const Request&, Response&) { std::this_thread::sleep_for(slow); });
+
+  if (options->daemonize && daemon(/*nochdir=*/0, /*noclose=*/0) != 0) {
+    std::perror("uring-http: daemon");
+    return 1;
+  }
+
+  uring_http::serving::ServerConfig config = options->config;
+  config.handle_signals = true;
+  uring_http::serving::Server server(config, std::move(router));
+  absl::Status status = server.Run([](const uring_http::serving::Server& s) {
+    std::printf("%s\n", s.ReadyLine().c_str());
+    std::fflush(stdout);
+  });
+  if (!status.ok()) {
+    std::fprintf(stderr, "uring-http: %s\n", std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
+}

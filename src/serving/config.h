@@ -1,0 +1,38 @@
+// ServerConfig: everything the server needs to know at start-up. The command
+// line (options.h) fills it for the shipped binary; a program embedding the
+// server fills it directly.
+#ifndef URING_HTTP_SRC_SERVING_CONFIG_H_
+#define URING_HTTP_SRC_SERVING_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "src/http/parser.h"
+
+namespace uring_http::serving {
+
+struct ServerConfig {
+  std::string address = "0.0.0.0";
+  uint16_t port = 9000;          // 0: an ephemeral port (tests)
+  int accept_threads = 1;        // one ring and one listener each
+  uint32_t accept_capacity = 100000;  // connection slots per accept thread
+  int workers = 1;               // 0: SLOW handlers run inline like FAST ones
+  int listen_backlog = 4096;
+  http::ParseLimits limits;
+
+  // Timeouts in milliseconds (0 disables one).
+  uint32_t header_timeout_ms = 10'000;    // first byte to end of headers: 408
+  uint32_t idle_timeout_ms = 60'000;      // keep-alive between requests
+  uint32_t send_timeout_ms = 30'000;      // peer not reading our response
+  uint32_t shutdown_timeout_ms = 30'000;  // drain on stop
+  uint32_t linger_timeout_ms = 5'000;     // after our FIN, wait for the peer's
+
+  bool verbose = false;
+  bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)
+  bool sqpoll = false;          // kernel submission-queue polling thread
+  bool pin_cpus = false;        // accept thread i on CPU i
+};
+
+}  // namespace uring_http::serving
+
+#endif  // URING_HTTP_SRC_SERVING_CONFIG_H_

@@ -1,0 +1,897 @@
+#include "src/serving/event_loop.h"
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "src/io/msg_ring_sender.h"
+#include "src/io/uring_compat.h"
+
+namespace uring_http::serving {
+namespace {
+
+constexpr uint16_t kBufferGroup = 0;
+constexpr uint32_t kRecvBufferSize = 2048;
+constexpr size_t kChunkSize = 4096;
+constexpr uint32_t kTickMs = 100;
+constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
+// Slots kept free in the fixed-file table beyond the pool, so that a
+// connection arriving at a full pool can still be accepted and refused with a
+// 503 instead of waiting unanswered in the backlog.
+constexpr uint32_t kRefuseReserve = 64;
+// Stop reading requests off a connection while this much output is unsent:
+// a client that pipelines but never reads must not grow our memory.
+constexpr uint32_t kOutputHighWater = 64 * 1024;
+// Stop receiving while this much input is staged behind a blocked request.
+constexpr uint32_t kStagedPauseBytes = 64 * 1024;
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr std::string_view kRefusal =
+    "HTTP/1.1 503 Service Unavailable\r\nServer: uring-http\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 24\r\nConnection: close\r\n\r\n503 Service Unavailable\n";
+
+uint32_t RoundUpPow2(uint32_t v) {
+  uint32_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+int64_t SteadyNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void Debug(const ServerConfig& config, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void Debug(const ServerConfig& config, const char* fmt, ...) {
+  if (!config.verbose) return;
+  va_list args;
+  va_start(args, fmt);
+  std::vfprintf(stderr, fmt, args);
+  va_end(args);
+}
+
+}  // namespace
+
+EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router& router,
+                     worker::WorkerPool* workers, int listen_fd, int signal_fd,
+                     std::function<void()> on_signal)
+    : index_(index),
+      config_(config),
+      router_(router),
+      workers_(workers),
+      listen_fd_(listen_fd),
+      signal_fd_(signal_fd),
+      on_signal_(std::move(on_signal)) {}
+
+EventLoop::~EventLoop() {
+  if (connections_ != nullptr) {
+    for (uint32_t i = 0; i < capacity_; ++i) {
+      Connection& c = connections_[i];
+      if (c.in != nullptr) chunks_.Release(c.in);
+      if (c.out != nullptr) chunks_.Release(c.out);
+      if (c.out_retired != nullptr) chunks_.Release(c.out_retired);
+      if (c.task != nullptr) {
+        std::free(c.task->heap_response);
+        chunks_.Release(reinterpret_cast<char*>(c.task));
+      }
+    }
+  }
+}
+
+uint64_t EventLoop::NowTick() const {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000) /
+         kTickMs;
+}
+
+absl::Status EventLoop::Init() {
+  if (config_.pin_cpus) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(index_ % CPU_SETSIZE, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+  }
+
+  // One ring's fixed-file table holds at most RLIMIT_NOFILE entries (a larger
+  // sparse registration fails with EMFILE), so the pool is sized to fit it.
+  rlimit nofile{};
+  getrlimit(RLIMIT_NOFILE, &nofile);
+  const uint64_t table_limit = std::min<uint64_t>(nofile.rlim_cur, kMaxSlots);
+  file_table_size_ = static_cast<uint32_t>(
+      std::min<uint64_t>(uint64_t{config_.accept_capacity} + kRefuseReserve, table_limit));
+  if (file_table_size_ <= kRefuseReserve) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "RLIMIT_NOFILE (", nofile.rlim_cur, ") leaves no room for connections"));
+  }
+  capacity_ = std::min<uint32_t>(config_.accept_capacity, file_table_size_ - kRefuseReserve);
+
+  io::RingOptions ring_options;
+  // Sized for bursts: every live connection may post a receive completion
+  // and a worker result in the same round, plus accepts.
+  ring_options.sq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_), 256, 4096);
+  ring_options.cq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_ * 2 + 1024), 4096, 65536);
+  ring_options.sqpoll = config_.sqpoll;
+  ring_options.sqpoll_cpu = config_.sqpoll && config_.pin_cpus ? index_ : -1;
+  auto ring = io::Ring::Create(ring_options);
+  if (!ring.ok()) return ring.status();
+  ring_ = *std::move(ring);
+  io_uring* r = ring_->raw();
+
+  int ret = io_uring_register_files_sparse(r, file_table_size_);
+  if (ret < 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "registering a sparse fixed-file table of ", file_table_size_,
+        " entries: ", strerror(-ret), " (it must not exceed RLIMIT_NOFILE)"));
+  }
+
+  const uint32_t recv_buffers = std::clamp<uint32_t>(RoundUpPow2(capacity_ / 8), 256, 4096);
+  const uint32_t chunk_count = std::clamp<uint32_t>(capacity_ / 8, 128, 4096);
+  const size_t arena_bytes = size_t{recv_buffers} * kRecvBufferSize +
+                             recv_buffers * sizeof(io_uring_buf) + chunk_count * kChunkSize +
+                             3 * 4096;
+  auto arena = io::Arena::Create(arena_bytes);
+  if (!arena.ok()) return arena.status();
+  arena_ = *std::move(arena);
+  if (absl::Status s = buffers_.Init(r, arena_, kBufferGroup, recv_buffers, kRecvBufferSize);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = chunks_.Init(arena_, kChunkSize, chunk_count); !s.ok()) return s;
+
+  connections_ = std::make_unique<Connection[]>(capacity_);
+  for (uint32_t i = 0; i < capacity_; ++i) connections_[i].next_free = i + 1;
+  free_head_ = 0;
+  free_count_ = capacity_;
+  starved_ = std::make_unique<uint32_t[]>(capacity_);
+  headers_capacity_ = std::max<size_t>(config_.limits.max_headers, 1);
+  headers_ = std::make_unique<http::Header[]>(headers_capacity_);
+  timers_.Init(capacity_, kTimerBuckets, NowTick());
+  tick_interval_.tv_sec = 0;
+  tick_interval_.tv_nsec = kTickMs * 1000000LL;
+  accept_backoff_.tv_sec = 0;
+  accept_backoff_.tv_nsec = 100 * 1000000LL;
+
+  ArmAccept();
+  ArmTimerTick();
+  if (signal_fd_ >= 0) ArmSignalRead();
+  ring_fd_.store(ring_->fd(), std::memory_order_release);
+  return absl::OkStatus();
+}
+
+std::string EventLoop::Features() const {
+  std::string f = ring_->features().Describe();
+  absl::StrAppend(&f, ",multishot-accept-direct,multishot-recv,provided-buffers(",
+                  buffers_.count(), "x", buffers_.buffer_size(), ")");
+  if (workers_ != nullptr) {
+    absl::StrAppend(&f, ",msg-ring",
+                    io::MsgRingSender::RinglessSupported() ? "(ringless)" : "(per-worker ring)");
+  }
+  return f;
+}
+
+// ---------------------------------------------------------------- arming
+
+void EventLoop::ArmAccept() {
+  io_uring_sqe* sqe = Sqe();
+  // Multishot: one SQE keeps accepting until it errors out. Direct: the
+  // socket goes straight into the fixed-file table (IORING_FILE_INDEX_ALLOC
+  // picks a free entry), never into the process's descriptor table.
+  io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, 0);
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, 0, 0));
+  accept_armed_ = true;
+}
+
+void EventLoop::ArmRecv(Connection& c, uint32_t slot) {
+  io_uring_sqe* sqe = Sqe();
+  // Multishot receive with buffer selection: the kernel picks a provided
+  // buffer per completion, so no memory is committed to an idle connection.
+  io_uring_prep_recv_multishot(sqe, static_cast<int>(c.file_index), nullptr, 0, 0);
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kBufferGroup;
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kRecv, slot, c.generation));
+  c.recv_armed = true;
+}
+
+void EventLoop::ArmTimerTick() {
+  io_uring_sqe* sqe = Sqe();
+  // One relative timeout drives the whole timer wheel; re-armed on expiry.
+  io_uring_prep_timeout(sqe, &tick_interval_, 0, 0);
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kTimerTick, 0, 0));
+}
+
+void EventLoop::ArmSignalRead() {
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_read(sqe, signal_fd_, signal_buf_, sizeof(signal_buf_), 0);
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kSignal, 0, 0));
+}
+
+// ---------------------------------------------------------------- main loop
+
+void EventLoop::Run() {
+  io_uring* r = ring_->raw();
+  for (;;) {
+    if (stopping_ && stats_.active.Get() == 0) break;
+    // Submits everything queued and sleeps until at least one completion.
+    // With DEFER_TASKRUN this is also where the kernel runs our task work.
+    int ret = io_uring_submit_and_wait(r, 1);
+    if (ret < 0 && ret != -EINTR && ret != -ETIME && ret != -EAGAIN && ret != -EBUSY) {
+      std::fprintf(stderr, "uring-http: thread %d: io_uring_enter: %s\n", index_,
+                   strerror(-ret));
+      if (ret == -EBADR) continue;  // completions were lost; keep serving
+      break;
+    }
+    unsigned head;
+    unsigned seen = 0;
+    io_uring_cqe* cqe;
+    io_uring_for_each_cqe(r, head, cqe) {
+      ++seen;
+      const uint64_t ud = cqe->user_data;
+      const Op op = UserDataOp(ud);
+      switch (op) {
+        case Op::kAccept:
+          OnAccept(cqe);
+          break;
+        case Op::kRecv:
+        case Op::kSend:
+        case Op::kShutdown:
+        case Op::kClose: {
+          const uint32_t slot = UserDataSlot(ud);
+          Connection& c = connections_[slot];
+          if (!c.in_use || c.generation != UserDataGeneration(ud)) break;  // cannot happen
+          if (op == Op::kRecv) {
+            OnRecv(c, slot, cqe);
+          } else if (op == Op::kSend) {
+            OnSend(c, slot, cqe->res);
+          } else if (op == Op::kShutdown) {
+            // Our FIN is queued; the receive still runs and sees the peer's.
+          } else {
+            c.close_done = true;
+            MaybeFree(c, slot);
+          }
+          break;
+        }
+        case Op::kTaskDone:
+          OnTaskDone(UserDataSlot(ud), UserDataGeneration(ud));
+          break;
+        case Op::kTimerTick:
+          OnTimerTick();
+          break;
+        case Op::kAcceptRetry:
+          if (!stopping_) ArmAccept();
+          break;
+        case Op::kSignal:
+          OnSignal(cqe->res);
+          break;
+        case Op::kStop:
+          OnStop();
+          break;
+        case Op::kIgnore:
+          break;
+      }
+    }
+    io_uring_cq_advance(r, seen);
+    // Receives that ran out of provided buffers restart now that this batch
+    // has handed its buffers back.
+    while (starved_count_ > 0) {
+      const uint32_t slot = starved_[--starved_count_];
+      Connection& c = connections_[slot];
+      if (c.in_use && !c.closing && !c.recv_armed && !c.recv_paused && !c.peer_eof) {
+        ArmRecv(c, slot);
+      }
+    }
+  }
+  io_uring_submit(r);
+}
+
+// ---------------------------------------------------------------- accept
+
+void EventLoop::OnAccept(const io_uring_cqe* cqe) {
+  const int res = cqe->res;
+  if (!(cqe->flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+  if (res >= 0) {
+    if (stopping_ || free_count_ == 0) {
+      if (!stopping_) stats_.refused.Add();
+      Refuse(res);
+    } else {
+      const uint32_t slot = free_head_;
+      Connection& c = connections_[slot];
+      free_head_ = c.next_free;
+      --free_count_;
+      const uint32_t generation = c.generation;
+      c = Connection();
+      c.generation = generation;
+      c.in_use = true;
+      c.file_index = static_cast<uint32_t>(res);
+      stats_.accepted.Add();
+      stats_.active.Add();
+      accept_error_logged_ = false;
+      ArmRecv(c, slot);
+      SetTimer(c, slot, kTimerIdle);
+    }
+  } else if (res != -ECANCELED || !stopping_) {
+    stats_.accept_errors.Add();
+    if (!accept_error_logged_) {
+      // Once per episode: a flood of EMFILE must not become a flood of logs.
+      std::fprintf(stderr, "uring-http: thread %d: accept: %s; retrying%s\n", index_,
+                   strerror(-res),
+                   res == -ENFILE || res == -EMFILE ? " as descriptors free up" : "");
+      accept_error_logged_ = true;
+    }
+  }
+  if (!accept_armed_ && !stopping_) {
+    if (res >= 0) {
+      ArmAccept();  // the multishot ended on its own (e.g. CQ overflow): re-arm
+    } else {
+      // Back off before re-arming: an immediate retry would spin on the
+      // same EMFILE/ENFILE until something closes.
+      io_uring_sqe* sqe = Sqe();
+      io_uring_prep_timeout(sqe, &accept_backoff_, 0, 0);
+      io_uring_sqe_set_data64(sqe, PackUserData(Op::kAcceptRetry, 0, 0));
+      accept_armed_ = true;  // re-armed when the back-off expires
+    }
+  }
+}
+
+void EventLoop::Refuse(int file_index) {
+  // A full pool answers 503 and closes. HARDLINK: the close runs even if the
+  // send fails, so the fixed-file entry always comes back.
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_send(sqe, file_index, kRefusal.data(), kRefusal.size(), MSG_NOSIGNAL);
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  sqe = Sqe();
+  io_uring_prep_close_direct(sqe, static_cast<unsigned>(file_index));
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+}
+
+// ---------------------------------------------------------------- receive
+
+void EventLoop::OnRecv(Connection& c, uint32_t slot, const io_uring_cqe* cqe) {
+  const int res = cqe->res;
+  const bool more = cqe->flags & IORING_CQE_F_MORE;
+  if (!more) c.recv_armed = false;
+  if (res > 0) {
+    const uint16_t bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+    if (!c.closing && !c.lingering) {
+      HandleInput(c, slot, buffers_.Buffer(bid), static_cast<size_t>(res));
+    }
+    // The bytes are consumed or staged by now: the buffer goes straight back.
+    buffers_.Recycle(bid);
+    if (!c.recv_armed && !c.closing && !c.recv_paused && !c.peer_eof) ArmRecv(c, slot);
+  } else if (res == 0) {
+    c.peer_eof = true;
+    if (c.lingering) {
+      SubmitClose(c, slot, false);
+    } else if (!c.closing) {
+      // A half-closed peer still gets answers to what it sent; AfterProgress
+      // closes once they are out.
+      AfterProgress(c, slot);
+    }
+  } else if (res == -ENOBUFS) {
+    // Every provided buffer was in use: not fatal. Re-armed after this batch
+    // returns its buffers (only if the multishot really ended).
+    stats_.recv_nobufs.Add();
+    if (!c.recv_armed) starved_[starved_count_++] = slot;
+  } else if (res == -ECANCELED) {
+    // We cancelled it (pause); nothing to do.
+  } else if (!c.closing) {
+    Abort(c, slot);  // ECONNRESET and friends
+  } else if (c.lingering) {
+    SubmitClose(c, slot, false);
+  }
+  MaybeFree(c, slot);
+}
+
+void EventLoop::HandleInput(Connection& c, uint32_t slot, const char* data, size_t len) {
+  if (c.in_len == 0 && CanProcess(c)) {
+    // Common case: whole requests in one receive, parsed in place.
+    const size_t consumed = ProcessRequests(c, slot, data, len);
+    if (consumed < len && !c.close_after_send) StageInput(c, data + consumed, len - consumed);
+  } else {
+    if (!StageInput(c, data, len)) {
+      Abort(c, slot);
+      return;
+    }
+    ProcessStaged(c, slot);
+  }
+  AfterProgress(c, slot);
+}
+
+void EventLoop::ProcessStaged(Connection& c, uint32_t slot) {
+  if (c.in_len == 0 || !CanProcess(c)) return;
+  const size_t consumed = ProcessRequests(c, slot, c.in, c.in_len);
+  if (c.close_after_send || consumed >= c.in_len) {
+    ReleaseInput(c);
+  } else if (consumed > 0) {
+    std::memmove(c.in, c.in + consumed, c.in_len - consumed);
+    c.in_len -= static_cast<uint32_t>(consumed);
+  }
+}
+
+bool EventLoop::CanProcess(const Connection& c) const {
+  return !c.task_inflight && !c.close_after_send && !c.closing && !c.lingering &&
+         c.out_len - c.out_sent < kOutputHighWater;
+}
+
+size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data, size_t len) {
+  size_t off = 0;
+  while (off < len && CanProcess(c)) {
+    http::Request request;
+    const http::ParseResult parsed =
+        http::ParseRequest(std::string_view(data + off, len - off), config_.limits, &request,
+                           headers_.get(), headers_capacity_);
+    if (parsed.status == http::ParseStatus::kIncomplete) {
+      if (parsed.head_complete && request.expect_continue && !c.sent_continue) {
+        AppendOutput(c, kContinue.data(), kContinue.size());
+        c.sent_continue = true;
+      }
+      break;
+    }
+    http::SerializeOptions options;
+    if (parsed.status == http::ParseStatus::kError) {
+      // The stream cannot be trusted past a bad request: answer and close.
+      stats_.bad_requests.Add();
+      options.keep_alive = false;
+      AppendError(c, parsed.error_status, options);
+      c.close_after_send = true;
+      return len;
+    }
+    stats_.requests.Add();
+    c.sent_continue = false;
+    const bool keep_alive = request.keep_alive && !stopping_;
+    options.keep_alive = keep_alive;
+    options.keep_alive_header = keep_alive && request.version == http::Version::kHttp10;
+    options.head_only = request.method_id == http::Method::kHead;
+    const router::Match match = router_.Find(request.method, request.path);
+    if (match.route == nullptr) {
+      AppendError(c, match.path_known ? 405 : 404, options, match.allow);
+    } else if (match.route->kind == router::HandlerKind::kSlow && workers_ != nullptr) {
+      if (DispatchSlow(c, slot, data + off, parsed.consumed, *match.route, options)) {
+        off += parsed.consumed;
+        if (!keep_alive) c.close_after_send = true;
+        break;  // later requests wait: responses go out in request order
+      }
+      stats_.slow_rejected.Add();
+      AppendError(c, 503, options);
+    } else {
+      RunInline(c, request, *match.route, options);
+    }
+    off += parsed.consumed;
+    if (!keep_alive) {
+      c.close_after_send = true;
+      return len;  // nothing after a closing request is answered
+    }
+  }
+  return off;
+}
+
+void EventLoop::RunInline(Connection& c, const http::Request& request, const router::Route& route,
+                          const http::SerializeOptions& options) {
+  http::Response response;
+  try {
+    route.handler(request, response);
+  } catch (...) {
+    response = http::Response();
+    response.set_status(500);
+  }
+  CountStatus(response.status());
+  // Serialize straight into the connection's output; measure first only if
+  // the free space is too small.
+  char* dst = ReserveOutput(c, 0);
+  size_t room = c.out_cap - c.out_len;
+  size_t size = http::SerializeResponse(response, options, dst, room);
+  if (size > room) {
+    dst = ReserveOutput(c, size);
+    http::SerializeResponse(response, options, dst, size);
+  }
+  c.out_len += static_cast<uint32_t>(size);
+}
+
+void EventLoop::AppendError(Connection& c, int status, const http::SerializeOptions& options,
+                            std::string_view allow) {
+  CountStatus(status);
+  char buf[512];
+  const size_t size = http::SerializeError(status, options, allow, buf, sizeof(buf));
+  AppendOutput(c, buf, std::min(size, sizeof(buf)));
+}
+
+void EventLoop::CountStatus(int status) {
+  if (status < 400) {
+    stats_.responses_2xx.Add();
+  } else if (status < 500) {
+    stats_.responses_4xx.Add();
+  } else {
+    stats_.responses_5xx.Add();
+  }
+}
+
+bool EventLoop::DispatchSlow(Connection& c, uint32_t slot, const char* raw, size_t raw_len,
+                             const router::Route& route, const http::SerializeOptions& options) {
+  const size_t need = sizeof(worker::TaskBuffer) + raw_len;
+  char* mem;
+  size_t capacity;
+  if (need <= chunks_.chunk_size()) {
+    mem = chunks_.Acquire();
+    capacity = chunks_.chunk_size() - sizeof(worker::TaskBuffer);
+  } else {
+    // A request larger than a chunk (a big body): the heap, released through
+    // the pool, which tells its own chunks from heap memory by address.
+    mem = static_cast<char*>(std::malloc(need));
+    if (mem == nullptr) return false;
+    capacity = raw_len;
+  }
+  auto* buf = new (mem) worker::TaskBuffer();
+  buf->request_len = static_cast<uint32_t>(raw_len);
+  buf->capacity = static_cast<uint32_t>(capacity);
+  buf->keep_alive = options.keep_alive;
+  buf->keep_alive_header = options.keep_alive_header;
+  buf->head_only = options.head_only;
+  std::memcpy(buf->data(), raw, raw_len);
+  worker::SlowTask task;
+  task.route = &route;
+  task.buffer = buf;
+  task.ring_fd = ring_->fd();
+  task.user_data = PackUserData(Op::kTaskDone, slot, c.generation);
+  task.enqueued_ns = SteadyNs();
+  if (!workers_->Submit(task)) {
+    chunks_.Release(mem);
+    return false;
+  }
+  c.task = buf;
+  c.task_inflight = true;
+  stats_.slow_dispatched.Add();
+  return true;
+}
+
+void EventLoop::OnTaskDone(uint32_t slot, uint32_t generation) {
+  if (slot >= capacity_) return;
+  Connection& c = connections_[slot];
+  if (!c.in_use || c.generation != generation || !c.task_inflight) {
+    // Slots live until their task returns, so this is a stray message.
+    stats_.results_dropped.Add();
+    return;
+  }
+  worker::TaskBuffer* buf = c.task;
+  // Pairs with the worker's release store (see slow_task.h).
+  while (buf->state.load(std::memory_order_acquire) != worker::TaskBuffer::kDone) {
+  }
+  stats_.slow_completed.Add();
+  c.task_inflight = false;
+  c.task = nullptr;
+  if (!c.closing) {
+    // Status for the counters: "HTTP/1.1 NNN" starts every response.
+    const char* resp = buf->response();
+    if (buf->response_len > 12) {
+      CountStatus((resp[9] - '0') * 100 + (resp[10] - '0') * 10 + (resp[11] - '0'));
+    }
+    AppendOutput(c, resp, buf->response_len);
+  }
+  std::free(buf->heap_response);
+  buf->~TaskBuffer();
+  chunks_.Release(reinterpret_cast<char*>(buf));
+  if (c.closing) {
+    MaybeFree(c, slot);
+    return;
+  }
+  ProcessStaged(c, slot);
+  AfterProgress(c, slot);
+}
+
+// ---------------------------------------------------------------- buffers
+
+char* EventLoop::ReserveOutput(Connection& c, size_t bytes) {
+  if (c.out == nullptr) {
+    if (bytes <= chunks_.chunk_size()) {
+      c.out = chunks_.Acquire();
+      c.out_cap = static_cast<uint32_t>(chunks_.chunk_size());
+    } else {
+      c.out = static_cast<char*>(std::malloc(bytes));
+      c.out_cap = static_cast<uint32_t>(bytes);
+    }
+    c.out_len = c.out_sent = 0;
+  }
+  if (c.out_cap - c.out_len >= bytes) return c.out + c.out_len;
+  // Compact, or grow into a heap buffer. A send in flight still reads the old
+  // buffer, so it is retired until that send completes, not freed.
+  const size_t unsent = c.out_len - c.out_sent;
+  if (!c.send_inflight && c.out_sent > 0 && c.out_cap - unsent >= bytes) {
+    std::memmove(c.out, c.out + c.out_sent, unsent);
+    c.out_len = static_cast<uint32_t>(unsent);
+    c.out_sent = 0;
+    return c.out + c.out_len;
+  }
+  const size_t new_cap = std::max<size_t>(size_t{c.out_cap} * 2, c.out_len + bytes);
+  char* grown = static_cast<char*>(std::malloc(new_cap));
+  std::memcpy(grown, c.out, c.out_len);
+  if (c.send_inflight && c.out_retired == nullptr) {
+    c.out_retired = c.out;
+  } else {
+    chunks_.Release(c.out);
+  }
+  c.out = grown;
+  c.out_cap = static_cast<uint32_t>(new_cap);
+  return c.out + c.out_len;
+}
+
+void EventLoop::AppendOutput(Connection& c, const char* data, size_t len) {
+  char* dst = ReserveOutput(c, len);
+  std::memcpy(dst, data, len);
+  c.out_len += static_cast<uint32_t>(len);
+}
+
+bool EventLoop::StageInput(Connection& c, const char* data, size_t len) {
+  const size_t need = size_t{c.in_len} + len;
+  // The parser bounds a request's head and Content-Length; what exceeds that
+  // plus the pause threshold is a peer we cannot be serving honestly.
+  const size_t hard_limit = config_.limits.max_request_line + config_.limits.max_header_bytes +
+                            config_.limits.max_body_bytes + 2 * kStagedPauseBytes;
+  if (need > hard_limit) return false;
+  if (c.in == nullptr) {
+    if (need <= chunks_.chunk_size()) {
+      c.in = chunks_.Acquire();
+      c.in_cap = static_cast<uint32_t>(chunks_.chunk_size());
+    } else {
+      c.in = static_cast<char*>(std::malloc(need));
+      c.in_cap = static_cast<uint32_t>(need);
+    }
+  } else if (need > c.in_cap) {
+    const size_t new_cap = std::max<size_t>(size_t{c.in_cap} * 2, need);
+    char* grown = static_cast<char*>(std::malloc(new_cap));
+    std::memcpy(grown, c.in, c.in_len);
+    chunks_.Release(c.in);
+    c.in = grown;
+    c.in_cap = static_cast<uint32_t>(new_cap);
+  }
+  std::memcpy(c.in + c.in_len, data, len);
+  c.in_len = static_cast<uint32_t>(need);
+  return true;
+}
+
+void EventLoop::ReleaseInput(Connection& c) {
+  if (c.in != nullptr) chunks_.Release(c.in);
+  c.in = nullptr;
+  c.in_len = c.in_cap = 0;
+}
+
+// ---------------------------------------------------------------- output
+
+void EventLoop::Flush(Connection& c, uint32_t slot) {
+  if (c.send_inflight || c.closing || c.out_sent == c.out_len) return;
+  io_uring_sqe* sqe = Sqe();
+  // MSG_WAITALL: io_uring retries a short send itself before completing.
+  io_uring_prep_send(sqe, static_cast<int>(c.file_index), c.out + c.out_sent,
+                     c.out_len - c.out_sent, MSG_NOSIGNAL | MSG_WAITALL);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kSend, slot, c.generation));
+  c.send_inflight = true;
+}
+
+void EventLoop::OnSend(Connection& c, uint32_t slot, int res) {
+  c.send_inflight = false;
+  if (c.out_retired != nullptr) {
+    chunks_.Release(c.out_retired);
+    c.out_retired = nullptr;
+  }
+  if (res < 0) {
+    if (!c.closing) Abort(c, slot);  // EPIPE, ECONNRESET: the peer is gone
+    MaybeFree(c, slot);
+    return;
+  }
+  c.out_sent += static_cast<uint32_t>(res);
+  if (c.out_sent == c.out_len && c.out != nullptr) {
+    // Everything is out: the chunk goes back so idle connections hold none.
+    chunks_.Release(c.out);
+    c.out = nullptr;
+    c.out_len = c.out_sent = c.out_cap = 0;
+  }
+  if (c.closing) {
+    MaybeFree(c, slot);
+    return;
+  }
+  ProcessStaged(c, slot);
+  AfterProgress(c, slot);
+}
+
+// Called after anything that may have queued output or unblocked input:
+// sends what is pending, closes when done, and sets the right timer.
+void EventLoop::AfterProgress(Connection& c, uint32_t slot) {
+  if (c.closing || c.lingering) return;
+  Flush(c, slot);
+  if (c.close_after_send && !c.task_inflight && !c.send_inflight && c.out_len == c.out_sent) {
+    StartGracefulClose(c, slot);
+    return;
+  }
+  // Back-pressure: stop receiving while staged input waits behind a blocked
+  // request; resume once it drains.
+  if (c.in_len > kStagedPauseBytes && !CanProcess(c) && c.recv_armed && !c.recv_paused) {
+    c.recv_paused = true;
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_cancel64(sqe, PackUserData(Op::kRecv, slot, c.generation), 0);
+    io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  } else if (c.recv_paused && c.in_len <= kStagedPauseBytes / 2) {
+    c.recv_paused = false;
+    if (!c.recv_armed && !c.peer_eof) ArmRecv(c, slot);
+  }
+  if (c.send_inflight) {
+    SetTimer(c, slot, kTimerSend);
+  } else if (c.task_inflight) {
+    SetTimer(c, slot, kTimerNone);  // the handler's duration is not the peer's fault
+  } else if (c.in_len > 0) {
+    if (c.timer_kind != kTimerHeader) SetTimer(c, slot, kTimerHeader);
+  } else {
+    SetTimer(c, slot, kTimerIdle);
+  }
+  const bool quiet = !c.task_inflight && !c.send_inflight && c.out_len == c.out_sent;
+  if (c.peer_eof && quiet && (c.in_len == 0 || CanProcess(c))) {
+    // The peer is done sending and everything it asked is answered.
+    Abort(c, slot);
+  } else if (stopping_ && quiet && c.in_len == 0) {
+    StartGracefulClose(c, slot);  // draining: no further request on this one
+  }
+}
+
+// ---------------------------------------------------------------- closing
+
+void EventLoop::StartGracefulClose(Connection& c, uint32_t slot) {
+  ReleaseInput(c);
+  if (c.peer_eof || !c.recv_armed) {
+    SubmitClose(c, slot, !c.peer_eof);
+    return;
+  }
+  // Lingering close: send our FIN now, but keep reading (and discarding)
+  // until the peer's FIN. Closing with unread input would send a RST that can
+  // destroy the response still in flight to the peer.
+  c.lingering = true;
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_shutdown(sqe, static_cast<int>(c.file_index), SHUT_WR);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kShutdown, slot, c.generation));
+  SetTimer(c, slot, kTimerLinger);
+}
+
+void EventLoop::Abort(Connection& c, uint32_t slot) {
+  if (c.closing) return;
+  SubmitClose(c, slot, c.recv_armed || c.send_inflight);
+}
+
+void EventLoop::SubmitClose(Connection& c, uint32_t slot, bool shutdown_first) {
+  if (c.closing) return;
+  c.closing = true;
+  c.lingering = false;
+  timers_.Cancel(slot);
+  c.timer_kind = kTimerNone;
+  ReleaseInput(c);
+  const uint64_t ud = PackUserData(Op::kClose, slot, c.generation);
+  if (shutdown_first) {
+    // close() alone would not end the multishot receive or a pending send
+    // (they hold their own file reference): shutdown wakes them first.
+    // HARDLINK so that the close runs even if the shutdown fails.
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_shutdown(sqe, static_cast<int>(c.file_index), SHUT_RDWR);
+    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+    io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  }
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_close_direct(sqe, c.file_index);
+  io_uring_sqe_set_data64(sqe, ud);
+}
+
+void EventLoop::MaybeFree(Connection& c, uint32_t slot) {
+  if (!c.closing || !c.close_done || c.recv_armed || c.send_inflight || c.task_inflight) return;
+  ReleaseInput(c);
+  if (c.out != nullptr) chunks_.Release(c.out);
+  if (c.out_retired != nullptr) chunks_.Release(c.out_retired);
+  timers_.Cancel(slot);
+  const uint32_t generation = c.generation + 1;
+  c = Connection();
+  c.generation = generation;
+  c.next_free = free_head_;
+  free_head_ = slot;
+  ++free_count_;
+  stats_.active.Sub();
+}
+
+// ---------------------------------------------------------------- timers
+
+void EventLoop::SetTimer(Connection& c, uint32_t slot, TimerKind kind) {
+  uint32_t ms = 0;
+  switch (kind) {
+    case kTimerNone: break;
+    case kTimerIdle: ms = config_.idle_timeout_ms; break;
+    case kTimerHeader: ms = config_.header_timeout_ms; break;
+    case kTimerSend: ms = config_.send_timeout_ms; break;
+    case kTimerLinger: ms = config_.linger_timeout_ms; break;
+  }
+  c.timer_kind = kind;
+  if (ms == 0) {
+    timers_.Cancel(slot);
+    return;
+  }
+  // +1: a tick may be just about to fire; never expire early.
+  timers_.Schedule(slot, NowTick() + (ms + kTickMs - 1) / kTickMs + 1);
+}
+
+void EventLoop::OnTimerTick() {
+  const uint64_t now = NowTick();
+  timers_.Advance(now, [this](uint32_t slot) { OnTimerExpired(slot); });
+  stats_.chunk_heap_fallbacks.Add(chunks_.heap_fallbacks() - stats_.chunk_heap_fallbacks.Get());
+  if (stopping_ && now >= stop_deadline_tick_) {
+    // Drain time is up: whatever is still open is closed now.
+    for (uint32_t slot = 0; slot < capacity_; ++slot) {
+      Connection& c = connections_[slot];
+      if (c.in_use && !c.closing) Abort(c, slot);
+    }
+  }
+  ArmTimerTick();
+}
+
+void EventLoop::OnTimerExpired(uint32_t slot) {
+  Connection& c = connections_[slot];
+  if (!c.in_use || c.closing) return;
+  stats_.timeouts.Add();
+  const uint8_t kind = c.timer_kind;
+  c.timer_kind = kTimerNone;
+  Debug(config_, "uring-http: thread %d: slot %u timed out (kind %d)\n", index_, slot, kind);
+  if (kind == kTimerHeader && !c.send_inflight && c.out_len == c.out_sent) {
+    // A slowloris client: tell it why, then close.
+    http::SerializeOptions options;
+    options.keep_alive = false;
+    AppendError(c, 408, options);
+    c.close_after_send = true;
+    ReleaseInput(c);
+    Flush(c, slot);
+    SetTimer(c, slot, kTimerSend);
+    return;
+  }
+  Abort(c, slot);
+}
+
+// ---------------------------------------------------------------- stopping
+
+void EventLoop::OnSignal(int res) {
+  if (res > 0 && on_signal_) on_signal_();
+  if (!stopping_) ArmSignalRead();
+}
+
+void EventLoop::OnStop() {
+  if (stopping_) return;
+  stopping_ = true;
+  stop_deadline_tick_ =
+      NowTick() + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
+  // Stop accepting; connections already accepted are answered below.
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, 0, 0), IORING_ASYNC_CANCEL_ALL);
+  sqe->flags |= IOSQE_IO_HARDLINK;
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  // Shutting the listener down takes it out of the SO_REUSEPORT group at
+  // once: new connections go to the other listeners (or another process on
+  // the same port) instead of waiting in a queue nobody accepts from.
+  sqe = Sqe();
+  io_uring_prep_shutdown(sqe, listen_fd_, SHUT_RDWR);
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  for (uint32_t slot = 0; slot < capacity_; ++slot) {
+    Connection& c = connections_[slot];
+    if (!c.in_use || c.closing || c.lingering) continue;
+    if (!c.task_inflight && !c.send_inflight && c.out_len == c.out_sent && c.in_len == 0) {
+      Abort(c, slot);  // idle keep-alive connection: nothing to finish
+    }
+    // The rest finish their current request and get "Connection: close".
+  }
+}
+
+}  // namespace uring_http::serving

@@ -1,0 +1,47 @@
+// LoopStats: counters of one accept thread. Only that thread writes them
+// (relaxed load + store, no read-modify-write and no shared cache line with
+// another writer), and anyone may read them; readers sum over threads.
+#ifndef URING_HTTP_SRC_SERVING_LOOP_STATS_H_
+#define URING_HTTP_SRC_SERVING_LOOP_STATS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace uring_http::serving {
+
+class Counter {
+ public:
+  void Add(uint64_t n = 1) {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void Sub(uint64_t n = 1) {
+    value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
+  uint64_t Get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+struct alignas(64) LoopStats {
+  Counter accepted;
+  Counter refused;          // pool full: answered 503 and closed
+  Counter active;           // connections currently holding a slot
+  Counter requests;         // complete requests parsed
+  Counter responses_2xx;
+  Counter responses_4xx;
+  Counter responses_5xx;
+  Counter bad_requests;     // parse errors (4xx/5xx from the parser)
+  Counter slow_dispatched;  // SLOW tasks pushed to the workers
+  Counter slow_completed;   // their MSG_RING completions
+  Counter slow_rejected;    // queue full: 503
+  Counter results_dropped;  // task result for a slot that moved on (never expected)
+  Counter timeouts;         // connections closed by a timer
+  Counter recv_nobufs;      // receive ran out of provided buffers
+  Counter accept_errors;    // EMFILE/ENFILE and other accept failures
+  Counter chunk_heap_fallbacks;
+};
+
+}  // namespace uring_http::serving
+
+#endif  // URING_HTTP_SRC_SERVING_LOOP_STATS_H_

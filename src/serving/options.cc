@@ -1,0 +1,257 @@
+#include "src/serving/options.h"
+
+#include <getopt.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string_view>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace uring_http::serving {
+namespace {
+
+enum LongOnly {
+  kMaxRequestLine = 1000,
+  kMaxHeaderBytes,
+  kMaxHeaders,
+  kMaxBodyBytes,
+  kHeaderTimeout,
+  kIdleTimeout,
+  kSendTimeout,
+  kShutdownTimeout,
+  kAddress,
+  kSqpoll,
+  kPinCpus,
+};
+
+const option kLongOptions[] = {
+    {"port", required_argument, nullptr, 'p'},
+    {"accept-threads", required_argument, nullptr, 'A'},
+    {"accept-capacity", required_argument, nullptr, 'C'},
+    {"workers", required_argument, nullptr, 'w'},
+    {"worker-threads", required_argument, nullptr, 'w'},
+    {"slow-duration", required_argument, nullptr, 'D'},
+    {"verbose", no_argument, nullptr, 'v'},
+    {"daemonize", no_argument, nullptr, 'd'},
+    {"help", no_argument, nullptr, 'h'},
+    {"address", required_argument, nullptr, kAddress},
+    {"max-request-line", required_argument, nullptr, kMaxRequestLine},
+    {"max-header-bytes", required_argument, nullptr, kMaxHeaderBytes},
+    {"max-headers", required_argument, nullptr, kMaxHeaders},
+    {"max-body-bytes", required_argument, nullptr, kMaxBodyBytes},
+    {"header-timeout", required_argument, nullptr, kHeaderTimeout},
+    {"idle-timeout", required_argument, nullptr, kIdleTimeout},
+    {"send-timeout", required_argument, nullptr, kSendTimeout},
+    {"shutdown-timeout", required_argument, nullptr, kShutdownTimeout},
+    {"sqpoll", no_argument, nullptr, kSqpoll},
+    {"pin-cpus", no_argument, nullptr, kPinCpus},
+    {nullptr, 0, nullptr, 0},
+};
+
+const char* NameOf(int code) {
+  for (const option& o : kLongOptions) {
+    if (o.name != nullptr && o.val == code) return o.name;
+  }
+  return "?";
+}
+
+// A plain decimal in [min, max]; anything else ("12x", "-1", "", overflow)
+// is an error naming the option and the range.
+absl::StatusOr<uint64_t> ParseNumber(int code, const char* text, uint64_t min, uint64_t max) {
+  std::string_view s(text);
+  bool ok = !s.empty() && s.size() <= 19;
+  uint64_t value = 0;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') {
+      ok = false;
+      break;
+    }
+    value = value * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  if (!ok || value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid value '", text, "' for --",
+                                                   NameOf(code), ": expected an integer in [",
+                                                   min, ", ", max, "]"));
+  }
+  return value;
+}
+
+// A duration: a number of seconds, or with a unit suffix "ms", "s" or "m".
+// 0 disables the timeout.
+absl::StatusOr<uint32_t> ParseDurationMs(int code, const char* text) {
+  std::string_view s(text);
+  uint64_t scale = 1000;
+  if (s.size() > 2 && s.substr(s.size() - 2) == "ms") {
+    scale = 1;
+    s.remove_suffix(2);
+  } else if (!s.empty() && s.back() == 's') {
+    s.remove_suffix(1);
+  } else if (!s.empty() && s.back() == 'm') {
+    scale = 60'000;
+    s.remove_suffix(1);
+  }
+  std::string digits(s);
+  absl::StatusOr<uint64_t> n = ParseNumber(code, digits.c_str(), 0, 86'400'000 / scale);
+  if (!n.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid value '", text, "' for --", NameOf(code),
+        ": expected a duration such as 30, 30s, 500ms or 2m (at most one day)"));
+  }
+  return static_cast<uint32_t>(*n * scale);
+}
+
+}  // namespace
+
+std::string UsageText(const char* program) {
+  return absl::StrCat(
+      "uring-http: an io_uring HTTP/1.1 server (event loop + worker threads)\n"
+      "Usage: ", program, " [ -<flag> [<val>] | --<name>[{=| }<val>] ]...\n\n"
+      "  -p, --port=num              Listen port (9000); 0 picks a free port\n"
+      "      --address=ipv4          Listen address (0.0.0.0)\n"
+      "  -A, --accept-threads=num    Accept threads, one io_uring ring and one SO_REUSEPORT\n"
+      "                              listener each (the number of CPUs); >= 1\n"
+      "  -C, --accept-capacity=num   Connection slots per accept thread (100000); >= 1.\n"
+      "                              Limited to RLIMIT_NOFILE per thread (one ring's\n"
+      "                              fixed-file table cannot be larger)\n"
+      "  -w, --workers=num           Worker threads for SLOW handlers (the number of\n"
+      "      --worker-threads=num    accept threads); 0 runs SLOW handlers inline\n"
+      "  -D, --slow-duration=ms      What GET /test/slow sleeps on a worker (30)\n"
+      "  -v, --verbose               Debug output on stderr\n"
+      "  -d, --daemonize             Detach from the terminal and run in the background\n"
+      "  -h, --help                  This text\n\n"
+      "Limits (exceeded: the status shown, then the connection is closed):\n"
+      "      --max-request-line=bytes   8192 (414)\n"
+      "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
+      "      --max-headers=num          100 (431)\n"
+      "      --max-body-bytes=bytes     1048576 (413)\n\n"
+      "Timeouts (seconds, or with a unit: 500ms, 30s, 2m; 0 disables):\n"
+      "      --header-timeout=t     10s: first byte to end of headers (408, close)\n"
+      "      --idle-timeout=t       60s: keep-alive connection between requests (close)\n"
+      "      --send-timeout=t       30s: peer not reading the response (close)\n"
+      "      --shutdown-timeout=t   30s: drain on SIGTERM/SIGINT, then close the rest\n\n"
+      "io_uring:\n"
+      "      --sqpoll               Kernel submission-queue polling thread per ring\n"
+      "      --pin-cpus             Pin accept thread i to CPU i\n\n"
+      "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
+      "on a worker).\n");
+}
+
+absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
+  Options options;
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  options.config.accept_threads = static_cast<int>(cpus);
+  bool workers_set = false;
+  opterr = 0;  // we print our own messages
+  optind = 1;
+  int code;
+  while ((code = getopt_long(argc, argv, ":p:A:C:w:D:vdh?", kLongOptions, nullptr)) != -1) {
+    absl::StatusOr<uint64_t> n;
+    switch (code) {
+      case 'p':
+        n = ParseNumber(code, optarg, 0, 65535);
+        if (!n.ok()) return n.status();
+        options.config.port = static_cast<uint16_t>(*n);
+        break;
+      case 'A':
+        n = ParseNumber(code, optarg, 1, 1024);
+        if (!n.ok()) return n.status();
+        options.config.accept_threads = static_cast<int>(*n);
+        break;
+      case 'C':
+        n = ParseNumber(code, optarg, 1, (1u << 24) - 1);
+        if (!n.ok()) return n.status();
+        options.config.accept_capacity = static_cast<uint32_t>(*n);
+        break;
+      case 'w':
+        n = ParseNumber(code, optarg, 0, 10000);
+        if (!n.ok()) return n.status();
+        options.config.workers = static_cast<int>(*n);
+        workers_set = true;
+        break;
+      case 'D':
+        n = ParseNumber(code, optarg, 0, 3'600'000);
+        if (!n.ok()) return n.status();
+        options.slow_duration_ms = static_cast<uint32_t>(*n);
+        break;
+      case 'v':
+        options.config.verbose = true;
+        break;
+      case 'd':
+        options.daemonize = true;
+        break;
+      case 'h':
+        options.help = true;
+        break;
+      case '?': {
+        // '?' is both the reference design's help flag and getopt's "unknown".
+        const std::string_view arg = argv[optind - 1];
+        if (optopt == '?' || arg == "-?") {
+          options.help = true;
+          break;
+        }
+        if (optopt != 0) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("unknown option '-", std::string(1, static_cast<char>(optopt)), "'"));
+        }
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown option '", std::string(arg), "'"));
+      }
+      case ':':
+        return absl::InvalidArgumentError(
+            absl::StrCat("option '", argv[optind - 1], "' needs a value"));
+      case kAddress:
+        options.config.address = optarg;
+        break;
+      case kMaxRequestLine:
+        n = ParseNumber(code, optarg, 64, 1 << 20);
+        if (!n.ok()) return n.status();
+        options.config.limits.max_request_line = *n;
+        break;
+      case kMaxHeaderBytes:
+        n = ParseNumber(code, optarg, 64, 1 << 20);
+        if (!n.ok()) return n.status();
+        options.config.limits.max_header_bytes = *n;
+        break;
+      case kMaxHeaders:
+        n = ParseNumber(code, optarg, 1, 1000);
+        if (!n.ok()) return n.status();
+        options.config.limits.max_headers = *n;
+        break;
+      case kMaxBodyBytes:
+        n = ParseNumber(code, optarg, 0, 1ull << 30);
+        if (!n.ok()) return n.status();
+        options.config.limits.max_body_bytes = *n;
+        break;
+      case kHeaderTimeout:
+      case kIdleTimeout:
+      case kSendTimeout:
+      case kShutdownTimeout: {
+        absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
+        if (!ms.ok()) return ms.status();
+        uint32_t* target = code == kHeaderTimeout  ? &options.config.header_timeout_ms
+                           : code == kIdleTimeout ? &options.config.idle_timeout_ms
+                           : code == kSendTimeout ? &options.config.send_timeout_ms
+                                                  : &options.config.shutdown_timeout_ms;
+        *target = *ms;
+        break;
+      }
+      case kSqpoll:
+        options.config.sqpoll = true;
+        break;
+      case kPinCpus:
+        options.config.pin_cpus = true;
+        break;
+      default:
+        return absl::InvalidArgumentError(absl::StrCat("unknown option '", argv[optind - 1], "'"));
+    }
+  }
+  if (optind < argc) {
+    return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", argv[optind], "'"));
+  }
+  if (!workers_set) options.config.workers = options.config.accept_threads;
+  return options;
+}
+
+}  // namespace uring_http::serving

@@ -1,0 +1,175 @@
+#include "src/serving/server.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "src/io/msg_ring_sender.h"
+
+namespace uring_http::serving {
+
+Server::Server(ServerConfig config, router::Router router)
+    : config_(std::move(config)), router_(std::move(router)) {}
+
+Server::~Server() {
+  Stop();
+  Wait();
+  if (signal_fd_ >= 0) close(signal_fd_);
+}
+
+absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
+  if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
+  // A peer that resets mid-send must not kill the process (sends also pass
+  // MSG_NOSIGNAL; this covers everything else).
+  signal(SIGPIPE, SIG_IGN);
+
+  if (config_.handle_signals) {
+    // Blocked before any thread starts, so every thread inherits the mask
+    // and the signals are read only through the signalfd on loop 0's ring.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC);
+    if (signal_fd_ < 0) return absl::InternalError("signalfd failed");
+  }
+
+  // Listeners first, on this thread: with port 0 the first one picks the
+  // port and the others join it.
+  uint16_t port = config_.port;
+  for (int i = 0; i < config_.accept_threads; ++i) {
+    auto listener = io::Listener::Bind(config_.address, port, config_.listen_backlog);
+    if (!listener.ok()) return listener.status();
+    port = listener->port();
+    listeners_.push_back(*std::move(listener));
+  }
+  port_.store(port, std::memory_order_release);
+
+  if (config_.workers > 0) {
+    // Each connection has at most one task in flight, so the queue never
+    // needs more cells than there are connection slots in all.
+    const uint64_t slots = uint64_t{config_.accept_capacity} * config_.accept_threads;
+    const size_t queue_capacity = std::clamp<uint64_t>(slots, 1024, 1 << 16);
+    workers_ = std::make_unique<worker::WorkerPool>(config_.workers, queue_capacity,
+                                                   config_.limits);
+    io::MsgRingSender::RinglessSupported();  // probe once, before the workers race to
+    workers_->Start();
+  }
+
+  for (int i = 0; i < config_.accept_threads; ++i) {
+    loops_.push_back(std::make_unique<EventLoop>(
+        i, config_, router_, workers_.get(), listeners_[i].fd(), i == 0 ? signal_fd_ : -1,
+        [this] { Stop(); }));
+  }
+
+  // Each ring is created on the thread that owns it (SINGLE_ISSUER).
+  std::vector<std::promise<absl::Status>> inits(loops_.size());
+  std::vector<std::future<absl::Status>> init_results;
+  for (auto& p : inits) init_results.push_back(p.get_future());
+  std::promise<bool> go_promise;
+  std::shared_future<bool> go = go_promise.get_future().share();
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < loops_.size(); ++i) {
+    threads.emplace_back([this, i, &inits, go] {
+      pthread_setname_np(pthread_self(), "uring-accept");
+      absl::Status s = loops_[i]->Init();
+      const bool ok = s.ok();
+      inits[i].set_value(std::move(s));
+      if (ok && go.get()) loops_[i]->Run();
+    });
+  }
+  inits[0].set_value(loops_[0]->Init());
+
+  absl::Status first_error;
+  for (auto& f : init_results) {
+    absl::Status s = f.get();
+    if (!s.ok() && first_error.ok()) first_error = s;
+  }
+  go_promise.set_value(first_error.ok());
+  if (first_error.ok()) {
+    ready_.store(true, std::memory_order_release);
+    if (on_ready) on_ready(*this);
+    if (stop_requested_.load(std::memory_order_acquire)) SendStop();
+    loops_[0]->Run();
+  }
+  for (std::thread& t : threads) t.join();
+  // Every connection is closed, so no task is queued any more.
+  if (workers_ != nullptr) workers_->Stop();
+  for (io::Listener& l : listeners_) l.Close();
+  return first_error;
+}
+
+absl::Status Server::Start() {
+  std::promise<absl::Status> started;
+  std::future<absl::Status> result = started.get_future();
+  std::atomic<bool> reported{false};
+  auto report = [&](absl::Status s) {
+    if (!reported.exchange(true)) started.set_value(std::move(s));
+  };
+  background_ = std::thread([this, report]() mutable {
+    absl::Status s = Run([&report](const Server&) { report(absl::OkStatus()); });
+    report(s.ok() ? absl::InternalError("server stopped before it was ready") : s);
+  });
+  absl::Status s = result.get();
+  if (!s.ok()) Wait();
+  return s;
+}
+
+void Server::Stop() {
+  if (stop_requested_.exchange(true)) return;
+  if (ready_.load(std::memory_order_acquire)) SendStop();
+}
+
+void Server::SendStop() {
+  io::MsgRingSender sender;
+  for (auto& loop : loops_) {
+    sender.Send(loop->ring_fd(), PackUserData(Op::kStop, 0, 0), 0);
+  }
+}
+
+void Server::Wait() {
+  if (background_.joinable()) background_.join();
+}
+
+std::string Server::ReadyLine() const {
+  const EventLoop& first = *loops_[0];
+  return absl::StrCat(
+      "uring-http ready: listening on ", config_.address, ":", port(), ", ",
+      config_.accept_threads, " accept thread(s), ", config_.workers, " worker(s), ",
+      first.capacity(), " connections per thread (fixed-file table ", first.file_table_size(),
+      " = min(accept-capacity + 64 reserve, RLIMIT_NOFILE)), io_uring: ", first.Features());
+}
+
+ServerStats Server::Stats() const {
+  ServerStats s;
+  for (const auto& loop : loops_) {
+    const LoopStats& l = loop->stats();
+    s.accepted += l.accepted.Get();
+    s.refused += l.refused.Get();
+    s.active += l.active.Get();
+    s.requests += l.requests.Get();
+    s.responses_2xx += l.responses_2xx.Get();
+    s.responses_4xx += l.responses_4xx.Get();
+    s.responses_5xx += l.responses_5xx.Get();
+    s.bad_requests += l.bad_requests.Get();
+    s.slow_dispatched += l.slow_dispatched.Get();
+    s.slow_completed += l.slow_completed.Get();
+    s.slow_rejected += l.slow_rejected.Get();
+    s.results_dropped += l.results_dropped.Get();
+    s.timeouts += l.timeouts.Get();
+    s.recv_nobufs += l.recv_nobufs.Get();
+    s.accept_errors += l.accept_errors.Get();
+    s.chunk_heap_fallbacks += l.chunk_heap_fallbacks.Get();
+  }
+  if (workers_ != nullptr) s.workers = workers_->Stats();
+  return s;
+}
+
+}  // namespace uring_http::serving

@@ -1,0 +1,87 @@
+// Server: ties the pieces together. It binds one SO_REUSEPORT listener per
+// accept thread, starts the worker pool, runs one EventLoop per accept thread
+// (the calling thread is one of them), and stops them all on request.
+//
+// Embedding it:
+//   router::Router router;
+//   router.Fast("GET", "/hello", [](const http::Request&, http::Response& r) {
+//     r.set_static_body("hello\n");
+//   });
+//   serving::Server server(config, std::move(router));
+//   server.Run();  // until SIGTERM (config.handle_signals) or Stop()
+//
+// Thread-safety: Run()/Start()/Wait() from one controlling thread; Stop(),
+// port() and the stats from any thread.
+#ifndef URING_HTTP_SRC_SERVING_SERVER_H_
+#define URING_HTTP_SRC_SERVING_SERVER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "src/io/listener.h"
+#include "src/router/router.h"
+#include "src/serving/config.h"
+#include "src/serving/event_loop.h"
+#include "src/worker/worker_pool.h"
+
+namespace uring_http::serving {
+
+// Sums over all accept threads (and the worker pool).
+struct ServerStats {
+  uint64_t accepted = 0, refused = 0, active = 0, requests = 0;
+  uint64_t responses_2xx = 0, responses_4xx = 0, responses_5xx = 0, bad_requests = 0;
+  uint64_t slow_dispatched = 0, slow_completed = 0, slow_rejected = 0, results_dropped = 0;
+  uint64_t timeouts = 0, recv_nobufs = 0, accept_errors = 0, chunk_heap_fallbacks = 0;
+  worker::WorkerPoolStats workers;
+};
+
+class Server {
+ public:
+  Server(ServerConfig config, router::Router router);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves on the calling thread until stopped; `on_ready` runs once every
+  // accept thread is listening. Returns the first start-up error, if any.
+  absl::Status Run(const std::function<void(const Server&)>& on_ready = nullptr);
+
+  // Run() on a background thread; returns once ready (or failed).
+  absl::Status Start();
+  // Asks every accept thread to drain and stop. Any thread; idempotent.
+  void Stop();
+  // Joins the thread Start() created.
+  void Wait();
+
+  uint16_t port() const { return port_.load(std::memory_order_acquire); }
+  const ServerConfig& config() const { return config_; }
+  // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
+  std::string ReadyLine() const;
+  ServerStats Stats() const;
+
+ private:
+  void SendStop();
+
+  const ServerConfig config_;
+  const router::Router router_;
+  std::vector<io::Listener> listeners_;
+  std::unique_ptr<worker::WorkerPool> workers_;
+  std::vector<std::unique_ptr<EventLoop>> loops_;
+  std::atomic<uint16_t> port_{0};
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> stop_requested_{false};
+  std::thread background_;
+  int signal_fd_ = -1;
+};
+
+}  // namespace uring_http::serving
+
+#endif  // URING_HTTP_SRC_SERVING_SERVER_H_

@@ -1,0 +1,151 @@
+#include "src/worker/worker_pool.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "src/http/response.h"
+#include "src/io/msg_ring_sender.h"
+#include "src/router/router.h"
+
+namespace uring_http::worker {
+namespace {
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+WorkerPool::WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits)
+    : num_threads_(threads),
+      limits_(limits),
+      queue_(queue_capacity),
+      stats_(std::make_unique<WorkerStats[]>(threads)) {}
+
+WorkerPool::~WorkerPool() { Stop(); }
+
+void WorkerPool::Start() {
+  threads_.reserve(num_threads_);
+  for (size_t i = 0; i < num_threads_; ++i) {
+    threads_.emplace_back([this, i] { WorkerMain(i); });
+  }
+}
+
+bool WorkerPool::Submit(const SlowTask& task) {
+  if (!queue_.TryPush(task)) return false;
+  submitted_.fetch_add(1, std::memory_order_relaxed);
+  // One token per task: a sleeping worker wakes for it (futex wake).
+  tokens_.release();
+  return true;
+}
+
+void WorkerPool::Stop() {
+  if (threads_.empty()) return;
+  stopping_.store(true, std::memory_order_release);
+  // One extra token per worker so that each wakes, finds the queue empty and
+  // leaves; tasks queued before this point still run first (FIFO).
+  tokens_.release(static_cast<std::ptrdiff_t>(num_threads_));
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) {
+  TaskBuffer* buf = task.buffer;
+  http::Response response;
+  {
+    // The bytes were validated on the ring thread; parsing them again here
+    // is cheaper than shipping a Request full of pointers across threads.
+    http::Header headers[256];
+    http::Request request;
+    http::ParseResult parsed =
+        http::ParseRequest(std::string_view(buf->data(), buf->request_len), limits, &request,
+                           headers, sizeof(headers) / sizeof(headers[0]));
+    if (parsed.status != http::ParseStatus::kComplete) {
+      response.set_status(500);
+    } else {
+      try {
+        task.route->handler(request, response);
+      } catch (...) {
+        // A handler that throws must not take the worker down with it.
+        response = http::Response();
+        response.set_status(500);
+      }
+    }
+  }
+  http::SerializeOptions options;
+  options.keep_alive = buf->keep_alive;
+  options.keep_alive_header = buf->keep_alive_header;
+  options.head_only = buf->head_only;
+  size_t size = http::SerializeResponse(response, options, buf->data(), buf->capacity);
+  if (size > buf->capacity) {
+    buf->heap_response = static_cast<char*>(std::malloc(size));
+    http::SerializeResponse(response, options, buf->heap_response, size);
+  }
+  buf->response_len = static_cast<uint32_t>(size);
+  // Publishes the response bytes to the ring thread (see slow_task.h).
+  buf->state.store(TaskBuffer::kDone, std::memory_order_release);
+}
+
+void WorkerPool::WorkerMain(size_t index) {
+  pthread_setname_np(pthread_self(), "uring-worker");
+  io::MsgRingSender sender;
+  WorkerStats& stats = stats_[index];
+  for (;;) {
+    tokens_.acquire();
+    SlowTask task;
+    bool got = false;
+    // A token means a task was published, but the head cell may still be
+    // claimed by a producer that has not finished writing it: spin briefly.
+    for (int spins = 0; !(got = queue_.TryPop(task)); ++spins) {
+      if (stopping_.load(std::memory_order_acquire) && queue_.ApproxSize() == 0) break;
+      if (spins > 64) std::this_thread::yield();
+    }
+    if (!got) return;  // stop token and nothing left to run
+    const int64_t started = NowNs();
+    stats.queue_wait_ns.store(
+        stats.queue_wait_ns.load(std::memory_order_relaxed) +
+            static_cast<uint64_t>(started - task.enqueued_ns),
+        std::memory_order_relaxed);
+    stats.running.store(true, std::memory_order_relaxed);
+    RunTask(task, limits_);
+    stats.running.store(false, std::memory_order_relaxed);
+    const uint64_t retries_before = sender.overflow_retries();
+    io::MsgRingSender::Result result = sender.Send(task.ring_fd, task.user_data, 0);
+    if (result == io::MsgRingSender::Result::kSent) {
+      stats.msg_ring_sent.store(stats.msg_ring_sent.load(std::memory_order_relaxed) + 1,
+                                std::memory_order_relaxed);
+    } else {
+      stats.results_dropped.store(stats.results_dropped.load(std::memory_order_relaxed) + 1,
+                                  std::memory_order_relaxed);
+    }
+    stats.msg_ring_retries.store(stats.msg_ring_retries.load(std::memory_order_relaxed) +
+                                     (sender.overflow_retries() - retries_before),
+                                 std::memory_order_relaxed);
+    stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
+  }
+}
+
+WorkerPoolStats WorkerPool::Stats() const {
+  WorkerPoolStats s;
+  s.submitted = submitted_.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < num_threads_; ++i) {
+    const WorkerStats& w = stats_[i];
+    s.completed += w.completed.load(std::memory_order_relaxed);
+    s.queue_wait_ns += w.queue_wait_ns.load(std::memory_order_relaxed);
+    s.msg_ring_sent += w.msg_ring_sent.load(std::memory_order_relaxed);
+    s.msg_ring_retries += w.msg_ring_retries.load(std::memory_order_relaxed);
+    s.results_dropped += w.results_dropped.load(std::memory_order_relaxed);
+    s.running += w.running.load(std::memory_order_relaxed) ? 1 : 0;
+  }
+  s.queued = queue_.ApproxSize();
+  return s;
+}
+
+}  // namespace uring_http::worker

@@ -1,0 +1,84 @@
+// WorkerPool: threads that run SLOW handlers, fed by one bounded lock-free
+// MPMC queue shared by all accept threads.
+//
+// Idle workers sleep on a counting semaphore (a futex): an idle server with
+// 300 workers uses no CPU. Each Submit() adds one token; a worker takes a
+// token, pops a task (tasks are served FIFO), runs it, and posts the result
+// to the ring named in the task with IORING_OP_MSG_RING.
+//
+// Thread-safety: Submit() from any thread (the ring threads); Start() and
+// Stop() from the thread that owns the pool.
+#ifndef URING_HTTP_SRC_WORKER_WORKER_POOL_H_
+#define URING_HTTP_SRC_WORKER_WORKER_POOL_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <semaphore>
+#include <thread>
+#include <vector>
+
+#include "src/http/parser.h"
+#include "src/worker/mpmc_queue.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::worker {
+
+struct WorkerPoolStats {
+  uint64_t submitted = 0;
+  uint64_t completed = 0;
+  uint64_t running = 0;
+  uint64_t queued = 0;            // approximate
+  uint64_t queue_wait_ns = 0;     // summed over completed tasks
+  uint64_t msg_ring_sent = 0;
+  uint64_t msg_ring_retries = 0;  // target CQ was full; retried
+  uint64_t results_dropped = 0;   // target ring gone (shutdown)
+};
+
+class WorkerPool {
+ public:
+  WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  void Start();
+  // False when the queue is full (the caller answers 503).
+  bool Submit(const SlowTask& task);
+  // Runs every task already queued, then joins the threads.
+  void Stop();
+
+  size_t threads() const { return num_threads_; }
+  size_t queue_capacity() const { return queue_.capacity(); }
+  WorkerPoolStats Stats() const;
+
+  // Runs `task`'s handler on the calling thread and fills its TaskBuffer
+  // (exposed for workers and for the inline path of tests).
+  static void RunTask(const SlowTask& task, const http::ParseLimits& limits);
+
+ private:
+  struct alignas(64) WorkerStats {
+    std::atomic<uint64_t> completed{0};
+    std::atomic<uint64_t> queue_wait_ns{0};
+    std::atomic<uint64_t> msg_ring_sent{0};
+    std::atomic<uint64_t> msg_ring_retries{0};
+    std::atomic<uint64_t> results_dropped{0};
+    std::atomic<bool> running{false};
+  };
+
+  void WorkerMain(size_t index);
+
+  const size_t num_threads_;
+  const http::ParseLimits limits_;
+  MpmcQueue<SlowTask> queue_;
+  std::counting_semaphore<> tokens_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> submitted_{0};
+  std::unique_ptr<WorkerStats[]> stats_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace uring_http::worker
+
+#endif  // URING_HTTP_SRC_WORKER_WORKER_POOL_H_
