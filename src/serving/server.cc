@@ -107,15 +107,20 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
 }
 
 absl::Status Server::Start() {
-  std::promise<absl::Status> started;
-  std::future<absl::Status> result = started.get_future();
-  std::atomic<bool> reported{false};
-  auto report = [&](absl::Status s) {
-    if (!reported.exchange(true)) started.set_value(std::move(s));
+  // Shared with the background thread, which reports again when Run()
+  // returns, long after Start() has.
+  struct Report {
+    std::promise<absl::Status> promise;
+    std::atomic<bool> done{false};
+    void Set(absl::Status s) {
+      if (!done.exchange(true)) promise.set_value(std::move(s));
+    }
   };
-  background_ = std::thread([this, report]() mutable {
-    absl::Status s = Run([&report](const Server&) { report(absl::OkStatus()); });
-    report(s.ok() ? absl::InternalError("server stopped before it was ready") : s);
+  auto report = std::make_shared<Report>();
+  std::future<absl::Status> result = report->promise.get_future();
+  background_ = std::thread([this, report] {
+    absl::Status s = Run([&report](const Server&) { report->Set(absl::OkStatus()); });
+    report->Set(s.ok() ? absl::InternalError("server stopped before it was ready") : s);
   });
   absl::Status s = result.get();
   if (!s.ok()) Wait();
@@ -124,6 +129,7 @@ absl::Status Server::Start() {
 
 void Server::Stop() {
   if (stop_requested_.exchange(true)) return;
+  if (workers_ != nullptr) workers_->SetDraining();
   if (ready_.load(std::memory_order_acquire)) SendStop();
 }
 

@@ -55,7 +55,8 @@ void WorkerPool::Stop() {
   threads_.clear();
 }
 
-void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) {
+void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
+                         const std::atomic<bool>* draining) {
   TaskBuffer* buf = task.buffer;
   http::Response response;
   {
@@ -79,8 +80,9 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
     }
   }
   http::SerializeOptions options;
-  options.keep_alive = buf->keep_alive;
-  options.keep_alive_header = buf->keep_alive_header;
+  options.keep_alive =
+      buf->keep_alive && !(draining != nullptr && draining->load(std::memory_order_relaxed));
+  options.keep_alive_header = options.keep_alive && buf->keep_alive_header;
   options.head_only = buf->head_only;
   size_t size = http::SerializeResponse(response, options, buf->data(), buf->capacity);
   if (size > buf->capacity) {
@@ -113,8 +115,10 @@ void WorkerPool::WorkerMain(size_t index) {
             static_cast<uint64_t>(started - task.enqueued_ns),
         std::memory_order_relaxed);
     stats.running.store(true, std::memory_order_relaxed);
-    RunTask(task, limits_);
+    RunTask(task, limits_, &draining_);
     stats.running.store(false, std::memory_order_relaxed);
+    stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
+                          std::memory_order_relaxed);
     const uint64_t retries_before = sender.overflow_retries();
     io::MsgRingSender::Result result = sender.Send(task.ring_fd, task.user_data, 0);
     if (result == io::MsgRingSender::Result::kSent) {
@@ -127,8 +131,6 @@ void WorkerPool::WorkerMain(size_t index) {
     stats.msg_ring_retries.store(stats.msg_ring_retries.load(std::memory_order_relaxed) +
                                      (sender.overflow_retries() - retries_before),
                                  std::memory_order_relaxed);
-    stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
-                          std::memory_order_relaxed);
   }
 }
 

@@ -48,6 +48,8 @@ class WorkerPool {
   bool Submit(const SlowTask& task);
   // Runs every task already queued, then joins the threads.
   void Stop();
+  // From now on responses say "Connection: close": the server is draining.
+  void SetDraining() { draining_.store(true, std::memory_order_relaxed); }
 
   size_t threads() const { return num_threads_; }
   size_t queue_capacity() const { return queue_.capacity(); }
@@ -55,7 +57,10 @@ class WorkerPool {
 
   // Runs `task`'s handler on the calling thread and fills its TaskBuffer
   // (exposed for workers and for the inline path of tests).
-  static void RunTask(const SlowTask& task, const http::ParseLimits& limits);
+  // `draining` (may be null) is read after the handler returns: a server that
+  // began draining while the handler ran still answers "Connection: close".
+  static void RunTask(const SlowTask& task, const http::ParseLimits& limits,
+                      const std::atomic<bool>* draining);
 
  private:
   struct alignas(64) WorkerStats {
@@ -74,6 +79,7 @@ class WorkerPool {
   MpmcQueue<SlowTask> queue_;
   std::counting_semaphore<> tokens_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> draining_{false};
   std::atomic<uint64_t> submitted_{0};
   std::unique_ptr<WorkerStats[]> stats_;
   std::vector<std::thread> threads_;

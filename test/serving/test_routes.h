@@ -1,0 +1,66 @@
+// Routes the integration tests serve: FAST and SLOW handlers whose answers
+// show which request they answer (so order and content can be checked).
+#ifndef URING_HTTP_TEST_SERVING_TEST_ROUTES_H_
+#define URING_HTTP_TEST_SERVING_TEST_ROUTES_H_
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/router/router.h"
+
+namespace uring_http::testing {
+
+struct RouteLog {
+  std::mutex mu;
+  std::vector<std::string> slow_started;  // query strings, in the order workers took them
+};
+
+inline router::Router MakeTestRouter(std::shared_ptr<RouteLog> log = nullptr) {
+  using http::Request;
+  using http::Response;
+  router::Router r;
+  (void)r.Fast("GET", "/fast", [](const Request&, Response&) {});
+  (void)r.Fast("GET", "/echo", [](const Request& req, Response& resp) {
+    resp.set_body(std::string(req.query));
+  });
+  (void)r.Fast("POST", "/echo", [](const Request& req, Response& resp) {
+    resp.set_body(std::string(req.body));
+  });
+  (void)r.Fast("GET", "/throw", [](const Request&, Response&) {
+    throw std::runtime_error("handler failure");
+  });
+  (void)r.Fast("GET", "/big", [](const Request& req, Response& resp) {
+    const size_t n = req.query.empty() ? 200000 : std::strtoul(std::string(req.query).c_str(),
+                                                                 nullptr, 10);
+    resp.body().assign(n, 'b');
+  });
+  // GET /slow?<ms>-<tag>: sleeps <ms> on a worker, answers "slow:<tag>".
+  (void)r.Slow("GET", "/slow", [log](const Request& req, Response& resp) {
+    std::string q(req.query);
+    const size_t dash = q.find('-');
+    const int ms = std::atoi(q.substr(0, dash).c_str());
+    if (log != nullptr) {
+      std::lock_guard<std::mutex> lock(log->mu);
+      log->slow_started.push_back(q);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    resp.set_body("slow:" + (dash == std::string::npos ? std::string() : q.substr(dash + 1)));
+  });
+  (void)r.Slow("POST", "/slow", [](const Request& req, Response& resp) {
+    resp.set_body(std::to_string(req.body.size()));
+  });
+  (void)r.Slow("GET", "/slowbig", [](const Request&, Response& resp) {
+    resp.body().assign(100000, 's');
+  });
+  return r;
+}
+
+}  // namespace uring_http::testing
+
+#endif  // URING_HTTP_TEST_SERVING_TEST_ROUTES_H_
