@@ -6,12 +6,16 @@
 // Run: bazel run //src:server -- --workers=300
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <string>
 #include <cstdio>
 #include <thread>
 
 #include "src/serving/options.h"
 #include "src/serving/server.h"
+#include "src/serving/systemd_notify.h"
 
 namespace {
 
@@ -46,10 +50,25 @@ int main(int argc, char** argv) {
   uring_http::serving::ServerConfig config = options->config;
   config.handle_signals = true;
   uring_http::serving::Server server(config, std::move(router));
-  absl::Status status = server.Run([](const uring_http::serving::Server& s) {
+  server.set_on_stop([] { uring_http::serving::SystemdNotify("STOPPING=1"); });
+  const std::string pid_file = options->pid_file;
+  bool pid_written = false;
+  absl::Status status = server.Run([&](const uring_http::serving::Server& s) {
     std::printf("%s\n", s.ReadyLine().c_str());
     std::fflush(stdout);
+    if (!pid_file.empty()) {
+      if (FILE* f = std::fopen(pid_file.c_str(), "w")) {
+        std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+        std::fclose(f);
+        pid_written = true;
+      } else {
+        std::fprintf(stderr, "uring-http: cannot write --pid-file %s: %s\n", pid_file.c_str(),
+                     std::strerror(errno));
+      }
+    }
+    uring_http::serving::SystemdNotify("READY=1\nMAINPID=" + std::to_string(getpid()));
   });
+  if (pid_written) std::remove(pid_file.c_str());
   if (!status.ok()) {
     std::fprintf(stderr, "uring-http: %s\n", std::string(status.message()).c_str());
     return 1;

@@ -33,7 +33,7 @@ std::string_view DateLine() {
 
 bool IsTokenChar(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         std::strchr("!#$%&'*+-.^_`|~", c) != nullptr;
+         (c != '\0' && std::strchr("!#$%&'*+-.^_`|~", c) != nullptr);  // strchr finds the NUL
 }
 
 class Writer {

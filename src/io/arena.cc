@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <utility>
@@ -48,13 +49,21 @@ Arena::~Arena() {
 }
 
 char* Arena::Carve(size_t bytes, size_t align) {
-  size_t start = (used_ + align - 1) & ~(align - 1);
-  if (start + bytes > size_) return nullptr;
+  // The address is aligned, not just the offset: the base is only page aligned.
+  const uintptr_t base = reinterpret_cast<uintptr_t>(base_);
+  const size_t start = ((base + used_ + align - 1) & ~(uintptr_t{align} - 1)) - base;
+  // Compared without start + bytes, which wraps for a huge request.
+  if (start > size_ || bytes > size_ - start) return nullptr;
   used_ = start + bytes;
   return base_ + start;
 }
 
 absl::Status ChunkPool::Init(Arena& arena, size_t chunk_size, size_t count) {
+  // chunk_size * count must not wrap, and chunk indices are 32-bit.
+  if (count > UINT32_MAX || (chunk_size != 0 && count > SIZE_MAX / chunk_size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(count, " chunks of ", chunk_size, " bytes do not fit an address space"));
+  }
   base_ = arena.Carve(chunk_size * count, 4096);
   if (base_ == nullptr) {
     return absl::ResourceExhaustedError(

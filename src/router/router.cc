@@ -23,7 +23,8 @@ absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_
       return absl::AlreadyExistsError(absl::StrCat("duplicate route ", AbslView(method), " ", AbslView(path)));
     }
   }
-  entry.routes.push_back(Route{std::string(method), std::string(path), kind, std::move(handler)});
+  entry.routes.push_back(
+      Route{std::string(method), std::string(path), kind, std::move(handler), count_++});
   // Allow lists what Find() accepts, including the implicit HEAD.
   entry.allow.clear();
   bool has_get = false, has_head = false;
@@ -36,6 +37,14 @@ absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_
   }
   if (has_get && !has_head) absl::StrAppend(&entry.allow, ", HEAD");
   return absl::OkStatus();
+}
+
+std::vector<const Route*> Router::Routes() const {
+  std::vector<const Route*> all(count_);
+  for (const auto& [path, entry] : paths_) {
+    for (const Route& r : entry.routes) all[r.id] = &r;
+  }
+  return all;
 }
 
 Match Router::Find(std::string_view method, std::string_view path) const {

@@ -9,6 +9,7 @@
 #ifndef URING_HTTP_SRC_ROUTER_ROUTER_H_
 #define URING_HTTP_SRC_ROUTER_ROUTER_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,7 @@ struct Route {
   std::string path;
   HandlerKind kind;
   Handler handler;
+  uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
 };
 
 struct Match {
@@ -52,12 +54,17 @@ class Router {
 
   Match Find(std::string_view method, std::string_view path) const;
 
+  size_t size() const { return count_; }
+  // Every route, indexed by Route::id.
+  std::vector<const Route*> Routes() const;
+
  private:
   struct PathRoutes {
     std::vector<Route> routes;  // a handful per path: a linear scan wins
     std::string allow;
   };
   absl::flat_hash_map<std::string, PathRoutes> paths_;
+  uint32_t count_ = 0;
 };
 
 }  // namespace uring_http::router

@@ -27,6 +27,15 @@ struct ServerConfig {
   uint32_t shutdown_timeout_ms = 30'000;  // drain on stop
   uint32_t linger_timeout_ms = 5'000;     // after our FIN, wait for the peer's
 
+  // Built-in endpoints; an empty path turns one off.
+  std::string metrics_path = "/metrics";  // Prometheus text format
+  std::string health_path = "/healthz";   // 200 while serving, 503 while draining
+
+  // Provided receive buffers per accept thread (a power of two; 0: sized from
+  // the capacity) and their size. Shared by all of the thread's connections.
+  uint32_t recv_buffer_count = 0;
+  uint32_t recv_buffer_size = 2048;
+
   bool verbose = false;
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)
   bool sqpoll = false;          // kernel submission-queue polling thread

@@ -24,7 +24,6 @@ namespace uring_http::serving {
 namespace {
 
 constexpr uint16_t kBufferGroup = 0;
-constexpr uint32_t kRecvBufferSize = 2048;
 constexpr size_t kChunkSize = 4096;
 constexpr uint32_t kTickMs = 100;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
@@ -124,7 +123,11 @@ absl::Status EventLoop::Init() {
   // Sized for bursts: every live connection may post a receive completion
   // and a worker result in the same round, plus accepts.
   ring_options.sq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_), 256, 4096);
-  ring_options.cq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_ * 2 + 1024), 4096, 65536);
+  // Worst case per round: a receive completion per live connection, a worker
+  // result per connection with a task in flight, plus accepts. Beyond that
+  // the kernel keeps overflowed CQEs on its own list (IORING_FEAT_NODROP) and
+  // MSG_RING senders retry on -EOVERFLOW, so nothing is lost, only slower.
+  ring_options.cq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_ + 1024), 4096, 32768);
   ring_options.sqpoll = config_.sqpoll;
   ring_options.sqpoll_cpu = config_.sqpoll && config_.pin_cpus ? index_ : -1;
   auto ring = io::Ring::Create(ring_options);
@@ -139,15 +142,22 @@ absl::Status EventLoop::Init() {
         " entries: ", strerror(-ret), " (it must not exceed RLIMIT_NOFILE)"));
   }
 
-  const uint32_t recv_buffers = std::clamp<uint32_t>(RoundUpPow2(capacity_ / 8), 256, 4096);
+  // Buffers are busy only between a receive completing and its bytes being
+  // parsed (or staged), so a fraction of the capacity suffices; a burst that
+  // empties the ring costs an ENOBUFS and a re-arm, not a connection.
+  const uint32_t recv_buffers =
+      config_.recv_buffer_count != 0
+          ? RoundUpPow2(config_.recv_buffer_count)
+          : std::clamp<uint32_t>(RoundUpPow2(capacity_ / 16), 256, 1024);
+  const uint32_t recv_buffer_size = std::max<uint32_t>(config_.recv_buffer_size, 64);
   const uint32_t chunk_count = std::clamp<uint32_t>(capacity_ / 8, 128, 4096);
-  const size_t arena_bytes = size_t{recv_buffers} * kRecvBufferSize +
+  const size_t arena_bytes = size_t{recv_buffers} * recv_buffer_size +
                              recv_buffers * sizeof(io_uring_buf) + chunk_count * kChunkSize +
                              3 * 4096;
   auto arena = io::Arena::Create(arena_bytes);
   if (!arena.ok()) return arena.status();
   arena_ = *std::move(arena);
-  if (absl::Status s = buffers_.Init(r, arena_, kBufferGroup, recv_buffers, kRecvBufferSize);
+  if (absl::Status s = buffers_.Init(r, arena_, kBufferGroup, recv_buffers, recv_buffer_size);
       !s.ok()) {
     return s;
   }
@@ -158,6 +168,8 @@ absl::Status EventLoop::Init() {
   free_head_ = 0;
   free_count_ = capacity_;
   starved_ = std::make_unique<uint32_t[]>(capacity_);
+  unmatched_route_ = static_cast<uint32_t>(router_.size());
+  route_stats_ = std::make_unique<RouteStats[]>(router_.size() + 1);
   headers_capacity_ = std::max<size_t>(config_.limits.max_headers, 1);
   headers_ = std::make_unique<http::Header[]>(headers_capacity_);
   timers_.Init(capacity_, kTimerBuckets, NowTick());
@@ -442,12 +454,13 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
       }
       break;
     }
+    const int64_t started_ns = SteadyNs();
     http::SerializeOptions options;
     if (parsed.status == http::ParseStatus::kError) {
       // The stream cannot be trusted past a bad request: answer and close.
       stats_.bad_requests.Add();
       options.keep_alive = false;
-      AppendError(c, parsed.error_status, options);
+      AppendError(c, parsed.error_status, options, unmatched_route_, started_ns);
       c.close_after_send = true;
       return len;
     }
@@ -459,17 +472,19 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
     options.head_only = request.method_id == http::Method::kHead;
     const router::Match match = router_.Find(request.method, request.path);
     if (match.route == nullptr) {
-      AppendError(c, match.path_known ? 405 : 404, options, match.allow);
+      AppendError(c, match.path_known ? 405 : 404, options, unmatched_route_, started_ns,
+                  match.allow);
     } else if (match.route->kind == router::HandlerKind::kSlow && workers_ != nullptr) {
-      if (DispatchSlow(c, slot, data + off, parsed.consumed, *match.route, options)) {
+      if (DispatchSlow(c, slot, data + off, parsed.consumed, *match.route, options,
+                       started_ns)) {
         off += parsed.consumed;
         if (!keep_alive) c.close_after_send = true;
         break;  // later requests wait: responses go out in request order
       }
       stats_.slow_rejected.Add();
-      AppendError(c, 503, options);
+      AppendError(c, 503, options, match.route->id, started_ns);
     } else {
-      RunInline(c, request, *match.route, options);
+      RunInline(c, request, *match.route, options, started_ns);
     }
     off += parsed.consumed;
     if (!keep_alive) {
@@ -481,7 +496,7 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
 }
 
 void EventLoop::RunInline(Connection& c, const http::Request& request, const router::Route& route,
-                          const http::SerializeOptions& options) {
+                          const http::SerializeOptions& options, int64_t started_ns) {
   http::Response response;
   try {
     route.handler(request, response);
@@ -489,7 +504,6 @@ void EventLoop::RunInline(Connection& c, const http::Request& request, const rou
     response = http::Response();
     response.set_status(500);
   }
-  CountStatus(response.status());
   // Serialize straight into the connection's output; measure first only if
   // the free space is too small.
   char* dst = ReserveOutput(c, 0);
@@ -500,17 +514,21 @@ void EventLoop::RunInline(Connection& c, const http::Request& request, const rou
     http::SerializeResponse(response, options, dst, size);
   }
   c.out_len += static_cast<uint32_t>(size);
+  CountStatus(route.id, response.status(), started_ns);
 }
 
 void EventLoop::AppendError(Connection& c, int status, const http::SerializeOptions& options,
-                            std::string_view allow) {
-  CountStatus(status);
+                            uint32_t route_id, int64_t started_ns, std::string_view allow) {
+  CountStatus(route_id, status, started_ns);
   char buf[512];
   const size_t size = http::SerializeError(status, options, allow, buf, sizeof(buf));
   AppendOutput(c, buf, std::min(size, sizeof(buf)));
 }
 
-void EventLoop::CountStatus(int status) {
+void EventLoop::CountStatus(uint32_t route_id, int status, int64_t started_ns) {
+  const int64_t elapsed_ns = SteadyNs() - started_ns;
+  route_stats_[route_id].Record(status, elapsed_ns > 0 ? static_cast<uint64_t>(elapsed_ns) / 1000
+                                                       : 0);
   if (status < 400) {
     stats_.responses_2xx.Add();
   } else if (status < 500) {
@@ -521,7 +539,8 @@ void EventLoop::CountStatus(int status) {
 }
 
 bool EventLoop::DispatchSlow(Connection& c, uint32_t slot, const char* raw, size_t raw_len,
-                             const router::Route& route, const http::SerializeOptions& options) {
+                             const router::Route& route, const http::SerializeOptions& options,
+                             int64_t started_ns) {
   const size_t need = sizeof(worker::TaskBuffer) + raw_len;
   char* mem;
   size_t capacity;
@@ -541,13 +560,15 @@ bool EventLoop::DispatchSlow(Connection& c, uint32_t slot, const char* raw, size
   buf->keep_alive = options.keep_alive;
   buf->keep_alive_header = options.keep_alive_header;
   buf->head_only = options.head_only;
+  buf->route_id = route.id;
+  buf->started_ns = started_ns;
   std::memcpy(buf->data(), raw, raw_len);
   worker::SlowTask task;
   task.route = &route;
   task.buffer = buf;
   task.ring_fd = ring_->fd();
   task.user_data = PackUserData(Op::kTaskDone, slot, c.generation);
-  task.enqueued_ns = SteadyNs();
+  task.enqueued_ns = started_ns;
   if (!workers_->Submit(task)) {
     chunks_.Release(mem);
     return false;
@@ -577,7 +598,9 @@ void EventLoop::OnTaskDone(uint32_t slot, uint32_t generation) {
     // Status for the counters: "HTTP/1.1 NNN" starts every response.
     const char* resp = buf->response();
     if (buf->response_len > 12) {
-      CountStatus((resp[9] - '0') * 100 + (resp[10] - '0') * 10 + (resp[11] - '0'));
+      CountStatus(buf->route_id,
+                  (resp[9] - '0') * 100 + (resp[10] - '0') * 10 + (resp[11] - '0'),
+                  buf->started_ns);
     }
     AppendOutput(c, resp, buf->response_len);
   }
@@ -851,7 +874,7 @@ void EventLoop::OnTimerExpired(uint32_t slot) {
     // A slowloris client: tell it why, then close.
     http::SerializeOptions options;
     options.keep_alive = false;
-    AppendError(c, 408, options);
+    AppendError(c, 408, options, unmatched_route_, SteadyNs());
     c.close_after_send = true;
     ReleaseInput(c);
     Flush(c, slot);

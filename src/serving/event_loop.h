@@ -56,6 +56,8 @@ class EventLoop {
   // The ring fd other threads post MSG_RING completions to (valid after Init).
   int ring_fd() const { return ring_fd_.load(std::memory_order_acquire); }
   const LoopStats& stats() const { return stats_; }
+  // Index Route::id; router.size() counts requests that matched no route.
+  const RouteStats& route_stats(size_t id) const { return route_stats_[id]; }
   // "single-issuer,defer-taskrun,..." for the ready line.
   std::string Features() const;
   uint32_t capacity() const { return capacity_; }
@@ -83,12 +85,13 @@ class EventLoop {
   void ProcessStaged(Connection& c, uint32_t slot);
   bool CanProcess(const Connection& c) const;
   void RunInline(Connection& c, const http::Request& request, const router::Route& route,
-                 const http::SerializeOptions& options);
+                 const http::SerializeOptions& options, int64_t started_ns);
   bool DispatchSlow(Connection& c, uint32_t slot, const char* raw, size_t raw_len,
-                    const router::Route& route, const http::SerializeOptions& options);
+                    const router::Route& route, const http::SerializeOptions& options,
+                    int64_t started_ns);
   void AppendError(Connection& c, int status, const http::SerializeOptions& options,
-                   std::string_view allow = {});
-  void CountStatus(int status);
+                   uint32_t route_id, int64_t started_ns, std::string_view allow = {});
+  void CountStatus(uint32_t route_id, int status, int64_t started_ns);
 
   // Buffers.
   char* ReserveOutput(Connection& c, size_t bytes);
@@ -146,6 +149,8 @@ class EventLoop {
   char signal_buf_[128];  // a signalfd_siginfo
 
   LoopStats stats_;
+  std::unique_ptr<RouteStats[]> route_stats_;
+  uint32_t unmatched_route_ = 0;
 };
 
 }  // namespace uring_http::serving

@@ -23,6 +23,29 @@ class Counter {
   std::atomic<uint64_t> value_{0};
 };
 
+// Latency histogram bounds (upper, inclusive) in microseconds; one more
+// bucket counts everything above the last bound.
+inline constexpr uint64_t kLatencyBoundsUs[] = {50,    100,    250,    500,     1000,   2500,
+                                                 5000,  10000,  25000,  50000,   100000, 250000,
+                                                 500000, 1000000, 2500000, 10000000};
+inline constexpr size_t kLatencyBuckets = sizeof(kLatencyBoundsUs) / sizeof(uint64_t) + 1;
+
+// Per route (and one extra entry for requests that matched no route).
+struct RouteStats {
+  Counter by_class[6];  // index status / 100: 1xx .. 5xx
+  Counter latency[kLatencyBuckets];
+  Counter latency_sum_us;
+
+  void Record(int status, uint64_t latency_us) {
+    const int cls = status / 100;
+    by_class[cls >= 1 && cls <= 5 ? cls : 0].Add();
+    size_t b = 0;
+    while (b < kLatencyBuckets - 1 && latency_us > kLatencyBoundsUs[b]) ++b;
+    latency[b].Add();
+    latency_sum_us.Add(latency_us);
+  }
+};
+
 struct alignas(64) LoopStats {
   Counter accepted;
   Counter refused;          // pool full: answered 503 and closed

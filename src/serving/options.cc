@@ -24,6 +24,9 @@ enum LongOnly {
   kAddress,
   kSqpoll,
   kPinCpus,
+  kPidFile,
+  kMetricsPath,
+  kHealthPath,
 };
 
 const option kLongOptions[] = {
@@ -47,6 +50,9 @@ const option kLongOptions[] = {
     {"shutdown-timeout", required_argument, nullptr, kShutdownTimeout},
     {"sqpoll", no_argument, nullptr, kSqpoll},
     {"pin-cpus", no_argument, nullptr, kPinCpus},
+    {"pid-file", required_argument, nullptr, kPidFile},
+    {"metrics-path", required_argument, nullptr, kMetricsPath},
+    {"health-path", required_argument, nullptr, kHealthPath},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -120,6 +126,10 @@ std::string UsageText(const char* program) {
       "  -D, --slow-duration=ms      What GET /test/slow sleeps on a worker (30)\n"
       "  -v, --verbose               Debug output on stderr\n"
       "  -d, --daemonize             Detach from the terminal and run in the background\n"
+      "      --pid-file=path         Write the process id there once serving\n"
+      "      --metrics-path=path     Prometheus metrics endpoint (/metrics); empty: off\n"
+      "      --health-path=path      Health endpoint (/healthz): 200, or 503 while\n"
+      "                              draining; empty: off\n"
       "  -h, --help                  This text\n\n"
       "Limits (exceeded: the status shown, then the connection is closed):\n"
       "      --max-request-line=bytes   8192 (414)\n"
@@ -144,7 +154,9 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   options.config.accept_threads = static_cast<int>(cpus);
   bool workers_set = false;
   opterr = 0;  // we print our own messages
-  optind = 1;
+  // 0, not 1: glibc then also forgets where it stopped inside the previous
+  // argv (a pointer into memory that may be gone), so parsing twice works.
+  optind = 0;
   int code;
   while ((code = getopt_long(argc, argv, ":p:A:C:w:D:vdh?", kLongOptions, nullptr)) != -1) {
     absl::StatusOr<uint64_t> n;
@@ -190,6 +202,12 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         if (optopt == '?' || arg == "-?") {
           options.help = true;
           break;
+        }
+        if (optopt != 0 && std::string_view(NameOf(optopt)) != "?") {
+          // A known long option given a value it does not take ("--verbose=1"):
+          // optopt is then its code, which need not be a character.
+          return absl::InvalidArgumentError(
+              absl::StrCat("option '--", NameOf(optopt), "' takes no value"));
         }
         if (optopt != 0) {
           return absl::InvalidArgumentError(
@@ -243,6 +261,22 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
       case kPinCpus:
         options.config.pin_cpus = true;
         break;
+      case kPidFile:
+        if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");
+        options.pid_file = optarg;
+        break;
+      case kMetricsPath:
+      case kHealthPath: {
+        std::string_view path(optarg);
+        if (!path.empty() && path.front() != '/') {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --", NameOf(code),
+              ": expected a path starting with '/', or empty to turn it off"));
+        }
+        (code == kMetricsPath ? options.config.metrics_path : options.config.health_path) =
+            std::string(path);
+        break;
+      }
       default:
         return absl::InvalidArgumentError(absl::StrCat("unknown option '", argv[optind - 1], "'"));
     }

@@ -16,6 +16,7 @@ struct Options {
   ServerConfig config;
   uint32_t slow_duration_ms = 30;  // what GET /test/slow sleeps on a worker
   bool daemonize = false;
+  std::string pid_file;  // written once serving, removed on exit
   bool help = false;
 };
 

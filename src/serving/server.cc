@@ -15,7 +15,35 @@
 namespace uring_http::serving {
 
 Server::Server(ServerConfig config, router::Router router)
-    : config_(std::move(config)), router_(std::move(router)) {}
+    : config_(std::move(config)), router_(std::move(router)) {
+  builtin_routes_ = AddBuiltinRoutes();
+}
+
+absl::Status Server::AddBuiltinRoutes() {
+  if (!config_.metrics_path.empty()) {
+    absl::Status s = router_.Fast("GET", config_.metrics_path,
+                                  [this](const http::Request&, http::Response& response) {
+                                    response.set_content_type(
+                                        "text/plain; version=0.0.4; charset=utf-8");
+                                    response.set_body(RenderMetrics());
+                                  });
+    if (!s.ok()) return s;
+  }
+  if (!config_.health_path.empty()) {
+    absl::Status s = router_.Fast("GET", config_.health_path,
+                                  [this](const http::Request&, http::Response& response) {
+                                    response.set_content_type("text/plain");
+                                    if (draining()) {
+                                      response.set_status(503);
+                                      response.set_static_body("draining\n");
+                                    } else {
+                                      response.set_static_body("ok\n");
+                                    }
+                                  });
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 Server::~Server() {
   Stop();
@@ -25,6 +53,7 @@ Server::~Server() {
 
 absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
+  if (!builtin_routes_.ok()) return builtin_routes_;
   // A peer that resets mid-send must not kill the process (sends also pass
   // MSG_NOSIGNAL; this covers everything else).
   signal(SIGPIPE, SIG_IGN);
@@ -129,6 +158,7 @@ absl::Status Server::Start() {
 
 void Server::Stop() {
   if (stop_requested_.exchange(true)) return;
+  if (on_stop_) on_stop_();
   if (workers_ != nullptr) workers_->SetDraining();
   if (ready_.load(std::memory_order_acquire)) SendStop();
 }

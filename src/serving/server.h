@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -58,6 +59,9 @@ class Server {
   absl::Status Start();
   // Asks every accept thread to drain and stop. Any thread; idempotent.
   void Stop();
+  // Runs once when the drain begins (signal or Stop()), before the rings are
+  // told. Set before Run().
+  void set_on_stop(std::function<void()> on_stop) { on_stop_ = std::move(on_stop); }
   // Joins the thread Start() created.
   void Wait();
 
@@ -66,12 +70,17 @@ class Server {
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
   ServerStats Stats() const;
+  // Every counter in the Prometheus text exposition format (GET /metrics).
+  std::string RenderMetrics() const;
+  bool draining() const { return stop_requested_.load(std::memory_order_relaxed); }
 
  private:
   void SendStop();
+  absl::Status AddBuiltinRoutes();
 
   const ServerConfig config_;
-  const router::Router router_;
+  router::Router router_;  // fixed once Run() starts the threads
+  absl::Status builtin_routes_;
   std::vector<io::Listener> listeners_;
   std::unique_ptr<worker::WorkerPool> workers_;
   std::vector<std::unique_ptr<EventLoop>> loops_;
@@ -79,6 +88,7 @@ class Server {
   std::atomic<bool> ready_{false};
   std::atomic<bool> stop_requested_{false};
   std::thread background_;
+  std::function<void()> on_stop_;
   int signal_fd_ = -1;
 };
 

@@ -34,6 +34,9 @@ struct TaskBuffer {
   bool keep_alive = true;
   bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in the response
   bool head_only = false;
+  // Ring-thread bookkeeping, untouched by the worker (metrics).
+  uint32_t route_id = 0;
+  int64_t started_ns = 0;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
   const char* response() { return heap_response != nullptr ? heap_response : data(); }

@@ -502,6 +502,32 @@ TEST_F(ServerTest, StopDrainsInFlightSlowRequests) {
   server_->Wait();
 }
 
+TEST_F(ServerTest, ReceiveBufferExhaustionLosesNothing) {
+  // Four provided buffers for 64 connections that all send at once: the ring
+  // runs dry (ENOBUFS), receives are re-armed as buffers return, and every
+  // request is still answered.
+  ServerConfig config = BaseConfig();
+  config.accept_threads = 1;
+  config.recv_buffer_count = 4;
+  config.recv_buffer_size = 256;
+  Start(config);
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 64; ++i) clients.push_back(std::make_unique<TestClient>(port()));
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 64; ++i) {
+      // Larger than one buffer, so each request spans several receives.
+      ASSERT_TRUE(clients[i]->Send(Get("/echo?" + std::to_string(i),
+                                       "X-Pad: " + std::string(600, 'p') + "\r\n")));
+    }
+    for (int i = 0; i < 64; ++i) {
+      auto r = clients[i]->ReadResponse();
+      ASSERT_TRUE(r.has_value()) << i;
+      EXPECT_EQ(r->body, std::to_string(i));
+    }
+  }
+  EXPECT_GT(server_->Stats().recv_nobufs, 0u);
+}
+
 TEST_F(ServerTest, ManyConcurrentConnections) {
   ServerConfig config = BaseConfig();
   config.accept_capacity = 2000;

@@ -1,0 +1,162 @@
+// Server::RenderMetrics: the Prometheus text exposition format (version
+// 0.0.4). Counters live per accept thread, written only by that thread, and
+// are summed here, on whichever thread serves GET /metrics.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "src/serving/server.h"
+
+namespace uring_http::serving {
+namespace {
+
+// Label values escape backslash, double quote and newline.
+std::string Escape(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+void Family(std::string& out, const char* name, const char* type, const char* help) {
+  absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+void Sample(std::string& out, const char* name, uint64_t value) {
+  absl::StrAppend(&out, name, " ", value, "\n");
+}
+
+std::string Seconds(uint64_t us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", static_cast<double>(us) / 1e6);
+  return buf;
+}
+
+}  // namespace
+
+std::string Server::RenderMetrics() const {
+  const ServerStats s = Stats();
+  std::string out;
+  out.reserve(8192);
+  struct Simple {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t value;
+  };
+  const Simple simple[] = {
+      {"uring_http_connections_accepted_total", "counter", "Connections accepted.", s.accepted},
+      {"uring_http_connections_active", "gauge", "Connections holding a slot now.", s.active},
+      {"uring_http_connections_refused_total", "counter",
+       "Connections refused with 503 because the thread's pool was full.", s.refused},
+      {"uring_http_bad_requests_total", "counter", "Requests rejected by the parser.",
+       s.bad_requests},
+      {"uring_http_timeouts_total", "counter", "Connections closed by a timeout.", s.timeouts},
+      {"uring_http_recv_enobufs_total", "counter",
+       "Receives that found the provided-buffer ring empty (re-armed).", s.recv_nobufs},
+      {"uring_http_accept_errors_total", "counter", "Accept failures (EMFILE, ENFILE, ...).",
+       s.accept_errors},
+      {"uring_http_arena_heap_fallbacks_total", "counter",
+       "Chunk requests served by the heap because the arena's pool was empty.",
+       s.chunk_heap_fallbacks},
+      {"uring_http_slow_tasks_dispatched_total", "counter", "SLOW tasks pushed to the queue.",
+       s.slow_dispatched},
+      {"uring_http_slow_tasks_rejected_total", "counter", "SLOW tasks refused: queue full (503).",
+       s.slow_rejected},
+      {"uring_http_slow_tasks_queued", "gauge", "SLOW tasks waiting in the queue.",
+       s.workers.queued},
+      {"uring_http_slow_tasks_running", "gauge", "SLOW tasks running on a worker.",
+       s.workers.running},
+      {"uring_http_slow_tasks_completed_total", "counter", "SLOW tasks a worker finished.",
+       s.workers.completed},
+      {"uring_http_msg_ring_messages_total", "counter",
+       "Results posted to a ring with IORING_OP_MSG_RING.", s.workers.msg_ring_sent},
+      {"uring_http_msg_ring_retries_total", "counter",
+       "MSG_RING sends retried because the target CQ was full.", s.workers.msg_ring_retries},
+      {"uring_http_msg_ring_received_total", "counter",
+       "MSG_RING results received by the rings.", s.slow_completed},
+  };
+  for (const Simple& m : simple) {
+    Family(out, m.name, m.type, m.help);
+    Sample(out, m.name, m.value);
+  }
+  Family(out, "uring_http_slow_task_queue_wait_seconds_total", "counter",
+         "Time SLOW tasks spent queued before a worker took them.");
+  absl::StrAppend(&out, "uring_http_slow_task_queue_wait_seconds_total ",
+                  Seconds(s.workers.queue_wait_ns / 1000), "\n");
+
+  // Requests and latency per route, summed over threads.
+  const std::vector<const router::Route*> routes = router_.Routes();
+  struct Row {
+    std::string labels;
+    uint64_t by_class[6] = {};
+    uint64_t latency[kLatencyBuckets] = {};
+    uint64_t sum_us = 0;
+  };
+  std::vector<Row> rows(routes.size() + 1);
+  for (size_t i = 0; i <= routes.size(); ++i) {
+    rows[i].labels = i < routes.size()
+                         ? absl::StrCat("method=\"", Escape(routes[i]->method), "\",route=\"",
+                                        Escape(routes[i]->path), "\"")
+                         : "method=\"\",route=\"(unmatched)\"";
+    for (const auto& loop : loops_) {
+      const RouteStats& r = loop->route_stats(i);
+      for (int c = 0; c < 6; ++c) rows[i].by_class[c] += r.by_class[c].Get();
+      for (size_t b = 0; b < kLatencyBuckets; ++b) rows[i].latency[b] += r.latency[b].Get();
+      rows[i].sum_us += r.latency_sum_us.Get();
+    }
+  }
+  Family(out, "uring_http_requests_total", "counter",
+         "Responses by route and status class (code=\"2xx\" etc.).");
+  for (const Row& row : rows) {
+    for (int c = 1; c <= 5; ++c) {
+      if (row.by_class[c] == 0) continue;
+      absl::StrAppend(&out, "uring_http_requests_total{", row.labels, ",code=\"", c, "xx\"} ",
+                      row.by_class[c], "\n");
+    }
+  }
+  Family(out, "uring_http_request_duration_seconds", "histogram",
+         "From a request's last byte parsed to its response queued for sending.");
+  for (const Row& row : rows) {
+    uint64_t cumulative = 0;
+    for (size_t b = 0; b < kLatencyBuckets; ++b) {
+      cumulative += row.latency[b];
+      const std::string le = b + 1 < kLatencyBuckets ? Seconds(kLatencyBoundsUs[b]) : "+Inf";
+      absl::StrAppend(&out, "uring_http_request_duration_seconds_bucket{", row.labels, ",le=\"",
+                      le, "\"} ", cumulative, "\n");
+    }
+    absl::StrAppend(&out, "uring_http_request_duration_seconds_sum{", row.labels, "} ",
+                    Seconds(row.sum_us), "\n");
+    absl::StrAppend(&out, "uring_http_request_duration_seconds_count{", row.labels, "} ",
+                    cumulative, "\n");
+  }
+
+  Family(out, "uring_http_io_uring_feature", "gauge",
+         "io_uring features in use (1), as in the ready line.");
+  if (!loops_.empty()) {
+    for (absl::string_view f : absl::StrSplit(loops_[0]->Features(), ',')) {
+      if (f.empty() || f.find('=') != absl::string_view::npos) continue;
+      absl::StrAppend(&out, "uring_http_io_uring_feature{feature=\"",
+                      Escape(std::string_view(f.data(), f.size())), "\"} 1\n");
+    }
+  }
+  Family(out, "uring_http_accept_threads", "gauge", "Accept threads (one ring each).");
+  Sample(out, "uring_http_accept_threads", loops_.size());
+  Family(out, "uring_http_workers", "gauge", "Worker threads for SLOW handlers.");
+  Sample(out, "uring_http_workers", static_cast<uint64_t>(std::max(config_.workers, 0)));
+  Family(out, "uring_http_draining", "gauge", "1 while the server drains before stopping.");
+  Sample(out, "uring_http_draining", draining() ? 1 : 0);
+  return out;
+}
+
+}  // namespace uring_http::serving
