@@ -1,0 +1,367 @@
+// Tests for Response and its serializer: the status line, Server and Date
+// headers, Content-Length and Connection, HEAD and the 1xx/204/304 rules,
+// header injection defences and inline-storage overflow, the size reported
+// when the buffer is too small, error responses and reason phrases.
+#include "src/http/response.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <regex>
+#include <string>
+#include <string_view>
+
+#include "gtest/gtest.h"
+
+namespace uring_http::http {
+namespace {
+
+std::string Serialize(const Response& response, const SerializeOptions& options = {}) {
+  std::string out(SerializedSize(response, options), '\0');
+  const size_t n = SerializeResponse(response, options, out.data(), out.size());
+  EXPECT_EQ(n, out.size());
+  return out;
+}
+
+std::string Error(int status, const SerializeOptions& options = {}, std::string_view allow = {}) {
+  char buffer[1024];
+  const size_t n = SerializeError(status, options, allow, buffer, sizeof(buffer));
+  EXPECT_LE(n, sizeof(buffer));
+  return std::string(buffer, n);
+}
+
+// The part after the blank line.
+std::string BodyOf(const std::string& wire) {
+  const size_t end = wire.find("\r\n\r\n");
+  return end == std::string::npos ? "<no head end>" : wire.substr(end + 4);
+}
+
+std::string HeadOf(const std::string& wire) {
+  const size_t end = wire.find("\r\n\r\n");
+  return end == std::string::npos ? wire : wire.substr(0, end + 4);
+}
+
+bool HasLine(const std::string& wire, const std::string& line) {
+  return HeadOf(wire).find("\r\n" + line + "\r\n") != std::string::npos;
+}
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos;
+       pos = haystack.find(needle, pos + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ResponseTest, DefaultResponseSerializesCompletely) {
+  Response response;
+  const std::string wire = Serialize(response);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 200 OK\r\nServer: uring-http\r\nDate: ", 0), 0u) << wire;
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 0")) << wire;
+  EXPECT_EQ(wire.find("Connection:"), std::string::npos) << wire;  // keep-alive is implicit
+  EXPECT_EQ(BodyOf(wire), "");
+  EXPECT_EQ(wire.substr(wire.size() - 4), "\r\n\r\n");
+  // Every line ends in CRLF; no bare LF.
+  EXPECT_EQ(Count(wire, "\n"), Count(wire, "\r\n"));
+}
+
+TEST(ResponseTest, DateHeaderHasTheImfFixdateFormat) {
+  Response response;
+  const std::string wire = Serialize(response);
+  static const std::regex kDate(
+      "\r\nDate: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), [0-9]{2} "
+      "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [0-9]{4} "
+      "[0-2][0-9]:[0-5][0-9]:[0-6][0-9] GMT\r\n");
+  EXPECT_TRUE(std::regex_search(wire, kDate)) << wire;
+  EXPECT_EQ(Count(wire, "Date: "), 1u);
+}
+
+TEST(ResponseTest, DateHeaderIsCurrent) {
+  Response response;
+  const std::string wire = Serialize(response);
+  const size_t at = wire.find("Date: ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string value = wire.substr(at + 6, 29);
+  tm parts{};
+  ASSERT_NE(strptime(value.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &parts), nullptr) << value;
+  const time_t stamped = timegm(&parts);
+  const time_t now = time(nullptr);
+  // CLOCK_REALTIME_COARSE lags by at most a tick; allow generous slack for a
+  // slow machine, but not hours (a local-time or stale-cache bug).
+  EXPECT_LE(std::abs(static_cast<long>(now - stamped)), 60) << value;
+}
+
+TEST(ResponseTest, BodyAndContentLength) {
+  Response response;
+  response.set_status(201);
+  response.set_body("hello, world");
+  const std::string wire = Serialize(response);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 201 Created\r\n", 0), 0u);
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 12")) << wire;
+  EXPECT_EQ(BodyOf(wire), "hello, world");
+}
+
+TEST(ResponseTest, LargeBodyLength) {
+  Response response;
+  response.body().assign(123456, 'x');
+  const std::string wire = Serialize(response);
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 123456"));
+  EXPECT_EQ(BodyOf(wire).size(), 123456u);
+}
+
+TEST(ResponseTest, StaticBodyIsSentAndReplacesTheOwnedBody) {
+  static constexpr std::string_view kStatic = "static text\n";
+  Response response;
+  response.set_body("owned");
+  response.set_static_body(kStatic);
+  EXPECT_EQ(response.body_view().data(), kStatic.data());  // not copied
+  std::string wire = Serialize(response);
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 12"));
+  EXPECT_EQ(BodyOf(wire), kStatic);
+
+  // Writing the owned body again drops the static one.
+  response.body() += "new";
+  EXPECT_EQ(response.body_view(), "new");
+  wire = Serialize(response);
+  EXPECT_EQ(BodyOf(wire), "new");
+}
+
+TEST(ResponseTest, ConnectionHeaders) {
+  Response response;
+  SerializeOptions close;
+  close.keep_alive = false;
+  std::string wire = Serialize(response, close);
+  EXPECT_TRUE(HasLine(wire, "Connection: close")) << wire;
+  EXPECT_EQ(Count(wire, "Connection:"), 1u);
+
+  SerializeOptions http10;
+  http10.keep_alive_header = true;
+  wire = Serialize(response, http10);
+  EXPECT_TRUE(HasLine(wire, "Connection: keep-alive")) << wire;
+  EXPECT_EQ(Count(wire, "Connection:"), 1u);
+
+  // Closing wins over the HTTP/1.0 keep-alive header.
+  close.keep_alive_header = true;
+  wire = Serialize(response, close);
+  EXPECT_TRUE(HasLine(wire, "Connection: close"));
+  EXPECT_EQ(Count(wire, "Connection:"), 1u);
+}
+
+TEST(ResponseTest, HeadOmitsTheBodyButKeepsItsLength) {
+  Response response;
+  response.set_body("twelve bytes");
+  SerializeOptions head;
+  head.head_only = true;
+  const std::string wire = Serialize(response, head);
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 12")) << wire;
+  EXPECT_EQ(BodyOf(wire), "");
+  EXPECT_EQ(wire.substr(wire.size() - 4), "\r\n\r\n");
+  // The head is byte for byte what GET would send before the body.
+  const std::string get = Serialize(response);
+  EXPECT_EQ(get.substr(0, get.size() - 12), wire);
+}
+
+TEST(ResponseTest, NoContentHasNoLengthAndNoBody) {
+  Response response;
+  response.set_status(204);
+  response.set_body("ignored");
+  const std::string wire = Serialize(response);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 204 No Content\r\n", 0), 0u);
+  EXPECT_EQ(wire.find("Content-Length"), std::string::npos) << wire;
+  EXPECT_EQ(BodyOf(wire), "");
+}
+
+TEST(ResponseTest, NotModifiedHasNoBody) {
+  Response response;
+  response.set_status(304);
+  response.set_body("abc");  // what a 200 would have carried
+  const std::string wire = Serialize(response);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 304 Not Modified\r\n", 0), 0u);
+  // RFC 9110 8.6: a 304 may state the length the 200 would have had.
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 3")) << wire;
+  EXPECT_EQ(BodyOf(wire), "");
+}
+
+TEST(ResponseTest, InformationalHasNoLengthAndNoBody) {
+  Response response;
+  response.set_status(100);
+  response.set_body("ignored");
+  const std::string wire = Serialize(response);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 100 Continue\r\n", 0), 0u);
+  EXPECT_EQ(wire.find("Content-Length"), std::string::npos);
+  EXPECT_EQ(BodyOf(wire), "");
+}
+
+TEST(ResponseTest, AddedHeadersAppearInOrder) {
+  Response response;
+  EXPECT_TRUE(response.AddHeader("X-One", "1"));
+  response.set_content_type("text/plain; charset=utf-8");
+  EXPECT_TRUE(response.AddHeader("X-Empty", ""));
+  EXPECT_EQ(response.header_lines(),
+            "X-One: 1\r\nContent-Type: text/plain; charset=utf-8\r\nX-Empty: \r\n");
+  const std::string wire = Serialize(response);
+  EXPECT_NE(wire.find("\r\nX-One: 1\r\nContent-Type: text/plain; charset=utf-8\r\nX-Empty: \r\n"),
+            std::string::npos)
+      << wire;
+}
+
+TEST(ResponseTest, AddHeaderRejectsInjection) {
+  Response response;
+  EXPECT_FALSE(response.AddHeader("X-A", "a\r\nSet-Cookie: evil=1"));
+  EXPECT_FALSE(response.AddHeader("X-A", "a\nb"));
+  EXPECT_FALSE(response.AddHeader("X-A", "a\rb"));
+  EXPECT_FALSE(response.AddHeader("X-A", std::string_view("a\0b", 3)));
+  EXPECT_FALSE(response.AddHeader("X-A\r\nEvil", "1"));
+  EXPECT_EQ(response.header_lines(), "");  // nothing partial was added
+  // Tabs and visible characters, obs-text included, are allowed in values.
+  EXPECT_TRUE(response.AddHeader("X-B", "a\tb \x80\xff ~"));
+}
+
+TEST(ResponseTest, AddHeaderRejectsNamesThatAreNotTokens) {
+  Response response;
+  for (std::string_view name : {std::string_view(""), std::string_view("X A"),
+                                std::string_view("X:A"), std::string_view("X-A:"),
+                                std::string_view("(X)"), std::string_view("X\tA"),
+                                std::string_view("X\"A"), std::string_view("X/A"),
+                                std::string_view("X\x80"), std::string_view("X\0A", 3)}) {
+    EXPECT_FALSE(response.AddHeader(name, "v")) << name;
+  }
+  EXPECT_EQ(response.header_lines(), "");
+  EXPECT_TRUE(response.AddHeader("!#$%&'*+-.^_`|~09azAZ", "v"));
+}
+
+TEST(ResponseTest, AddHeaderStopsAtTheInlineStorage) {
+  Response response;
+  // Exactly filling the storage works: 1024 = name(4) + 2 + value + 2.
+  const std::string value(Response::kHeaderStorage - 8, 'v');
+  EXPECT_TRUE(response.AddHeader("X-Fi", value));
+  EXPECT_EQ(response.header_lines().size(), Response::kHeaderStorage);
+  EXPECT_FALSE(response.AddHeader("X", ""));  // not one byte more
+  EXPECT_EQ(response.header_lines().size(), Response::kHeaderStorage);
+
+  Response other;
+  EXPECT_FALSE(other.AddHeader("X-Big", std::string(Response::kHeaderStorage, 'v')));
+  EXPECT_EQ(other.header_lines(), "");
+  EXPECT_TRUE(other.AddHeader("X-Small", "ok"));  // a failed add leaves room
+}
+
+TEST(ResponseTest, ResponsesAreIndependentCopies) {
+  Response a;
+  a.AddHeader("X-A", "1");
+  a.set_body("body");
+  Response b = a;
+  b.AddHeader("X-B", "2");
+  b.body() += "!";
+  EXPECT_EQ(a.header_lines(), "X-A: 1\r\n");
+  EXPECT_EQ(a.body_view(), "body");
+  EXPECT_EQ(b.header_lines(), "X-A: 1\r\nX-B: 2\r\n");
+  EXPECT_EQ(b.body_view(), "body!");
+}
+
+TEST(ResponseTest, TooSmallBufferReturnsTheSizeNeeded) {
+  Response response;
+  response.AddHeader("X-Test", "value");
+  response.set_body("some body bytes");
+  const size_t needed = SerializedSize(response, {});
+  const std::string full = Serialize(response);
+  EXPECT_EQ(needed, full.size());
+
+  for (size_t capacity : {size_t{0}, size_t{1}, size_t{17}, needed / 2, needed - 1}) {
+    std::string buffer(needed + 8, '#');
+    EXPECT_EQ(SerializeResponse(response, {}, buffer.data(), capacity), needed) << capacity;
+    // Nothing is written past the capacity given.
+    EXPECT_EQ(buffer.substr(capacity), std::string(needed + 8 - capacity, '#')) << capacity;
+  }
+  std::string exact(needed, '\0');
+  EXPECT_EQ(SerializeResponse(response, {}, exact.data(), needed), needed);
+  EXPECT_EQ(exact, full);
+  EXPECT_EQ(SerializeResponse(response, {}, nullptr, 0), needed);
+}
+
+TEST(ResponseTest, SerializedSizeFollowsTheOptions) {
+  Response response;
+  response.set_body("12345");
+  SerializeOptions head;
+  head.head_only = true;
+  EXPECT_EQ(SerializedSize(response, {}), SerializedSize(response, head) + 5);
+  SerializeOptions close;
+  close.keep_alive = false;
+  EXPECT_EQ(SerializedSize(response, close),
+            SerializedSize(response, {}) + std::string_view("Connection: close\r\n").size());
+}
+
+TEST(ResponseTest, ErrorResponses) {
+  const std::string wire = Error(404);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u) << wire;
+  EXPECT_TRUE(HasLine(wire, "Content-Type: text/plain")) << wire;
+  EXPECT_TRUE(HasLine(wire, "Server: uring-http"));
+  EXPECT_EQ(BodyOf(wire), "404 Not Found\n");
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 14")) << wire;
+  EXPECT_EQ(wire.find("Allow:"), std::string::npos);
+
+  for (int status : {400, 408, 413, 414, 431, 500, 501, 503, 505}) {
+    const std::string e = Error(status);
+    const std::string expected_body =
+        std::to_string(status) + " " + std::string(ReasonPhrase(status)) + "\n";
+    EXPECT_EQ(BodyOf(e), expected_body) << status;
+    EXPECT_TRUE(HasLine(e, "Content-Length: " + std::to_string(expected_body.size()))) << e;
+  }
+}
+
+TEST(ResponseTest, ErrorWithAllowHeader) {
+  const std::string wire = Error(405, {}, "GET, HEAD");
+  EXPECT_EQ(wire.rfind("HTTP/1.1 405 Method Not Allowed\r\n", 0), 0u);
+  EXPECT_TRUE(HasLine(wire, "Allow: GET, HEAD")) << wire;
+  EXPECT_EQ(BodyOf(wire), "405 Method Not Allowed\n");
+}
+
+TEST(ResponseTest, ErrorHonoursConnectionAndHead) {
+  SerializeOptions options;
+  options.keep_alive = false;
+  options.head_only = true;
+  const std::string wire = Error(408, options);
+  EXPECT_TRUE(HasLine(wire, "Connection: close")) << wire;
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 20")) << wire;  // "408 Request Timeout\n"
+  EXPECT_EQ(BodyOf(wire), "");
+}
+
+TEST(ResponseTest, ErrorTooSmallBufferReturnsTheSizeNeeded) {
+  const std::string full = Error(431);
+  char small[32];
+  std::memset(small, '#', sizeof(small));
+  EXPECT_EQ(SerializeError(431, {}, {}, small, 16), full.size());
+  for (size_t i = 16; i < sizeof(small); ++i) EXPECT_EQ(small[i], '#') << i;
+  EXPECT_EQ(SerializeError(431, {}, {}, nullptr, 0), full.size());
+}
+
+TEST(ResponseTest, ReasonPhrases) {
+  EXPECT_EQ(ReasonPhrase(200), "OK");
+  EXPECT_EQ(ReasonPhrase(204), "No Content");
+  EXPECT_EQ(ReasonPhrase(304), "Not Modified");
+  EXPECT_EQ(ReasonPhrase(400), "Bad Request");
+  EXPECT_EQ(ReasonPhrase(404), "Not Found");
+  EXPECT_EQ(ReasonPhrase(405), "Method Not Allowed");
+  EXPECT_EQ(ReasonPhrase(408), "Request Timeout");
+  EXPECT_EQ(ReasonPhrase(413), "Content Too Large");
+  EXPECT_EQ(ReasonPhrase(414), "URI Too Long");
+  EXPECT_EQ(ReasonPhrase(431), "Request Header Fields Too Large");
+  EXPECT_EQ(ReasonPhrase(500), "Internal Server Error");
+  EXPECT_EQ(ReasonPhrase(501), "Not Implemented");
+  EXPECT_EQ(ReasonPhrase(503), "Service Unavailable");
+  EXPECT_EQ(ReasonPhrase(505), "HTTP Version Not Supported");
+  EXPECT_EQ(ReasonPhrase(299), "Unknown");
+  EXPECT_EQ(ReasonPhrase(0), "Unknown");
+  EXPECT_EQ(ReasonPhrase(-1), "Unknown");
+}
+
+TEST(ResponseTest, UnknownStatusStillSerializes) {
+  Response response;
+  response.set_status(299);
+  const std::string wire = Serialize(response);
+  EXPECT_EQ(wire.rfind("HTTP/1.1 299 Unknown\r\n", 0), 0u);
+  EXPECT_TRUE(HasLine(wire, "Content-Length: 0"));
+}
+
+}  // namespace
+}  // namespace uring_http::http

@@ -1,0 +1,192 @@
+// Tests for Ring on the running kernel: creation with the fastest flags this
+// kernel accepts, the features it reports, and GetSqe() never returning null
+// when more SQEs are prepared than the submission queue holds.
+#include "src/io/ring.h"
+
+#include <sys/utsname.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace uring_http::io {
+namespace {
+
+// Kernel version as major * 1000 + minor (6.18 -> 6018).
+int KernelVersion() {
+  utsname u;
+  if (uname(&u) != 0) return 0;
+  int major = 0, minor = 0;
+  if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return 0;
+  return major * 1000 + minor;
+}
+
+// Submits what is queued and reaps `expected` completions, returning their
+// user_data (each must have res == 0, as NOPs do).
+std::vector<uint64_t> ReapNops(Ring& ring, size_t expected) {
+  std::vector<uint64_t> seen;
+  io_uring_submit(ring.raw());
+  while (seen.size() < expected) {
+    io_uring_cqe* cqe = nullptr;
+    int ret = io_uring_wait_cqe(ring.raw(), &cqe);
+    if (ret < 0) {
+      ADD_FAILURE() << "io_uring_wait_cqe: " << ret;
+      break;
+    }
+    EXPECT_EQ(cqe->res, 0);
+    seen.push_back(cqe->user_data);
+    io_uring_cqe_seen(ring.raw(), cqe);
+  }
+  return seen;
+}
+
+TEST(RingTest, CreateWithDefaultsUsesTheFastestFlags) {
+  auto ring = Ring::Create(RingOptions{});
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  const RingFeatures& f = (*ring)->features();
+  EXPECT_GE((*ring)->fd(), 0);
+  EXPECT_EQ(f.sq_entries, 4096u);
+  EXPECT_EQ(f.cq_entries, 65536u);
+  EXPECT_FALSE(f.sqpoll);
+  if (KernelVersion() >= 6001) {
+    // SINGLE_ISSUER and DEFER_TASKRUN both exist since Linux 6.1.
+    EXPECT_TRUE(f.single_issuer);
+    EXPECT_TRUE(f.defer_taskrun);
+    EXPECT_TRUE(f.submit_all);
+    EXPECT_TRUE(f.registered_ring_fd);
+    // The best combination is taken; the weaker fallback is not mixed in.
+    EXPECT_FALSE(f.coop_taskrun);
+  }
+  // What features() says matches the ring the kernel set up.
+  EXPECT_EQ((*ring)->raw()->sq.ring_entries, f.sq_entries);
+  EXPECT_EQ((*ring)->raw()->cq.ring_entries, f.cq_entries);
+  EXPECT_EQ(((*ring)->raw()->flags & IORING_SETUP_DEFER_TASKRUN) != 0, f.defer_taskrun);
+  EXPECT_EQ(((*ring)->raw()->flags & IORING_SETUP_SINGLE_ISSUER) != 0, f.single_issuer);
+}
+
+TEST(RingTest, HonoursTheRequestedSizes) {
+  RingOptions options;
+  options.sq_entries = 8;
+  options.cq_entries = 64;
+  auto ring = Ring::Create(options);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_EQ((*ring)->features().sq_entries, 8u);
+  EXPECT_EQ((*ring)->features().cq_entries, 64u);
+}
+
+TEST(RingTest, OversizedCompletionQueueIsClampedNotRefused) {
+  RingOptions options;
+  options.sq_entries = 8;
+  options.cq_entries = 1u << 30;  // far above the kernel's limit
+  auto ring = Ring::Create(options);
+  ASSERT_TRUE(ring.ok()) << ring.status();
+  EXPECT_GE((*ring)->features().cq_entries, 8u);
+  EXPECT_LT((*ring)->features().cq_entries, 1u << 30);
+}
+
+TEST(RingTest, GetSqeNeverReturnsNullWhenTheQueueIsFull) {
+  RingOptions options;
+  options.sq_entries = 8;
+  options.cq_entries = 256;
+  auto created = Ring::Create(options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  Ring& ring = **created;
+  ASSERT_EQ(ring.raw()->sq.ring_entries, 8u);
+
+  // 100 NOPs through an 8-entry queue: GetSqe must submit on its own to make
+  // room, and every one of them must complete exactly once.
+  constexpr uint64_t kCount = 100;
+  for (uint64_t i = 0; i < kCount; ++i) {
+    io_uring_sqe* sqe = ring.GetSqe();
+    ASSERT_NE(sqe, nullptr) << i;
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, 1000 + i);
+  }
+  std::vector<uint64_t> seen = ReapNops(ring, kCount);
+  ASSERT_EQ(seen.size(), kCount);
+  std::set<uint64_t> unique(seen.begin(), seen.end());
+  EXPECT_EQ(unique.size(), kCount);
+  EXPECT_EQ(*unique.begin(), 1000u);
+  EXPECT_EQ(*unique.rbegin(), 1000u + kCount - 1);
+
+  // Nothing beyond what was prepared.
+  io_uring_cqe* cqe = nullptr;
+  EXPECT_EQ(io_uring_peek_cqe(ring.raw(), &cqe), -EAGAIN);
+}
+
+TEST(RingTest, RingStaysUsableAfterManyFullQueues) {
+  RingOptions options;
+  options.sq_entries = 8;
+  options.cq_entries = 64;
+  auto created = Ring::Create(options);
+  ASSERT_TRUE(created.ok());
+  Ring& ring = **created;
+  // Rounds of 20 NOPs (more than the SQ, less than the CQ), each reaped
+  // before the next, so the SQ wraps many times.
+  for (uint64_t round = 0; round < 50; ++round) {
+    for (uint64_t i = 0; i < 20; ++i) {
+      io_uring_sqe* sqe = ring.GetSqe();
+      ASSERT_NE(sqe, nullptr);
+      io_uring_prep_nop(sqe);
+      io_uring_sqe_set_data64(sqe, round * 100 + i);
+    }
+    std::vector<uint64_t> seen = ReapNops(ring, 20);
+    std::set<uint64_t> unique(seen.begin(), seen.end());
+    ASSERT_EQ(unique.size(), 20u) << "round " << round;
+    EXPECT_EQ(*unique.begin(), round * 100);
+    EXPECT_EQ(*unique.rbegin(), round * 100 + 19);
+  }
+}
+
+TEST(RingTest, SqpollRingReportsSqpollWithoutDeferTaskrun) {
+  RingOptions options;
+  options.sq_entries = 8;
+  options.cq_entries = 64;
+  options.sqpoll = true;
+  options.sqpoll_idle_ms = 10;
+  auto created = Ring::Create(options);
+  if (!created.ok()) GTEST_SKIP() << "SQPOLL unavailable here: " << created.status();
+  Ring& ring = **created;
+  EXPECT_TRUE(ring.features().sqpoll);
+  EXPECT_FALSE(ring.features().defer_taskrun);  // the kernel refuses that pair
+  EXPECT_NE(ring.features().Describe().find("sqpoll"), std::string::npos);
+  // The kernel thread consumes the SQ; GetSqe still never fails.
+  for (uint64_t i = 0; i < 40; ++i) {
+    io_uring_sqe* sqe = ring.GetSqe();
+    ASSERT_NE(sqe, nullptr);
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, i);
+  }
+  std::vector<uint64_t> seen = ReapNops(ring, 40);
+  EXPECT_EQ(std::set<uint64_t>(seen.begin(), seen.end()).size(), 40u);
+}
+
+TEST(RingFeaturesTest, DescribeListsWhatWasAccepted) {
+  auto ring = Ring::Create(RingOptions{});
+  ASSERT_TRUE(ring.ok());
+  const RingFeatures& f = (*ring)->features();
+  const std::string text = f.Describe();
+  EXPECT_FALSE(text.empty());
+  EXPECT_NE(text.find("sq=4096,cq=65536"), std::string::npos) << text;
+  EXPECT_EQ(text.find("single-issuer") != std::string::npos, f.single_issuer) << text;
+  EXPECT_EQ(text.find("defer-taskrun") != std::string::npos, f.defer_taskrun) << text;
+  EXPECT_EQ(text.find("sqpoll") != std::string::npos, f.sqpoll) << text;
+}
+
+TEST(RingFeaturesTest, DescribeOfEveryFeature) {
+  RingFeatures f;
+  EXPECT_EQ(f.Describe(), "sq=0,cq=0");
+  f.single_issuer = f.defer_taskrun = f.coop_taskrun = f.sqpoll = true;
+  f.registered_ring_fd = f.submit_all = true;
+  f.sq_entries = 8;
+  f.cq_entries = 16;
+  EXPECT_EQ(f.Describe(),
+            "single-issuer,defer-taskrun,coop-taskrun,sqpoll,registered-ring-fd,submit-all,"
+            "sq=8,cq=16");
+}
+
+}  // namespace
+}  // namespace uring_http::io

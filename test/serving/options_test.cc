@@ -1,0 +1,356 @@
+// Tests for ParseOptions: defaults, every flag in its long (--name=value and
+// --name value) and short (-p 1, -p1) forms, the --worker-threads alias,
+// durations with units, help, and errors that name the offending option.
+// ParseOptions uses getopt_long, which keeps global state and permutes argv,
+// so every test passes its own mutable copy of the arguments.
+#include "src/serving/options.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace uring_http::serving {
+namespace {
+
+// argv as getopt wants it: mutable, null-terminated, owned by the test.
+class Args {
+ public:
+  Args(std::initializer_list<std::string> args) {
+    storage_.push_back(Chars("uring-http"));
+    for (const std::string& a : args) storage_.push_back(Chars(a));
+    for (std::vector<char>& s : storage_) argv_.push_back(s.data());
+    argv_.push_back(nullptr);
+  }
+  int argc() const { return static_cast<int>(argv_.size()) - 1; }
+  char** argv() { return argv_.data(); }
+
+ private:
+  static std::vector<char> Chars(const std::string& s) {
+    std::vector<char> v(s.begin(), s.end());
+    v.push_back('\0');
+    return v;
+  }
+  std::vector<std::vector<char>> storage_;
+  std::vector<char*> argv_;
+};
+
+absl::StatusOr<Options> Parse(std::initializer_list<std::string> args) {
+  Args a(args);
+  return ParseOptions(a.argc(), a.argv());
+}
+
+// Parses `args`, expecting an error whose message contains `mention`.
+void ExpectError(std::initializer_list<std::string> args, const std::string& mention) {
+  std::string joined;
+  for (const std::string& a : args) joined += a + " ";
+  absl::StatusOr<Options> options = Parse(args);
+  ASSERT_FALSE(options.ok()) << joined;
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument) << joined;
+  const std::string message(options.status().message());
+  EXPECT_NE(message.find(mention), std::string::npos)
+      << "[" << joined << "] gave: " << message << " (expected it to mention " << mention << ")";
+}
+
+int Cpus() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+TEST(OptionsTest, Defaults) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const ServerConfig& c = options->config;
+  EXPECT_EQ(c.port, 9000);
+  EXPECT_EQ(c.address, "0.0.0.0");
+  EXPECT_EQ(c.accept_threads, Cpus());
+  EXPECT_EQ(c.accept_capacity, 100000u);
+  EXPECT_EQ(c.workers, Cpus());  // as many workers as accept threads
+  EXPECT_EQ(options->slow_duration_ms, 30u);
+  EXPECT_FALSE(c.verbose);
+  EXPECT_FALSE(options->daemonize);
+  EXPECT_FALSE(options->help);
+  EXPECT_FALSE(c.sqpoll);
+  EXPECT_FALSE(c.pin_cpus);
+  EXPECT_EQ(c.header_timeout_ms, 10'000u);
+  EXPECT_EQ(c.idle_timeout_ms, 60'000u);
+  EXPECT_EQ(c.send_timeout_ms, 30'000u);
+  EXPECT_EQ(c.shutdown_timeout_ms, 30'000u);
+  EXPECT_EQ(c.limits.max_request_line, http::ParseLimits().max_request_line);
+  EXPECT_EQ(c.limits.max_body_bytes, http::ParseLimits().max_body_bytes);
+  EXPECT_EQ(options->pid_file, "");
+  EXPECT_EQ(c.metrics_path, "/metrics");
+  EXPECT_EQ(c.health_path, "/healthz");
+}
+
+TEST(OptionsTest, ShortFlags) {
+  absl::StatusOr<Options> options = Parse({"-p", "1", "-A", "2", "-C", "3", "-w", "4", "-D", "5",
+                                           "-v", "-d"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.port, 1);
+  EXPECT_EQ(options->config.accept_threads, 2);
+  EXPECT_EQ(options->config.accept_capacity, 3u);
+  EXPECT_EQ(options->config.workers, 4);
+  EXPECT_EQ(options->slow_duration_ms, 5u);
+  EXPECT_TRUE(options->config.verbose);
+  EXPECT_TRUE(options->daemonize);
+  EXPECT_FALSE(options->help);
+}
+
+TEST(OptionsTest, GluedShortFlags) {
+  absl::StatusOr<Options> options = Parse({"-p1", "-A2", "-C3", "-w4", "-D5", "-vd"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.port, 1);
+  EXPECT_EQ(options->config.accept_threads, 2);
+  EXPECT_EQ(options->config.accept_capacity, 3u);
+  EXPECT_EQ(options->config.workers, 4);
+  EXPECT_EQ(options->slow_duration_ms, 5u);
+  EXPECT_TRUE(options->config.verbose);
+  EXPECT_TRUE(options->daemonize);
+}
+
+TEST(OptionsTest, LongFlagsWithEquals) {
+  absl::StatusOr<Options> options =
+      Parse({"--port=8080", "--accept-threads=3", "--accept-capacity=500", "--workers=7",
+             "--slow-duration=100", "--verbose", "--daemonize", "--address=127.0.0.1",
+             "--max-request-line=1000", "--max-header-bytes=2000", "--max-headers=20",
+             "--max-body-bytes=0", "--sqpoll", "--pin-cpus"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const ServerConfig& c = options->config;
+  EXPECT_EQ(c.port, 8080);
+  EXPECT_EQ(c.accept_threads, 3);
+  EXPECT_EQ(c.accept_capacity, 500u);
+  EXPECT_EQ(c.workers, 7);
+  EXPECT_EQ(options->slow_duration_ms, 100u);
+  EXPECT_TRUE(c.verbose);
+  EXPECT_TRUE(options->daemonize);
+  EXPECT_EQ(c.address, "127.0.0.1");
+  EXPECT_EQ(c.limits.max_request_line, 1000u);
+  EXPECT_EQ(c.limits.max_header_bytes, 2000u);
+  EXPECT_EQ(c.limits.max_headers, 20u);
+  EXPECT_EQ(c.limits.max_body_bytes, 0u);
+  EXPECT_TRUE(c.sqpoll);
+  EXPECT_TRUE(c.pin_cpus);
+}
+
+TEST(OptionsTest, LongFlagsWithSeparateValues) {
+  absl::StatusOr<Options> options =
+      Parse({"--port", "8081", "--accept-threads", "4", "--accept-capacity", "600", "--workers",
+             "8", "--slow-duration", "7", "--address", "10.0.0.1", "--header-timeout", "5"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.port, 8081);
+  EXPECT_EQ(options->config.accept_threads, 4);
+  EXPECT_EQ(options->config.accept_capacity, 600u);
+  EXPECT_EQ(options->config.workers, 8);
+  EXPECT_EQ(options->slow_duration_ms, 7u);
+  EXPECT_EQ(options->config.address, "10.0.0.1");
+  EXPECT_EQ(options->config.header_timeout_ms, 5000u);
+}
+
+TEST(OptionsTest, WorkerThreadsIsAnAliasOfWorkers) {
+  absl::StatusOr<Options> options = Parse({"--worker-threads=300"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.workers, 300);
+  options = Parse({"--worker-threads", "12"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.workers, 12);
+}
+
+TEST(OptionsTest, WorkersFollowAcceptThreadsUnlessGiven) {
+  absl::StatusOr<Options> options = Parse({"-A", "3"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.workers, 3);
+  // Order does not matter, and an explicit value wins.
+  options = Parse({"-w", "5", "-A", "3"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.workers, 5);
+  options = Parse({"--workers=0", "-A", "3"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.workers, 0);  // SLOW handlers inline
+}
+
+TEST(OptionsTest, LastValueWins) {
+  absl::StatusOr<Options> options = Parse({"-p", "1", "--port=2", "-p3"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.port, 3);
+}
+
+TEST(OptionsTest, RangeEdgesAreAccepted) {
+  absl::StatusOr<Options> options =
+      Parse({"-p", "0", "-A", "1", "-C", "1", "-w", "0", "-D", "0"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.port, 0);
+  EXPECT_EQ(options->config.accept_threads, 1);
+  EXPECT_EQ(options->config.accept_capacity, 1u);
+  EXPECT_EQ(options->config.workers, 0);
+  EXPECT_EQ(options->slow_duration_ms, 0u);
+
+  options = Parse({"-p", "65535", "-A", "1024", "-C", "16777215", "-w", "10000", "-D", "3600000"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.port, 65535);
+  EXPECT_EQ(options->config.accept_threads, 1024);
+  EXPECT_EQ(options->config.accept_capacity, 16777215u);
+  EXPECT_EQ(options->config.workers, 10000);
+  EXPECT_EQ(options->slow_duration_ms, 3600000u);
+}
+
+TEST(OptionsTest, Durations) {
+  absl::StatusOr<Options> options =
+      Parse({"--header-timeout=500ms", "--idle-timeout=30s", "--send-timeout=2m",
+             "--shutdown-timeout=0"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.header_timeout_ms, 500u);
+  EXPECT_EQ(options->config.idle_timeout_ms, 30'000u);
+  EXPECT_EQ(options->config.send_timeout_ms, 120'000u);
+  EXPECT_EQ(options->config.shutdown_timeout_ms, 0u);
+
+  options = Parse({"--header-timeout=7", "--idle-timeout=0ms", "--send-timeout=1440m",
+                   "--shutdown-timeout=86400000ms"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.header_timeout_ms, 7000u);  // plain numbers are seconds
+  EXPECT_EQ(options->config.idle_timeout_ms, 0u);
+  EXPECT_EQ(options->config.send_timeout_ms, 86'400'000u);
+  EXPECT_EQ(options->config.shutdown_timeout_ms, 86'400'000u);
+}
+
+TEST(OptionsTest, BadDurations) {
+  ExpectError({"--header-timeout=abc"}, "--header-timeout");
+  ExpectError({"--idle-timeout="}, "--idle-timeout");
+  ExpectError({"--send-timeout=ms"}, "--send-timeout");
+  ExpectError({"--send-timeout=1.5s"}, "--send-timeout");
+  ExpectError({"--shutdown-timeout=-1"}, "--shutdown-timeout");
+  ExpectError({"--header-timeout=10h"}, "--header-timeout");
+  ExpectError({"--header-timeout=86401"}, "--header-timeout");  // over a day
+  ExpectError({"--header-timeout=1441m"}, "--header-timeout");
+  ExpectError({"--header-timeout=86400001ms"}, "--header-timeout");
+}
+
+TEST(OptionsTest, EndpointsAndPidFile) {
+  absl::StatusOr<Options> options =
+      Parse({"--pid-file=/run/uring-http.pid", "--metrics-path=/stats", "--health-path", "/up"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->pid_file, "/run/uring-http.pid");
+  EXPECT_EQ(options->config.metrics_path, "/stats");
+  EXPECT_EQ(options->config.health_path, "/up");
+
+  // An empty path turns an endpoint off.
+  options = Parse({"--metrics-path=", "--health-path="});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.metrics_path, "");
+  EXPECT_EQ(options->config.health_path, "");
+
+  ExpectError({"--metrics-path=metrics"}, "--metrics-path");
+  ExpectError({"--health-path=healthz"}, "--health-path");
+  ExpectError({"--pid-file="}, "--pid-file");
+}
+
+TEST(OptionsTest, Help) {
+  for (const char* flag : {"-h", "--help", "-?"}) {
+    absl::StatusOr<Options> options = Parse({flag});
+    ASSERT_TRUE(options.ok()) << flag << ": " << options.status();
+    EXPECT_TRUE(options->help) << flag;
+  }
+  // Help alongside other flags still asks for help.
+  absl::StatusOr<Options> options = Parse({"-p", "1", "-?"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->help);
+}
+
+TEST(OptionsTest, UsageMentionsEveryOption) {
+  const std::string usage = UsageText("uring-http");
+  for (const char* name :
+       {"--port", "--address", "--accept-threads", "--accept-capacity", "--workers",
+        "--worker-threads", "--slow-duration", "--verbose", "--daemonize", "--help",
+        "--max-request-line", "--max-header-bytes", "--max-headers", "--max-body-bytes",
+        "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
+        "--sqpoll", "--pin-cpus", "--pid-file", "--metrics-path", "--health-path", "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
+    EXPECT_NE(usage.find(name), std::string::npos) << name;
+  }
+  EXPECT_NE(usage.find("Usage: uring-http "), std::string::npos);
+}
+
+TEST(OptionsTest, MalformedNumbersNameTheOption) {
+  ExpectError({"--port=12x"}, "--port");
+  ExpectError({"-p", "12x"}, "--port");
+  ExpectError({"--port=abc"}, "'abc'");
+  ExpectError({"--port="}, "--port");
+  ExpectError({"--port", ""}, "--port");
+  ExpectError({"-A", "-1"}, "--accept-threads");
+  ExpectError({"-C", "+5"}, "--accept-capacity");
+  ExpectError({"-w", " 4"}, "--workers");
+  ExpectError({"--worker-threads=4.0"}, "--workers");
+  ExpectError({"-D", "0x10"}, "--slow-duration");
+  ExpectError({"--max-headers=1e3"}, "--max-headers");
+  // 20 digits would overflow 64 bits: refused, not wrapped.
+  ExpectError({"--max-body-bytes=18446744073709551617"}, "--max-body-bytes");
+}
+
+TEST(OptionsTest, OutOfRangeValuesNameTheOptionAndRange) {
+  ExpectError({"-A", "0"}, "--accept-threads");
+  ExpectError({"-A", "0"}, "[1, 1024]");
+  ExpectError({"-A", "1025"}, "--accept-threads");
+  ExpectError({"--port=70000"}, "--port");
+  ExpectError({"--port=70000"}, "[0, 65535]");
+  ExpectError({"-p", "65536"}, "--port");
+  ExpectError({"-C", "0"}, "--accept-capacity");
+  ExpectError({"-C", "16777216"}, "--accept-capacity");
+  ExpectError({"-w", "10001"}, "--workers");
+  ExpectError({"-D", "3600001"}, "--slow-duration");
+  ExpectError({"--max-request-line=63"}, "--max-request-line");
+  ExpectError({"--max-header-bytes=1048577"}, "--max-header-bytes");
+  ExpectError({"--max-headers=0"}, "--max-headers");
+  ExpectError({"--max-body-bytes=1073741825"}, "--max-body-bytes");
+}
+
+TEST(OptionsTest, UnknownOptionsAreNamed) {
+  ExpectError({"--bogus"}, "--bogus");
+  ExpectError({"--bogus=1"}, "--bogus");
+  ExpectError({"-x"}, "-x");
+  ExpectError({"-p", "1", "-z"}, "-z");
+  // Inside a group of short flags, after a long one.
+  ExpectError({"-vx"}, "'-x'");
+  ExpectError({"--verbose", "-xv"}, "'-x'");
+  ExpectError({"--port=1", "-dxv"}, "'-x'");
+}
+
+TEST(OptionsTest, ValueGivenToAFlagThatTakesNoneIsNamed) {
+  ExpectError({"--verbose=1"}, "'--verbose' takes no value");
+  ExpectError({"--help=yes"}, "'--help' takes no value");
+  ExpectError({"--sqpoll=on"}, "'--sqpoll' takes no value");
+  ExpectError({"--pin-cpus=0"}, "'--pin-cpus' takes no value");
+}
+
+TEST(OptionsTest, MissingValuesAreNamed) {
+  ExpectError({"--port"}, "--port");
+  ExpectError({"-p"}, "-p");
+  ExpectError({"-A"}, "-A");
+  ExpectError({"--header-timeout"}, "--header-timeout");
+  ExpectError({"-v", "--workers"}, "--workers");
+}
+
+TEST(OptionsTest, StrayPositionalArgumentsAreRejected) {
+  ExpectError({"extra"}, "'extra'");
+  ExpectError({"-p", "1", "extra"}, "'extra'");
+  // getopt moves options in front of operands: the operand is still caught.
+  ExpectError({"extra", "-p", "1"}, "'extra'");
+  ExpectError({"-p", "1", "--", "after"}, "'after'");
+}
+
+TEST(OptionsTest, ParsingTwiceStartsAfresh) {
+  // An error in the middle of a group of short flags ("-x" of "-xv") leaves
+  // getopt pointing into that argv; the next parse must not resume there
+  // (and read the "v", or worse, once that argv is gone).
+  Args first({"-xv"});
+  EXPECT_FALSE(ParseOptions(first.argc(), first.argv()).ok());
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->config.verbose);
+
+  options = Parse({"-p", "5"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.port, 5);
+  options = Parse({});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.port, 9000);
+}
+
+}  // namespace
+}  // namespace uring_http::serving
