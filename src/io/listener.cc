@@ -62,6 +62,10 @@ Listener::~Listener() { Close(); }
 
 void Listener::Close() {
   if (fd_ >= 0) {
+    // close() alone does not stop listening while another reference to the
+    // socket lives on (an io_uring accept, torn down asynchronously after the
+    // ring is gone): the kernel would keep queueing connections nobody takes.
+    shutdown(fd_, SHUT_RDWR);
     close(fd_);
     fd_ = -1;
   }

@@ -87,12 +87,14 @@ TEST(ArenaTest, CarveHonoursAlignment) {
 
 TEST(ArenaTest, AlignmentBeyondAPageAlignsTheAddress) {
   // mmap only promises page alignment. Find an arena whose base is not
-  // aligned to two pages (consecutive mappings alternate), then ask for that.
+  // aligned to two pages (mappings of an odd number of pages placed next to
+  // each other alternate), then ask for that alignment.
   const size_t align = 2 * PageSize();
   std::vector<Arena> arenas;
+  arenas.reserve(16);
   Arena* odd = nullptr;
   for (int i = 0; i < 16 && odd == nullptr; ++i) {
-    auto arena = Arena::Create(4 * PageSize());
+    auto arena = Arena::Create(3 * PageSize());
     ASSERT_TRUE(arena.ok());
     arenas.push_back(*std::move(arena));
     if (Addr(arenas.back().base()) % align != 0) odd = &arenas.back();

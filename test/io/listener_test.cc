@@ -184,6 +184,20 @@ TEST(ListenerTest, CloseStopsListening) {
   EXPECT_EQ(errno, ECONNREFUSED);
 }
 
+TEST(ListenerTest, CloseStopsListeningWhileTheSocketIsStillReferenced) {
+  // An in-flight io_uring accept holds its own reference to the socket, like
+  // this dup(); Close() must stop the listening all the same.
+  auto listener = Listener::Bind("127.0.0.1", 0, 16);
+  ASSERT_TRUE(listener.ok());
+  const uint16_t port = listener->port();
+  const int other_reference = dup(listener->fd());
+  ASSERT_GE(other_reference, 0);
+  listener->Close();
+  EXPECT_EQ(ConnectTo(port), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(other_reference);
+}
+
 TEST(ListenerTest, DestructorCloses) {
   int fd = -1;
   {

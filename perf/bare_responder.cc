@@ -1,0 +1,362 @@
+/*
+ * bare_responder: the "speed of light" reference for perf/compare.
+ *
+ * A single-threaded io_uring HTTP responder that does the least work a server
+ * on this kernel can do: one listening socket, one multishot accept into the
+ * fixed-file table, one multishot receive per connection on a provided-buffer
+ * ring, and for every receive completion one send of a fixed static
+ * "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n". It does not parse requests
+ * (one receive = one response, which holds for clients that wait for each
+ * answer, as wrk and ab do), and closes a connection on EOF or error.
+ *
+ * With --close it answers "Connection: close" and shuts the connection down
+ * (send linked to shutdown(SHUT_WR)) after each response, which is what ab
+ * without -k (HTTP/1.0, one connection per request) waits for.
+ *
+ * Whatever our real server costs above this program per request is the price
+ * of parsing, routing, the worker pool and bookkeeping.
+ *
+ * Run:
+ *   bazel build -c opt //perf:bare_responder
+ *   bazel-bin/perf/bare_responder 8090            # keep-alive
+ *   bazel-bin/perf/bare_responder 8091 --close    # connection per request
+ *   wrk -t1 -c100 -d10s http://127.0.0.1:8090/test/fast
+ *   ab -n 20000 -c 10 http://127.0.0.1:8091/test/fast
+ * PORT 0 lets the kernel pick a port. It prints "ready: ... listening on port N"
+ * when it listens and exits 0 on SIGINT/SIGTERM.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+// Constants newer than the 6.1-level headers, in one place.
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+#ifndef IORING_FEAT_CQE_SKIP
+#define IORING_FEAT_CQE_SKIP (1U << 11)
+#endif
+
+namespace {
+
+constexpr char kKeepAliveResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+constexpr char kCloseResponse[] =
+    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+constexpr unsigned kSqEntries = 4096;
+// Multishot accept and receive post CQEs without SQEs: size the CQ for a few
+// thousand connections each completing at once, so it never overflows.
+constexpr unsigned kCqEntries = 32768;
+// Provided-buffer ring: a power of two. Buffers are handed back at the end of
+// every completion batch, so this only has to cover one batch.
+constexpr unsigned kBufferCount = 4096;
+constexpr unsigned kBufferSize = 2048;
+constexpr unsigned short kBufferGroup = 0;
+constexpr unsigned kMaxFixedFiles = 32768;
+
+enum Op : uint64_t { kAccept = 1, kRecv = 2, kSend = 3, kClose = 4, kSignal = 5 };
+
+uint64_t Encode(Op op, uint32_t index) { return (uint64_t{op} << 32) | index; }
+Op OpOf(uint64_t user_data) { return static_cast<Op>(user_data >> 32); }
+uint32_t IndexOf(uint64_t user_data) { return static_cast<uint32_t>(user_data); }
+
+[[noreturn]] void Die(const char* what, int err) {
+  fprintf(stderr, "bare_responder: %s: %s\n", what, strerror(err));
+  exit(1);
+}
+
+class Responder {
+ public:
+  Responder(int listen_fd, int signal_fd, bool close_after_response)
+      : listen_fd_(listen_fd), signal_fd_(signal_fd), close_(close_after_response) {}
+
+  void SetUp() {
+    io_uring_params params{};
+    // CQSIZE: see kCqEntries. SINGLE_ISSUER: only this thread submits, which
+    // lets the kernel skip its submission locking. DEFER_TASKRUN: completion
+    // work runs when we call io_uring_enter to wait, in one batch, instead of
+    // interrupting us whenever a packet arrives.
+    params.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
+    params.cq_entries = kCqEntries;
+    int ret = io_uring_queue_init_params(kSqEntries, &ring_, &params);
+    if (ret == -EINVAL) {
+      // Kernels before 6.1 lack DEFER_TASKRUN; still run, and say so.
+      fprintf(stderr, "bare_responder: no DEFER_TASKRUN/SINGLE_ISSUER, running without\n");
+      params = io_uring_params{};
+      params.flags = IORING_SETUP_CQSIZE;
+      params.cq_entries = kCqEntries;
+      ret = io_uring_queue_init_params(kSqEntries, &ring_, &params);
+    }
+    if (ret < 0) Die("io_uring_queue_init_params", -ret);
+    // Without CQE_SKIP every successful send posts a CQE we would just drop.
+    skip_success_ = (params.features & IORING_FEAT_CQE_SKIP) != 0;
+
+    // The registered ring fd saves an fdget/fdput on every io_uring_enter.
+    io_uring_register_ring_fd(&ring_);  // optional: fine if it fails
+
+    // Direct descriptors: accepted sockets live only in the ring's file table,
+    // so no per-request fdget and no file-table lock. The table size may not
+    // exceed RLIMIT_NOFILE: raise the soft limit to the hard one first.
+    rlimit limit{};
+    getrlimit(RLIMIT_NOFILE, &limit);
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+    unsigned files = limit.rlim_cur < kMaxFixedFiles ? static_cast<unsigned>(limit.rlim_cur)
+                                                     : kMaxFixedFiles;
+    ret = io_uring_register_files_sparse(&ring_, files);
+    if (ret < 0) Die("io_uring_register_files_sparse", -ret);
+
+    SetUpBufferRing();
+  }
+
+  void Run(int port) {
+    ArmAccept();
+    ArmSignalRead();
+    printf("ready: bare_responder listening on port %d%s\n", port,
+           close_ ? " (close after each response)" : "");
+    fflush(stdout);
+    while (!stop_) {
+      int ret = io_uring_submit_and_wait(&ring_, 1);
+      if (ret < 0 && ret != -EINTR && ret != -EAGAIN && ret != -EBUSY) {
+        Die("io_uring_submit_and_wait", -ret);
+      }
+      unsigned head;
+      unsigned seen = 0;
+      io_uring_cqe* cqe;
+      io_uring_for_each_cqe(&ring_, head, cqe) {
+        Handle(cqe);
+        ++seen;
+      }
+      io_uring_cq_advance(&ring_, seen);
+      // Hand this batch's buffers back before re-arming anything that ran dry.
+      if (returned_ > 0) {
+        io_uring_buf_ring_advance(buf_ring_, returned_);
+        returned_ = 0;
+      }
+      for (uint32_t index : rearm_) ArmRecv(index);
+      rearm_.clear();
+    }
+  }
+
+ private:
+  void SetUpBufferRing() {
+    // liburing 2.3 has no io_uring_setup_buf_ring: map page-aligned memory
+    // for the ring entries ourselves and register it.
+    size_t ring_bytes = kBufferCount * sizeof(io_uring_buf);
+    void* mem = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+    if (mem == MAP_FAILED) Die("mmap buffer ring", errno);
+    buf_ring_ = static_cast<io_uring_buf_ring*>(mem);
+
+    io_uring_buf_reg reg{};
+    reg.ring_addr = reinterpret_cast<uint64_t>(buf_ring_);
+    reg.ring_entries = kBufferCount;
+    reg.bgid = kBufferGroup;
+    int ret = io_uring_register_buf_ring(&ring_, &reg, 0);
+    if (ret < 0) Die("io_uring_register_buf_ring (kernel >= 5.19 needed)", -ret);
+
+    buffers_ = static_cast<char*>(
+        mmap(nullptr, size_t{kBufferCount} * kBufferSize, PROT_READ | PROT_WRITE,
+             MAP_ANONYMOUS | MAP_PRIVATE, -1, 0));
+    if (buffers_ == MAP_FAILED) Die("mmap buffers", errno);
+    io_uring_buf_ring_init(buf_ring_);
+    for (unsigned i = 0; i < kBufferCount; ++i) {
+      io_uring_buf_ring_add(buf_ring_, buffers_ + size_t{i} * kBufferSize, kBufferSize,
+                            static_cast<unsigned short>(i), io_uring_buf_ring_mask(kBufferCount),
+                            static_cast<int>(i));
+    }
+    io_uring_buf_ring_advance(buf_ring_, kBufferCount);
+  }
+
+  io_uring_sqe* Sqe() {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    while (sqe == nullptr) {  // SQ full: push what we have and try again
+      io_uring_submit(&ring_);
+      sqe = io_uring_get_sqe(&ring_);
+    }
+    return sqe;
+  }
+
+  // SIGINT/SIGTERM are blocked and read from a signalfd through the ring, so a
+  // signal is just another completion: no race between a check of a flag and
+  // the wait in io_uring_enter (liburing re-enters after an interrupted wait
+  // that had also submitted, which would miss a flag set by a handler).
+  void ArmSignalRead() {
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_read(sqe, signal_fd_, &signal_info_, sizeof(signal_info_), 0);
+    io_uring_sqe_set_data64(sqe, Encode(kSignal, 0));
+  }
+
+  void ArmAccept() {
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, 0);
+    io_uring_sqe_set_data64(sqe, Encode(kAccept, 0));
+  }
+
+  void ArmRecv(uint32_t index) {
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_recv_multishot(sqe, static_cast<int>(index), nullptr, 0, 0);
+    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+    sqe->buf_group = kBufferGroup;
+    io_uring_sqe_set_data64(sqe, Encode(kRecv, index));
+  }
+
+  void Respond(uint32_t index) {
+    const unsigned skip = skip_success_ ? IOSQE_CQE_SKIP_SUCCESS : 0;
+    io_uring_sqe* sqe = Sqe();
+    if (!close_) {
+      io_uring_prep_send(sqe, static_cast<int>(index), kKeepAliveResponse,
+                         sizeof(kKeepAliveResponse) - 1, MSG_NOSIGNAL);
+      sqe->flags |= IOSQE_FIXED_FILE | skip;
+      io_uring_sqe_set_data64(sqe, Encode(kSend, index));
+      return;
+    }
+    // Connection per request: send, then shutdown(SHUT_WR) so the client sees
+    // FIN; its close then ends our receive with EOF and we close the slot.
+    io_uring_prep_send(sqe, static_cast<int>(index), kCloseResponse, sizeof(kCloseResponse) - 1,
+                       MSG_NOSIGNAL);
+    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK | skip;
+    io_uring_sqe_set_data64(sqe, Encode(kSend, index));
+    sqe = Sqe();
+    io_uring_prep_shutdown(sqe, static_cast<int>(index), SHUT_WR);
+    sqe->flags |= IOSQE_FIXED_FILE | skip;
+    io_uring_sqe_set_data64(sqe, Encode(kSend, index));
+  }
+
+  void Close(uint32_t index) {
+    // The receive has ended (no F_MORE), so nothing else holds this slot's
+    // socket except sends still in flight, which keep their own reference.
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_close_direct(sqe, index);
+    sqe->flags |= skip_success_ ? IOSQE_CQE_SKIP_SUCCESS : 0;
+    io_uring_sqe_set_data64(sqe, Encode(kClose, index));
+  }
+
+  void Handle(io_uring_cqe* cqe) {
+    const uint64_t data = io_uring_cqe_get_data64(cqe);
+    const bool more = (cqe->flags & IORING_CQE_F_MORE) != 0;
+    switch (OpOf(data)) {
+      case kAccept:
+        if (cqe->res >= 0) {
+          ArmRecv(static_cast<uint32_t>(cqe->res));
+        } else if (cqe->res != -ENFILE) {
+          fprintf(stderr, "bare_responder: accept: %s\n", strerror(-cqe->res));
+        }
+        // A multishot ends on any CQE without F_MORE: re-arm then, only then.
+        if (!more) ArmAccept();
+        return;
+      case kRecv: {
+        const uint32_t index = IndexOf(data);
+        if (cqe->flags & IORING_CQE_F_BUFFER) {
+          // We never look at the bytes: the buffer goes straight back.
+          const unsigned short bid = static_cast<unsigned short>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+          io_uring_buf_ring_add(buf_ring_, buffers_ + size_t{bid} * kBufferSize, kBufferSize, bid,
+                                io_uring_buf_ring_mask(kBufferCount), returned_);
+          ++returned_;
+        }
+        if (cqe->res > 0) {
+          Respond(index);
+          if (!more) rearm_.push_back(index);  // e.g. the CQ was full
+        } else if (cqe->res == -ENOBUFS) {
+          // Ring ran dry: not fatal. Re-arm once this batch's buffers are back.
+          if (!more) rearm_.push_back(index);
+        } else if (!more) {
+          Close(index);  // EOF (0) or a real error
+        }
+        return;
+      }
+      case kSignal:
+        if (cqe->res == sizeof(signal_info_)) {
+          stop_ = true;  // SIGINT or SIGTERM: finish this batch and exit 0
+        } else {
+          ArmSignalRead();  // interrupted read: try again
+        }
+        return;
+      case kSend:   // only failures arrive here (CQE_SKIP_SUCCESS); the
+      case kClose:  // receive sees the same error and closes.
+        return;
+    }
+  }
+
+  io_uring ring_{};
+  io_uring_buf_ring* buf_ring_ = nullptr;
+  char* buffers_ = nullptr;
+  int returned_ = 0;
+  std::vector<uint32_t> rearm_;  // receives to re-arm after this batch
+  signalfd_siginfo signal_info_{};
+  bool stop_ = false;
+  const int listen_fd_;
+  const int signal_fd_;
+  const bool close_;
+  bool skip_success_ = false;
+};
+
+int Listen(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) Die("socket", errno);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0) Die("SO_REUSEPORT", errno);
+  // Accepted sockets inherit TCP_NODELAY from the listener: no per-connection
+  // setsockopt, which direct descriptors could not do anyway.
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) Die("bind", errno);
+  if (listen(fd, 4096) < 0) Die("listen", errno);
+  return fd;
+}
+
+int BoundPort(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) < 0) Die("getsockname", errno);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--close") != 0)) {
+    fprintf(stderr, "usage: %s PORT [--close]\n", argv[0]);
+    return 2;
+  }
+  const int port = atoi(argv[1]);  // 0: the kernel picks one (the ready line says which)
+  if (port < 0 || port > 65535 || (port == 0 && strcmp(argv[1], "0") != 0)) {
+    fprintf(stderr, "bare_responder: bad port '%s'\n", argv[1]);
+    return 2;
+  }
+  sigset_t stop_signals;  // read through the ring: see Responder::ArmSignalRead
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const int signal_fd = signalfd(-1, &stop_signals, SFD_CLOEXEC);
+  if (signal_fd < 0) Die("signalfd", errno);
+  signal(SIGPIPE, SIG_IGN);
+
+  const int listen_fd = Listen(port);
+  Responder responder(listen_fd, signal_fd, argc == 3);
+  responder.SetUp();
+  responder.Run(BoundPort(listen_fd));
+  return 0;
+}

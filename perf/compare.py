@@ -1,0 +1,1013 @@
+#!/usr/bin/env python3
+"""Compare our io_uring HTTP server with nginx, h2o and the bare io_uring responder.
+
+Run through perf/compare (which installs the load tools and raises the fd limit):
+
+    perf/compare                      # full run, ~15 minutes
+    perf/compare --quick              # smoke run, under 2 minutes
+    perf/compare --servers nginx,h2o,bare --allow-missing-ours
+
+Phases (--only):
+  keepalive  wrk -t1 -c{100,1000,2000} --latency on /test/fast, every server
+  ab         ab -n 20000 -c{1,10,50} (one connection per request) on /test/fast
+  slow       ours only, -w 300 -D 30: ab -n 3000 -c 100 /test/slow vs 100/0.030 req/s
+  queue      ours only, -A 100 -C 1000 -w 1 -D 30: ab -n 200 -c 100 /test/slow, ideal 6 s
+  mixed      ours only: wrk -c100 /test/fast alone, then with the slow ab load beside it
+
+Each load runs against each server in turn (A B C D A B C D ...) for --rounds rounds;
+the report gives the median and the min-max of every figure. Server CPU time is
+utime+stime of every process of the server (all threads) from /proc/PID/stat,
+before and after each run, divided by the completed requests.
+
+Results: perf/results/compare-YYYYmmdd-HHMMSS.{md,json,png}.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import resource
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PERF_DIR = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(PERF_DIR)
+RESULTS_DIR = os.path.join(PERF_DIR, "results")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+ALL_SERVERS = ["ours", "nginx", "h2o", "bare"]
+ALL_PHASES = ["keepalive", "ab", "slow", "queue", "mixed"]
+SLOW_MS = 30
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+def warn(msg):
+    print(f"WARNING: {msg}", file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------
+# Servers
+# ----------------------------------------------------------------------------
+
+class Server:
+    """One server process (and its children), started in its own session."""
+
+    def __init__(self, name, label, cmd, port, workdir, pin_cpu=None):
+        self.name = name          # ours, nginx, h2o, bare
+        self.label = label        # what the report shows, e.g. "bare (close)"
+        self.cmd = cmd
+        self.port = port
+        self.workdir = workdir
+        self.pin_cpu = pin_cpu
+        self.proc = None
+        self.log_path = os.path.join(workdir, f"{label.replace(' ', '_').replace('(', '').replace(')', '')}.log")
+
+    def start(self, timeout=20.0):
+        check_port_free(self.port)
+        cmd = self.cmd
+        if self.pin_cpu is not None:
+            cmd = ["taskset", "-c", str(self.pin_cpu)] + cmd
+        self.logf = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self.logf, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=self.workdir,
+                                     start_new_session=True)
+        deadline = time.time() + timeout
+        last_err = None
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.label} exited with {self.proc.returncode} at start-up:\n"
+                                   f"  {shlex.join(cmd)}\n{self.tail_log()}")
+            try:
+                status, headers, body = http_get(self.port, "/test/fast")
+                if status != 200:
+                    raise RuntimeError(f"{self.label}: GET /test/fast answered {status}")
+                if len(body) > 64:
+                    raise RuntimeError(f"{self.label}: GET /test/fast body of {len(body)} bytes")
+                log(f"  {self.label} ready on :{self.port} (pid {self.proc.pid})")
+                return
+            except (OSError, ValueError) as e:
+                last_err = e
+                time.sleep(0.05)
+        raise RuntimeError(f"{self.label} did not answer on :{self.port} within {timeout}s "
+                           f"({last_err})\n{self.tail_log()}")
+
+    def pids(self):
+        """The server process and all its descendants."""
+        if self.proc is None:
+            return []
+        children = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                children.setdefault(int(fields[1]), []).append(int(entry))
+            except (OSError, IndexError):
+                continue
+        result, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            result.append(pid)
+            todo.extend(children.get(pid, []))
+        return result
+
+    def cpu_ticks(self):
+        total = 0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                # fields[0] is field 3 (state): utime is field 14, stime 15.
+                total += int(fields[11]) + int(fields[12])
+            except (OSError, IndexError):
+                continue
+        return total
+
+    def stop(self):
+        if self.proc is None:
+            return None
+        rc = self.proc.poll()
+        if rc is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGTERM)
+                rc = self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                warn(f"{self.label} ignored SIGTERM for 10 s: killing it")
+                rc = None
+            except ProcessLookupError:
+                rc = self.proc.wait()
+        # Whatever is left of its session (nginx workers, h2o helpers) goes too.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if rc is None:
+            rc = self.proc.wait()
+        self.proc = None
+        self.logf.close()
+        return rc
+
+    def tail_log(self, lines=15):
+        try:
+            with open(self.log_path, "rb") as f:
+                text = f.read().decode(errors="replace")
+            return "\n".join("    | " + l for l in text.splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def check_port_free(port, wait=10.0):
+    """Fails if something listens on port. An io_uring server's sockets can
+    outlive its process for a moment (the ring is torn down in a kernel
+    worker after exit), so a port just released gets a few seconds."""
+    deadline = time.time() + wait
+    while True:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("0.0.0.0", port))
+            return
+        except OSError as e:
+            if time.time() > deadline:
+                raise RuntimeError(f"port {port} is in use ({e}): choose another --port-base") from None
+        finally:
+            s.close()
+        time.sleep(0.1)
+
+
+def http_get(port, path, timeout=5.0):
+    """A minimal HTTP/1.1 GET; returns (status, headers dict, body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            head, sep, body = data.partition(b"\r\n\r\n")
+            if sep:
+                headers = parse_headers(head)
+                length = int(headers.get("content-length", "-1"))
+                if length >= 0 and len(body) >= length:
+                    break
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        raise ValueError(f"no complete HTTP response from :{port}")
+    status = int(head.split(b" ", 2)[1])
+    return status, parse_headers(head), body
+
+
+def parse_headers(head):
+    headers = {}
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        headers[k.strip().lower().decode()] = v.strip().decode()
+    return headers
+
+
+class Servers:
+    """Builds the command lines of the servers and remembers what runs."""
+
+    def __init__(self, args, workdir, bin_dir):
+        self.args = args
+        self.workdir = workdir
+        self.bin_dir = bin_dir
+        self.running = []
+
+    def port(self, offset):
+        return self.args.port_base + offset
+
+    def make(self, name, variant=None):
+        a = self.args
+        pin = a.server_cpu if a.pin else None
+        if name == "ours":
+            binary = a.ours_binary or os.path.join(self.bin_dir, "src", "server")
+            flags = {"default": ["-A", str(a.threads), "-w", str(a.workers), "-D", str(SLOW_MS)],
+                     "slow": ["-A", str(a.threads), "-w", "300", "-D", str(SLOW_MS)],
+                     "queue": ["-A", "100", "-C", "1000", "-w", "1", "-D", str(SLOW_MS)]}[variant or "default"]
+            offset = {"default": 0, "slow": 5, "queue": 6}[variant or "default"]
+            if variant:
+                pin = None  # ours-only phases compare with ideals, not with the others
+            cmd = [binary, "-p", str(self.port(offset))] + flags + shlex.split(a.ours_args)
+            label = "ours" if not variant else f"ours ({variant})"
+            return Server("ours", label, cmd, self.port(offset), self.workdir, pin)
+        if name == "nginx":
+            return Server("nginx", "nginx", self.nginx_cmd(self.port(1)), self.port(1), self.workdir, pin)
+        if name == "h2o":
+            return Server("h2o", "h2o", self.h2o_cmd(self.port(2)), self.port(2), self.workdir, pin)
+        if name == "bare":
+            binary = os.path.join(self.bin_dir, "perf", "bare_responder")
+            if variant == "close":
+                return Server("bare", "bare (close)", [binary, str(self.port(4)), "--close"],
+                              self.port(4), self.workdir, pin)
+            return Server("bare", "bare", [binary, str(self.port(3))], self.port(3), self.workdir, pin)
+        raise ValueError(name)
+
+    def nginx_cmd(self, port):
+        d = os.path.join(self.workdir, "nginx")
+        os.makedirs(d, exist_ok=True)
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""# generated by perf/compare.py
+user root;
+daemon off;
+master_process on;
+worker_processes {self.args.threads};
+worker_rlimit_nofile 65536;
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{
+    worker_connections 16384;
+}}
+http {{
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    server {{
+        listen {port} backlog=4096;
+        location = /test/fast {{ return 200 ""; }}
+    }}
+}}
+""")
+        return ["nginx", "-p", d, "-c", conf, "-e", os.path.join(d, "error.log")]
+
+    def h2o_cmd(self, port):
+        d = os.path.join(self.workdir, "h2o")
+        os.makedirs(d, exist_ok=True)
+        empty = os.path.join(d, "empty")
+        open(empty, "w").close()
+        conf = os.path.join(d, "h2o.conf")
+        # Debian's h2o 2.2.5 has no "return" directive. Serving an empty file
+        # (file.file, with h2o's open-file cache) answers 200 with
+        # Content-Length: 0 and was about twice as fast as an mruby.handler
+        # returning [200, {}, []] here, so h2o gets its best shot.
+        with open(conf, "w") as f:
+            f.write(f"""# generated by perf/compare.py
+user: root
+num-threads: {self.args.threads}
+max-connections: 100000
+http1-request-timeout: 300
+pid-file: {d}/h2o.pid
+error-log: {d}/error.log
+file.etag: OFF
+listen:
+  port: {port}
+hosts:
+  default:
+    paths:
+      /test/fast:
+        file.file: {empty}
+""")
+        return ["h2o", "-c", conf]
+
+    def start(self, specs):
+        started = []
+        for name, variant in specs:
+            server = self.make(name, variant)
+            self.running.append(server)
+            server.start()
+            started.append(server)
+        return started
+
+    def stop_all(self):
+        while self.running:
+            server = self.running.pop()
+            rc = server.stop()
+            if server.name == "ours" and rc not in (0, None):
+                warn(f"{server.label} exited with {rc} on SIGTERM (expected 0)\n{server.tail_log()}")
+
+
+# ----------------------------------------------------------------------------
+# Loads
+# ----------------------------------------------------------------------------
+
+LOADS = []  # filled in main from the options
+
+
+class LoopbackAddresses:
+    """Hands out 127.0.0.2 ... 127.0.0.254 in turn, one per run.
+
+    A server that closes first keeps each connection in TIME_WAIT for 60 s.
+    Tens of thousands of connections per minute to the same address and port
+    (ab without -k) make new connections collide with those, and the SYN that
+    hits one is answered with an ACK instead of a SYN-ACK: the client retries
+    after 1 s, a stall that would be blamed on the server. A fresh destination
+    address per run is a fresh 4-tuple space. The servers listen on all
+    addresses; only loopback is ever sent to."""
+
+    def __init__(self):
+        self.n = 0
+
+    def next(self):
+        self.n = self.n % 253 + 1
+        return f"127.0.0.{self.n + 1}"
+
+
+LOOPBACK = LoopbackAddresses()
+
+
+def syn_retransmits():
+    """The kernel's TcpExt TCPSynRetrans counter (the whole machine)."""
+    try:
+        with open("/proc/net/netstat") as f:
+            lines = f.read().splitlines()
+        for names, values in zip(lines[::2], lines[1::2]):
+            if names.startswith("TcpExt:"):
+                return int(dict(zip(names.split()[1:], values.split()[1:]))["TCPSynRetrans"])
+    except (OSError, KeyError, ValueError):
+        pass
+    return None
+
+
+def unit_ms(value, unit):
+    return float(value) * {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}[unit]
+
+
+def parse_wrk(out):
+    r = {}
+    m = re.search(r"(\d+) requests in ([\d.]+)(us|ms|s|m),", out)
+    if not m:
+        raise RuntimeError("cannot parse wrk output:\n" + out)
+    r["requests"] = int(m.group(1))
+    r["seconds"] = unit_ms(m.group(2), m.group(3)) / 1e3
+    r["rps"] = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    errors = 0
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m:
+        errors += sum(int(x) for x in m.groups())
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m:
+        errors += int(m.group(1))
+    r["errors"] = errors
+    for pct in ("50", "99"):
+        m = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", out, re.M)
+        r[f"p{pct}_ms"] = unit_ms(m.group(1), m.group(2)) if m else None
+    return r
+
+
+def parse_ab(out, csv_path):
+    r = {}
+    m = re.search(r"Complete requests:\s+(\d+)", out)
+    if not m:
+        raise RuntimeError("cannot parse ab output:\n" + out)
+    complete = int(m.group(1))
+    failed = int(re.search(r"Failed requests:\s+(\d+)", out).group(1))
+    m = re.search(r"Non-2xx responses:\s+(\d+)", out)
+    non2xx = int(m.group(1)) if m else 0
+    r["requests"] = complete - failed - non2xx
+    r["errors"] = failed + non2xx
+    r["seconds"] = float(re.search(r"Time taken for tests:\s+([\d.]+) seconds", out).group(1))
+    r["rps"] = float(re.search(r"Requests per second:\s+([\d.]+)", out).group(1))
+    pcts = {}
+    try:
+        with open(csv_path) as f:
+            for line in f:
+                p, _, v = line.strip().partition(",")
+                if p.isdigit():
+                    pcts[int(p)] = float(v)
+    except OSError:
+        pass
+    r["p50_ms"] = pcts.get(50)
+    r["p99_ms"] = pcts.get(99)
+    return r
+
+
+class Load:
+    def __init__(self, key, title, kind, build_cmd):
+        self.key = key            # e.g. "wrk-c100"
+        self.title = title        # e.g. "keep-alive wrk -c100"
+        self.kind = kind          # "wrk" or "ab"
+        self.build_cmd = build_cmd  # function(port, workdir) -> argv
+
+    def run(self, port, workdir, cpu=None, timeout=600):
+        csv = os.path.join(workdir, "ab-percentiles.csv")
+        if os.path.exists(csv):
+            os.remove(csv)
+        host = LOOPBACK.next()
+        cmd = self.build_cmd(host, port, csv)
+        if cpu is not None:
+            cmd = ["taskset", "-c", str(cpu)] + cmd
+        rc, out = run_to_end(cmd, timeout)
+        if rc != 0:
+            raise RuntimeError(f"{shlex.join(cmd)} exited with {rc}:\n{out[-2000:]}")
+        r = parse_wrk(out) if self.kind == "wrk" else parse_ab(out, csv)
+        r["url"] = cmd[-1]
+        return r
+
+
+def run_to_end(cmd, timeout):
+    """Runs a load generator; on time-out, Ctrl-C or SIGTERM it is killed and reaped."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def wrk_load(conns, secs, path="/test/fast"):
+    return Load(f"wrk-c{conns}", f"keep-alive wrk -c{conns}", "wrk",
+                lambda host, port, csv: ["wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--latency",
+                                         f"http://{host}:{port}{path}"])
+
+
+def ab_load(n, conc, path="/test/fast", key=None, title=None):
+    # -r: count socket errors instead of stopping; -s: a fast request that
+    # takes 10 s is a hang (the queue test's slowest waits 6 s).
+    timeout = "10" if path == "/test/fast" else "30"
+    return Load(key or f"ab-c{conc}", title or f"conn/request ab -c{conc}", "ab",
+                lambda host, port, csv: ["ab", "-q", "-r", "-s", timeout, "-n", str(n), "-c", str(conc),
+                                   "-e", csv, f"http://{host}:{port}{path}"])
+
+
+def machine_ticks():
+    """(busy, steal, total) clock ticks of all CPUs, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, idle, iowait, irq, softirq, steal = v
+    return user + nice + system + irq + softirq, steal, sum(v)
+
+
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def measured_run(load, server, workdir, load_cpu):
+    m0, c0, syn0 = machine_ticks(), children_cpu_s(), syn_retransmits()
+    before = server.cpu_ticks()
+    r = load.run(server.port, workdir, cpu=load_cpu)
+    time.sleep(0.2)  # let the server finish closing the load's connections
+    after = server.cpu_ticks()
+    m1, c1, syn1 = machine_ticks(), children_cpu_s(), syn_retransmits()
+    # SYNs the kernel had to send again (1 s each) anywhere on the machine.
+    r["syn_retransmits"] = syn1 - syn0 if syn0 is not None and syn1 is not None else None
+    r["cpu_s"] = (after - before) / CLK_TCK
+    r["cpu_us_per_req"] = (r["cpu_s"] * 1e6 / r["requests"]) if r["requests"] else None
+    # What else ran meanwhile: CPU busy on the machine that was neither the
+    # server nor the (reaped) load generator, and the hypervisor's steal, in %
+    # of all CPUs. A few % is the system; much more means a disturbed run.
+    total = max(1, m1[2] - m0[2])
+    r["load_cpu_s"] = c1 - c0
+    r["other_pct"] = max(0.0, 100 * ((m1[0] - m0[0]) / CLK_TCK - r["cpu_s"] - r["load_cpu_s"]) * CLK_TCK / total)
+    r["steal_pct"] = 100 * (m1[1] - m0[1]) / total
+    r["server"] = server.label
+    r["load"] = load.key
+    return r
+
+
+# ----------------------------------------------------------------------------
+# Statistics and report
+# ----------------------------------------------------------------------------
+
+METRICS = ["rps", "errors", "p50_ms", "p99_ms", "cpu_us_per_req", "other_pct", "steal_pct"]
+
+
+def summarize(runs):
+    s = {"runs": len(runs)}
+    for m in METRICS:
+        vals = [r[m] for r in runs if r.get(m) is not None]
+        if vals:
+            s[m] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+    return s
+
+
+def med(summary, load, server, metric):
+    try:
+        return summary[load][server][metric]["median"]
+    except (KeyError, TypeError):
+        return None
+
+
+def fmt(x, digits=1):
+    if x is None:
+        return "-"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}f}"
+
+
+def fmt_range(stat, digits=1):
+    if not stat:
+        return "-"
+    if stat["min"] == stat["max"]:
+        return fmt(stat["median"], digits)
+    return f"{fmt(stat['median'], digits)} ({fmt(stat['min'], digits)}-{fmt(stat['max'], digits)})"
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def evaluate_targets(summary, special):
+    """The issue's targets: (description, value, limit text, pass/fail/None)."""
+    t = []
+
+    def cmp(desc, value, limit, ok_if_le, fmt_value):
+        if value is None:
+            t.append((desc, "-", limit_text(limit, ok_if_le), None))
+        else:
+            ok = value <= limit if ok_if_le else value >= limit
+            t.append((desc, fmt_value(value), limit_text(limit, ok_if_le), ok))
+
+    def limit_text(limit, le):
+        return ("<= " if le else ">= ") + (f"{limit:g}x" if limit < 10 else f"{limit:g}")
+
+    x = lambda v: f"{v:.3f}x"  # 3 decimals: a 0.65x that fails <= 0.65x must show why
+    for load in ("wrk-c100", "wrk-c1000"):
+        cpu = lambda s: med(summary, load, s, "cpu_us_per_req")
+        rps = lambda s: med(summary, load, s, "rps")
+        p99 = lambda s: med(summary, load, s, "p99_ms")
+        cmp(f"{load} CPU/req ours/nginx", ratio(cpu("ours"), cpu("nginx")), 0.65, True, x)
+        cmp(f"{load} CPU/req ours/h2o", ratio(cpu("ours"), cpu("h2o")), 0.7, True, x)
+        cmp(f"{load} rps ours/nginx", ratio(rps("ours"), rps("nginx")), 1.2, False, x)
+        cmp(f"{load} rps ours/h2o", ratio(rps("ours"), rps("h2o")), 1.1, False, x)
+        cmp(f"{load} p99 ours/nginx", ratio(p99("ours"), p99("nginx")), 1.0, True, x)
+        cmp(f"{load} CPU/req ours/bare", ratio(cpu("ours"), cpu("bare")), 1.15, True, x)
+    cmp("ab-c50 CPU/req ours/nginx",
+        ratio(med(summary, "ab-c50", "ours", "cpu_us_per_req"), med(summary, "ab-c50", "nginx", "cpu_us_per_req")),
+        0.85, True, x)
+    slow = special.get("slow", {})
+    t.append(("slow efficiency (rps / 3333)",
+              f"{slow['efficiency'] * 100:.1f}%" if slow.get("efficiency") is not None else "-",
+              ">= 98%", None if slow.get("efficiency") is None else slow["efficiency"] >= 0.98))
+    t.append(("slow p99",
+              f"{slow['p99_ms']:.1f} ms" if slow.get("p99_ms") is not None else "-",
+              "<= 35 ms", None if slow.get("p99_ms") is None else slow["p99_ms"] <= 35.0))
+    queue = special.get("queue", {})
+    t.append(("queue test time vs 6 s",
+              f"{queue['seconds']:.3f} s ({queue['deviation'] * 100:+.2f}%)" if queue.get("seconds") else "-",
+              "within 1%", None if queue.get("seconds") is None else abs(queue["deviation"]) <= 0.01))
+    mixed = special.get("mixed", {})
+    t.append(("mixed: fast rps with slow load / alone",
+              f"{mixed['ratio'] * 100:.1f}%" if mixed.get("ratio") is not None else "-",
+              ">= 90%", None if mixed.get("ratio") is None else mixed["ratio"] >= 0.90))
+    return t
+
+
+def verdict(ok):
+    return "n/a" if ok is None else ("PASS" if ok else "FAIL")
+
+
+def write_report(path_base, args, meta, loads_order, summary, special, targets, runs):
+    lines = []
+    lines.append(f"# Server comparison {meta['started']}\n")
+    lines.append(f"- machine: {meta['machine']}")
+    lines.append(f"- versions: {meta['versions']}")
+    lines.append(f"- options: threads={args.threads} rounds={args.rounds} duration={args.duration}s "
+                 f"servers={','.join(args.servers)} phases={','.join(args.only)} pin={args.pin}"
+                 f"{' QUICK' if args.quick else ''}")
+    lines.append(f"- ours: {meta.get('ours', 'not run')}")
+    lines.append("- figures: median over rounds, (min-max) when they differ; CPU = server utime+stime "
+                 "per completed request; errors = socket errors + non-2xx (wrk), failed + non-2xx (ab)\n")
+    others = [r["other_pct"] for r in runs if r.get("other_pct") is not None]
+    if others and statistics.median(others) > 10:
+        lines.append(f"- **WARNING: the machine was busy with other work during these runs (median other CPU "
+                     f"{statistics.median(others):.0f}% of all CPUs): req/s and latencies are disturbed; "
+                     "CPU/req suffers less. Re-run on a quiet machine before drawing conclusions.**")
+    stalled = [f"{r['load']} {r['server']} ({r['syn_retransmits']})" for r in runs if r.get("syn_retransmits")]
+    if stalled:
+        lines.append("- SYN retransmits (1 s connect stalls, counted machine-wide) during: " + ", ".join(stalled)
+                     + ": their p99 and req/s are the network's, not the server's")
+    lines.append("- other %: CPU used meanwhile by neither the server nor the load generator (max over rounds), "
+                 "steal %: the hypervisor's (max); more than a few % means a disturbed run\n")
+    lines.append("| load | server | req/s | errors (max) | p50 ms | p99 ms | CPU us/req | other % | steal % |")
+    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for load in loads_order:
+        for server, s in summary.get(load, {}).items():
+            lines.append(f"| {load} | {server} | {fmt_range(s.get('rps'), 0)} | "
+                         f"{fmt(s['errors']['max'], 0) if 'errors' in s else '-'} | "
+                         f"{fmt(med(summary, load, server, 'p50_ms'), 2)} | "
+                         f"{fmt(med(summary, load, server, 'p99_ms'), 2)} | "
+                         f"{fmt_range(s.get('cpu_us_per_req'), 2)} | "
+                         f"{fmt(s['other_pct']['max'], 0) if 'other_pct' in s else '-'} | "
+                         f"{fmt(s['steal_pct']['max'], 0) if 'steal_pct' in s else '-'} |")
+    lines.append("")
+    ratio_lines = ratio_table(loads_order, summary)
+    if ratio_lines:
+        lines.append("## Ratios (medians; rps higher is better, CPU/req lower is better)\n")
+        lines.extend(ratio_lines)
+        lines.append("")
+    if special:
+        lines.append("## Ours-only phases\n")
+        lines.extend(describe_special(special))
+        lines.append("")
+    lines.append("## Targets\n")
+    lines.append("| target | value | limit | result |")
+    lines.append("| --- | --- | --- | --- |")
+    for desc, value, limit, ok in targets:
+        lines.append(f"| {desc} | {value} | {limit} | {verdict(ok)} |")
+    lines.append("")
+    if os.path.exists(path_base + ".png"):
+        lines.append(f"![chart]({os.path.basename(path_base)}.png)\n")
+    with open(path_base + ".md", "w") as f:
+        f.write("\n".join(lines))
+    with open(path_base + ".json", "w") as f:
+        json.dump({"meta": meta, "options": vars(args), "summary": summary, "special": special,
+                   "targets": [{"target": d, "value": v, "limit": l, "result": verdict(o)}
+                               for d, v, l, o in targets],
+                   "runs": runs}, f, indent=2)
+    return "\n".join(lines)
+
+
+def describe_special(special):
+    out = []
+    if "slow" in special:
+        s = special["slow"]
+        out.append(f"- slow (ours -w 300 -D {SLOW_MS}, ab -n 3000 -c 100 /test/slow): {s['rps']:,.0f} req/s "
+                   f"of an ideal {s['ideal_rps']:,.0f} = efficiency {s['efficiency'] * 100:.1f}%, "
+                   f"p99 {fmt(s['p99_ms'], 1)} ms")
+    if "queue" in special:
+        q = special["queue"]
+        out.append(f"- queue (ours -A 100 -C 1000 -w 1 -D {SLOW_MS}, ab -n 200 -c 100 /test/slow): "
+                   f"{q['seconds']:.3f} s (min {q['min_s']:.3f}, max {q['max_s']:.3f}) for an ideal "
+                   f"{q['expected']:.3f} s: {q['deviation'] * 100:+.2f}%")
+    if "mixed" in special:
+        m = special["mixed"]
+        out.append(f"- mixed (ours -w 300 -D {SLOW_MS}): wrk -c100 /test/fast alone {m['fast_alone_rps']:,.0f} req/s, "
+                   f"beside ab -c100 /test/slow {m['fast_with_slow_rps']:,.0f} req/s = {m['ratio'] * 100:.1f}%; "
+                   f"the slow load meanwhile did {m['slow_rps_beside']:,.0f} req/s "
+                   "(CPU/req of mixed-with-slow counts the slow requests' CPU but only the fast requests)")
+    return out
+
+
+def ratio_table(loads_order, summary):
+    rows = []
+    for load in loads_order:
+        servers = summary.get(load, {})
+        ours = next((s for s in servers if s.startswith("ours")), None)
+        if ours is None:
+            continue
+        for other in servers:
+            if other == ours:
+                continue
+            rr = ratio(med(summary, load, ours, "rps"), med(summary, load, other, "rps"))
+            rc = ratio(med(summary, load, ours, "cpu_us_per_req"), med(summary, load, other, "cpu_us_per_req"))
+            rows.append(f"| {load} | ours/{other} | {fmt(rr, 2)}x | {fmt(rc, 2)}x |")
+    if not rows:
+        return []
+    return ["| load | ratio | req/s | CPU/req |", "| --- | --- | ---: | ---: |"] + rows
+
+
+def draw_chart(path_png, loads_order, summary):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        warn("matplotlib missing (apt-get install python3-matplotlib): no chart")
+        return
+    # Only the loads that ran against the comparison servers (not ours-only phases).
+    loads = [l for l in loads_order if any(not k.startswith("ours (") for k in summary.get(l, {}))]
+    if not loads:
+        return
+    families = []
+    for l in loads:
+        for s in summary[l]:
+            fam = s.split(" ")[0]
+            if fam not in families:
+                families.append(fam)
+    # Keep-alive and connection-per-request costs differ tenfold: one column each.
+    groups = [(t, [l for l in loads if l.startswith(p)])
+              for t, p in (("keep-alive (wrk)", "wrk-"), ("connection per request (ab)", "ab-"))]
+    groups = [g for g in groups if g[1]]
+    fig, axes = plt.subplots(2, len(groups), figsize=(6 * len(groups) + 1, 8), squeeze=False)
+    width = 0.8 / max(1, len(families))
+    for col, (title, group) in enumerate(groups):
+        for row, (metric, ylabel) in enumerate((("rps", "requests/s"), ("cpu_us_per_req", "server CPU us/request"))):
+            ax = axes[row][col]
+            for i, fam in enumerate(families):
+                xs, ys, lo, hi = [], [], [], []
+                for j, l in enumerate(group):
+                    s = next((v for k, v in summary[l].items() if k.split(" ")[0] == fam), None)
+                    if s and metric in s:
+                        xs.append(j + (i - (len(families) - 1) / 2) * width)
+                        ys.append(s[metric]["median"])
+                        lo.append(s[metric]["median"] - s[metric]["min"])
+                        hi.append(s[metric]["max"] - s[metric]["median"])
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=3, label=fam)
+            ax.set_xticks(range(len(group)))
+            ax.set_xticklabels(group)
+            ax.set_ylabel(ylabel)
+            ax.grid(axis="y", alpha=0.3)
+            if row == 0:
+                ax.set_title(f"{title}: median, bars span min-max")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path_png, dpi=100)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------
+# Main
+# ----------------------------------------------------------------------------
+
+def build(args):
+    startup = ["bazel"]
+    if args.bazel_output_base:
+        startup.append(f"--output_base={args.bazel_output_base}")
+    targets = []
+    if "ours" in args.servers and not args.ours_binary:
+        targets.append("//src:server")
+    if "bare" in args.servers:
+        targets.append("//perf:bare_responder")
+    # With a private output base, leave the workspace's bazel-* links alone.
+    extra = ["--symlink_prefix=/"] if args.bazel_output_base else []
+    if targets and not args.skip_build:
+        log(f"building {' '.join(targets)} ...")
+        p = subprocess.run(startup + ["build", "-c", "opt"] + extra + targets, cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode != 0:
+            out = "\n".join(l for l in p.stdout.splitlines() if "linux-sandbox" not in l)
+            if "ours" in args.servers and args.allow_missing_ours:
+                warn("building //src:server failed; --allow-missing-ours given: running WITHOUT ours\n"
+                     + out[-3000:])
+                args.servers.remove("ours")
+                return build(args)
+            raise RuntimeError("bazel build failed (use --allow-missing-ours to run without ours):\n"
+                               + out[-5000:])
+    p = subprocess.run(startup + ["info", "-c", "opt", "bazel-bin"], cwd=ROOT,
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, check=True)
+    bin_dir = p.stdout.strip()
+    for name, rel in (("ours", "src/server"), ("bare", "perf/bare_responder")):
+        path = args.ours_binary if name == "ours" and args.ours_binary else os.path.join(bin_dir, rel)
+        if name in args.servers and not os.access(path, os.X_OK):
+            if name == "ours" and args.allow_missing_ours:
+                warn(f"{path} missing; --allow-missing-ours given: running WITHOUT ours")
+                args.servers.remove("ours")
+            else:
+                raise RuntimeError(f"{path} is missing")
+    return bin_dir
+
+
+def versions():
+    def first_line(cmd):
+        try:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=10)
+            return p.stdout.strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "?"
+    return "; ".join([first_line(["nginx", "-v"]), first_line(["h2o", "--version"]),
+                      first_line(["wrk", "--version"]).split(" [")[0],
+                      first_line(["ab", "-V"])])
+
+
+def raise_nofile():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, 65536) if hard != resource.RLIM_INFINITY else 65536
+    if soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--threads", type=int, default=1,
+                   help="server threads: ours -A N, nginx worker_processes N, h2o num-threads N (default 1)")
+    p.add_argument("--workers", type=int, default=4, help="ours -w for the fast phases (default 4)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds of every load on every server (default 3)")
+    p.add_argument("--duration", type=int, default=10, help="seconds of every wrk run (default 10)")
+    p.add_argument("--ab-requests", type=int, default=20000, help="requests of every ab run (default 20000)")
+    p.add_argument("--only", default=",".join(ALL_PHASES), help="phases, comma-separated: " + ",".join(ALL_PHASES))
+    p.add_argument("--servers", default=",".join(ALL_SERVERS), help="servers: " + ",".join(ALL_SERVERS))
+    p.add_argument("--port-base", type=int, default=18080, help="first of 7 loopback ports (default 18080)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke run: 1 round, 2 s wrk runs, 2000-request ab runs (under 2 minutes)")
+    p.add_argument("--allow-missing-ours", action="store_true",
+                   help="if //src:server does not build, run the others anyway (says so loudly)")
+    p.add_argument("--bazel-output-base", help="bazel --output_base for the build (keeps bazel-* links)")
+    p.add_argument("--skip-build", action="store_true", help="use the binaries already built")
+    p.add_argument("--ours-binary", help="run this binary as ours instead of building //src:server "
+                   "(e.g. an older build to compare against)")
+    p.add_argument("--ours-args", default="", help="extra flags for ours, e.g. '-C 4096'")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin server and load to separate CPUs (pinning is on with --threads 1)")
+    p.add_argument("--server-cpu", type=int, default=1, help="CPU for the server when pinning (default 1)")
+    p.add_argument("--load-cpu", type=int, default=0, help="CPU for wrk/ab when pinning (default 0)")
+    p.add_argument("--out", default=RESULTS_DIR, help="results directory (default perf/results)")
+    args = p.parse_args(argv)
+    args.only = [x for x in args.only.split(",") if x]
+    args.servers = [x for x in args.servers.split(",") if x]
+    for x in args.only:
+        if x not in ALL_PHASES:
+            p.error(f"unknown phase {x}")
+    for x in args.servers:
+        if x not in ALL_SERVERS:
+            p.error(f"unknown server {x}")
+    if args.quick:
+        args.rounds = 1
+        args.duration = 2
+        args.ab_requests = 2000
+    if args.threads != 1 or os.cpu_count() < 2:
+        args.pin = False
+    return args
+
+
+def main(argv):
+    args = parse_args(argv)
+    nofile = raise_nofile()
+    if nofile < 4200:
+        warn(f"RLIMIT_NOFILE is {nofile}: wrk -c2000 may fail (ulimit -n 65536)")
+    started = datetime.datetime.now()
+    stamp = started.strftime("%Y%m%d-%H%M%S")
+    os.makedirs(args.out, exist_ok=True)
+    path_base = os.path.join(args.out, f"compare-{stamp}")
+
+    if "ours" not in args.servers:
+        warn("ours is NOT part of this run (--servers without ours): no targets can be checked")
+    bin_dir = build(args)
+    ours_only = [p for p in ("slow", "queue", "mixed") if p in args.only]
+    if ours_only and "ours" not in args.servers:
+        warn(f"skipping {','.join(ours_only)}: they need ours")
+
+    meta = {"started": started.isoformat(timespec="seconds"),
+            "machine": f"{os.cpu_count()} CPUs, {os.uname().release}",
+            "versions": versions()}
+    if "ours" in args.servers:
+        meta["ours"] = args.ours_binary or os.path.join(bin_dir, "src", "server")
+    load_cpu = args.load_cpu if args.pin else None
+
+    workdir = tempfile.mkdtemp(prefix="perf-compare-")
+    servers = Servers(args, workdir, bin_dir)
+    runs, summary, special, loads_order = [], {}, {}, []
+
+    def run_matrix(loads, specs):
+        """Every load against every server, interleaved, --rounds times."""
+        started = servers.start(specs)
+        for load in loads:
+            loads_order.append(load.key)
+            per_server = {s.label: [] for s in started}
+            for rnd in range(args.rounds):
+                for server in started:
+                    r = measured_run(load, server, workdir, load_cpu)
+                    r["round"] = rnd
+                    runs.append(r)
+                    per_server[server.label].append(r)
+                    log(f"  {load.key:10} {server.label:13} round {rnd + 1}: {r['rps']:>9,.0f} req/s  "
+                        f"err {r['errors']:<4} p50 {fmt(r['p50_ms'], 2):>6} ms  p99 {fmt(r['p99_ms'], 2):>6} ms  "
+                        f"cpu {fmt(r['cpu_us_per_req'], 2):>6} us/req  other {r['other_pct']:3.0f}%"
+                        f"  steal {r['steal_pct']:2.0f}%")
+            summary[load.key] = {k: summarize(v) for k, v in per_server.items()}
+        servers.stop_all()
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt()
+    # Also when started in the background, where SIGINT arrives ignored.
+    signal.signal(signal.SIGINT, interrupted)
+    signal.signal(signal.SIGTERM, interrupted)
+
+    status = 0
+    try:
+        if "keepalive" in args.only:
+            log("== keep-alive phase (wrk) ==")
+            loads = [wrk_load(c, args.duration) for c in (100, 1000, 2000)]
+            run_matrix(loads, [(s, None) for s in ALL_SERVERS if s in args.servers])
+        if "ab" in args.only:
+            log("== connection-per-request phase (ab) ==")
+            loads = [ab_load(args.ab_requests, c) for c in (1, 10, 50)]
+            run_matrix(loads, [(s, "close" if s == "bare" else None) for s in ALL_SERVERS if s in args.servers])
+        if "ours" in args.servers and "slow" in args.only:
+            log("== slow phase (ours -w 300 -D 30) ==")
+            run_matrix([ab_load(3000, 100, "/test/slow", "slow-c100", "slow ab -n 3000 -c100")],
+                       [("ours", "slow")])
+            s = summary["slow-c100"]["ours (slow)"]
+            ideal = 100 / (SLOW_MS / 1000)
+            special["slow"] = {"rps": s["rps"]["median"], "ideal_rps": ideal,
+                               "efficiency": s["rps"]["median"] / ideal,
+                               "p99_ms": s.get("p99_ms", {}).get("median")}
+        if "ours" in args.servers and "queue" in args.only:
+            log("== queue phase (ours -A 100 -C 1000 -w 1 -D 30) ==")
+            run_matrix([ab_load(200, 100, "/test/slow", "queue-c100", "queue ab -n 200 -c100")],
+                       [("ours", "queue")])
+            times = [r["seconds"] for r in runs if r["load"] == "queue-c100"]
+            t = statistics.median(times)
+            expected = 200 * SLOW_MS / 1000
+            special["queue"] = {"seconds": t, "expected": expected, "deviation": t / expected - 1,
+                                "min_s": min(times), "max_s": max(times)}
+        if "ours" in args.servers and "mixed" in args.only:
+            log("== mixed phase (ours: wrk -c100 /test/fast, alone and beside ab -c100 /test/slow) ==")
+            special["mixed"] = run_mixed(args, servers, workdir, runs, summary, loads_order)
+    except KeyboardInterrupt:
+        warn("interrupted: stopping servers, writing what was measured")
+        status = 130
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"compare: {e}", file=sys.stderr)
+        warn("run failed: stopping servers, writing what was measured")
+        status = 1
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave servers behind
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        servers.stop_all()
+
+    targets = evaluate_targets(summary, special)
+    draw_chart(path_base + ".png", loads_order, summary)
+    report = write_report(path_base, args, meta, loads_order, summary, special, targets, runs)
+    log("\n" + report)
+    log(f"\nresults: {path_base}.md  {path_base}.json  {path_base}.png")
+    return status
+
+
+def run_mixed(args, servers, workdir, runs, summary, loads_order):
+    [ours] = servers.start([("ours", "slow")])
+    fast = wrk_load(100, args.duration)
+    slow_secs = args.duration + 2
+    alone, mixed, slow_rps = [], [], []
+    for rnd in range(args.rounds):
+        r = measured_run(fast, ours, workdir, None)
+        r.update(round=rnd, load="mixed-alone")
+        runs.append(r)
+        alone.append(r)
+        log(f"  fast alone        round {rnd + 1}: {r['rps']:>9,.0f} req/s  p99 {fmt(r['p99_ms'], 2)} ms")
+        csv = os.path.join(workdir, "ab-mixed.csv")
+        ab = subprocess.Popen(["ab", "-q", "-r", "-s", "60", "-t", str(slow_secs), "-n", "10000000",
+                               "-c", "100", "-e", csv, f"http://{LOOPBACK.next()}:{ours.port}/test/slow"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            time.sleep(0.5)  # let the slow load ramp up first
+            r = measured_run(fast, ours, workdir, None)
+            out, _ = ab.communicate(timeout=slow_secs + 60)
+        finally:
+            if ab.poll() is None:
+                ab.kill()
+                ab.wait()
+        r.update(round=rnd, load="mixed-with-slow")
+        runs.append(r)
+        mixed.append(r)
+        s = parse_ab(out, csv)
+        slow_rps.append(s["rps"])
+        log(f"  fast beside slow  round {rnd + 1}: {r['rps']:>9,.0f} req/s  p99 {fmt(r['p99_ms'], 2)} ms; "
+            f"slow {s['rps']:,.0f} req/s, err {s['errors']}, p99 {fmt(s['p99_ms'], 2)} ms")
+    servers.stop_all()
+    summary["mixed-alone"] = {"ours (slow)": summarize(alone)}
+    summary["mixed-with-slow"] = {"ours (slow)": summarize(mixed)}
+    loads_order += ["mixed-alone", "mixed-with-slow"]
+    a = statistics.median(r["rps"] for r in alone)
+    m = statistics.median(r["rps"] for r in mixed)
+    return {"fast_alone_rps": a, "fast_with_slow_rps": m, "ratio": m / a,
+            "slow_rps_beside": statistics.median(slow_rps)}
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except RuntimeError as e:
+        print(f"compare: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,191 @@
+"""Unit tests of perf/compare.py: output parsers, statistics, targets, generated configs.
+
+They need none of the servers or load tools, so that `bazel test //...` notices
+when a change breaks the comparison script.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+
+WRK_OUTPUT = """Running 10s test @ http://127.0.0.1:18080/test/fast
+  1 threads and 1000 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    10.73ms    5.02ms 210.11ms   80.43%
+    Req/Sec    59.31k     4.21k   66.12k    72.00%
+  Latency Distribution
+     50%  850.00us
+     75%   12.10ms
+     90%   17.33ms
+     99%    1.25s
+  592551 requests in 10.01s, 21.48MB read
+  Socket errors: connect 0, read 3, write 1, timeout 2
+  Non-2xx or 3xx responses: 4
+Requests/sec:  59197.12
+Transfer/sec:      2.15MB
+"""
+
+AB_OUTPUT = """This is ApacheBench, Version 2.3 <$Revision: 1903618 $>
+Server Software:
+Server Hostname:        127.0.0.1
+Server Port:            18080
+
+Document Path:          /test/fast
+Document Length:        0 bytes
+
+Concurrency Level:      50
+Time taken for tests:   4.123 seconds
+Complete requests:      20000
+Failed requests:        5
+   (Connect: 0, Receive: 0, Length: 5, Exceptions: 0)
+Non-2xx responses:      7
+Total transferred:      760000 bytes
+Requests per second:    4850.84 [#/sec] (mean)
+"""
+
+
+class ParserTest(unittest.TestCase):
+    def test_wrk(self):
+        r = compare.parse_wrk(WRK_OUTPUT)
+        self.assertEqual(r["requests"], 592551)
+        self.assertAlmostEqual(r["seconds"], 10.01)
+        self.assertAlmostEqual(r["rps"], 59197.12)
+        self.assertEqual(r["errors"], 3 + 1 + 2 + 4)
+        self.assertAlmostEqual(r["p50_ms"], 0.85)
+        self.assertAlmostEqual(r["p99_ms"], 1250.0)
+
+    def test_wrk_without_errors_or_latency(self):
+        out = "\n".join(l for l in WRK_OUTPUT.splitlines()
+                        if "errors" not in l and "Non-2xx" not in l and "%" not in l)
+        r = compare.parse_wrk(out)
+        self.assertEqual(r["errors"], 0)
+        self.assertIsNone(r["p99_ms"])
+
+    def test_wrk_garbage(self):
+        with self.assertRaises(RuntimeError):
+            compare.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused")
+
+    def test_ab(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            f.write("Percentage served,Time in ms\n")
+            for p in range(101):
+                f.write(f"{p},{p / 10:.3f}\n")
+        try:
+            r = compare.parse_ab(AB_OUTPUT, f.name)
+        finally:
+            os.remove(f.name)
+        self.assertEqual(r["requests"], 20000 - 5 - 7)
+        self.assertEqual(r["errors"], 12)
+        self.assertAlmostEqual(r["seconds"], 4.123)
+        self.assertAlmostEqual(r["rps"], 4850.84)
+        self.assertAlmostEqual(r["p50_ms"], 5.0)
+        self.assertAlmostEqual(r["p99_ms"], 9.9)
+
+    def test_ab_without_percentiles(self):
+        r = compare.parse_ab(AB_OUTPUT, "/nonexistent.csv")
+        self.assertIsNone(r["p50_ms"])
+
+
+def summary_of(values):
+    """{load: {server: {metric: value}}} -> what compare.summarize makes of one run each."""
+    return {load: {server: compare.summarize([metrics]) for server, metrics in servers.items()}
+            for load, servers in values.items()}
+
+
+class TargetTest(unittest.TestCase):
+    def results(self, ours_cpu, ours_rps, ours_p99):
+        other = {"nginx": (10.0, 40000.0, 10.0), "h2o": (10.0, 40000.0, 10.0), "bare": (6.0, 60000.0, 5.0)}
+        values = {}
+        for load in ("wrk-c100", "wrk-c1000"):
+            values[load] = {s: {"cpu_us_per_req": c, "rps": r, "p99_ms": p} for s, (c, r, p) in other.items()}
+            values[load]["ours"] = {"cpu_us_per_req": ours_cpu, "rps": ours_rps, "p99_ms": ours_p99}
+        values["ab-c50"] = {"ours": {"cpu_us_per_req": 40.0}, "nginx": {"cpu_us_per_req": 50.0}}
+        return {d: ok for d, _, _, ok in compare.evaluate_targets(summary_of(values), {})}
+
+    def test_pass(self):
+        t = self.results(ours_cpu=6.5, ours_rps=50000.0, ours_p99=8.0)
+        self.assertTrue(t["wrk-c100 CPU/req ours/nginx"])
+        self.assertTrue(t["wrk-c1000 rps ours/h2o"])
+        self.assertTrue(t["wrk-c100 p99 ours/nginx"])
+        self.assertTrue(t["wrk-c100 CPU/req ours/bare"])
+        self.assertTrue(t["ab-c50 CPU/req ours/nginx"])  # 0.8x <= 0.85x
+
+    def test_fail(self):
+        t = self.results(ours_cpu=7.0, ours_rps=44000.0, ours_p99=11.0)
+        self.assertFalse(t["wrk-c100 CPU/req ours/nginx"])   # 0.7x > 0.65x
+        self.assertFalse(t["wrk-c100 rps ours/nginx"])       # 1.1x < 1.2x
+        self.assertTrue(t["wrk-c100 rps ours/h2o"])          # 1.1x >= 1.1x
+        self.assertFalse(t["wrk-c100 p99 ours/nginx"])
+        self.assertFalse(t["wrk-c1000 CPU/req ours/bare"])   # 1.17x > 1.15x
+
+    def test_missing_is_not_applicable(self):
+        targets = compare.evaluate_targets({}, {})
+        self.assertTrue(targets)
+        self.assertTrue(all(ok is None for _, _, _, ok in targets))
+        self.assertEqual(compare.verdict(None), "n/a")
+
+    def test_ours_only_phases(self):
+        special = {"slow": {"efficiency": 0.985, "p99_ms": 36.0},
+                   "queue": {"seconds": 6.05, "deviation": 0.05 / 6},
+                   "mixed": {"ratio": 0.89}}
+        t = {d: ok for d, _, _, ok in compare.evaluate_targets({}, special)}
+        self.assertTrue(t["slow efficiency (rps / 3333)"])
+        self.assertFalse(t["slow p99"])
+        self.assertTrue(t["queue test time vs 6 s"])
+        self.assertFalse(t["mixed: fast rps with slow load / alone"])
+
+
+class SummaryTest(unittest.TestCase):
+    def test_median_and_range(self):
+        s = compare.summarize([{"rps": 3.0, "errors": 0}, {"rps": 1.0, "errors": 2}, {"rps": 2.0, "errors": 0}])
+        self.assertEqual(s["runs"], 3)
+        self.assertEqual(s["rps"], {"median": 2.0, "min": 1.0, "max": 3.0})
+        self.assertEqual(s["errors"]["max"], 2)
+        self.assertEqual(compare.fmt_range(s["rps"], 0), "2 (1-3)")
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+class ConfigTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        args = compare.parse_args(["--threads", "2", "--port-base", "20000"])
+        self.servers = compare.Servers(args, self.dir, "/bin-dir")
+
+    def test_nginx(self):
+        cmd = self.servers.make("nginx").cmd
+        conf = read(cmd[cmd.index("-c") + 1])
+        for directive in ("worker_processes 2;", "daemon off;", "access_log off;", "keepalive_requests 1000000;",
+                          "listen 20001 ", 'location = /test/fast { return 200 ""; }'):
+            self.assertIn(directive, conf)
+        self.assertIn(self.dir, conf)  # pid and logs stay in the temporary directory
+
+    def test_h2o(self):
+        cmd = self.servers.make("h2o").cmd
+        conf = read(cmd[cmd.index("-c") + 1])
+        for directive in ("num-threads: 2", "port: 20002", "/test/fast:", "file.file:"):
+            self.assertIn(directive, conf)
+
+    def test_ours_variants(self):
+        self.assertEqual(self.servers.make("ours").cmd[1:],
+                         ["-p", "20000", "-A", "2", "-w", "4", "-D", "30"])
+        self.assertEqual(self.servers.make("ours", "queue").cmd[1:],
+                         ["-p", "20006", "-A", "100", "-C", "1000", "-w", "1", "-D", "30"])
+        self.assertEqual(self.servers.make("ours", "slow").cmd[4:7], ["2", "-w", "300"])
+        self.assertEqual(self.servers.make("bare", "close").cmd[1:], ["20004", "--close"])
+
+    def test_quick_is_short(self):
+        args = compare.parse_args(["--quick"])
+        self.assertEqual((args.rounds, args.duration), (1, 2))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# hold_client against the real server: 600 connections over 3 processes and
+# 3 source addresses, all answered 200; then 150 connections against 100
+# slots, where --allow-refused accepts the 503s and the counts must add up.
+set -euo pipefail
+client=$1
+server=$2
+out=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$out"' EXIT
+
+start_server() {
+  "$server" -p 0 -A 1 -w 1 "$@" >"$out/server.out" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 100); do
+    grep -q "ready" "$out/server.out" && break
+    sleep 0.1
+  done
+  port=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\),.*/\1/p' "$out/server.out")
+  [[ -n $port ]] || { cat "$out/server.out"; exit 1; }
+}
+
+start_server
+"$client" --port "$port" --connections 600 --procs 3 --sources 3 --hold 0.2 | tee "$out/a"
+grep -q "answered: 200 600, 503 0" "$out/a"
+grep -q "0 closed by the server while held" "$out/a"
+kill -TERM "$server_pid"
+wait "$server_pid"
+
+start_server -C 100
+# 150 connections held at once on 100 slots: 50 are refused with 503.
+set +e
+"$client" --port "$port" --connections 150 --procs 2 --sources 2 --hold 0.2 > "$out/b"
+rc=$?
+set -e
+cat "$out/b"
+[[ $rc -ne 0 ]]  # not all answered 200
+grep -q "answered: 200 100, 503 50" "$out/b"
+"$client" --port "$port" --connections 150 --procs 2 --sources 2 --allow-refused --hold 0 > "$out/c"
+cat "$out/c"
+kill -TERM "$server_pid"
+wait "$server_pid"
+echo "hold_client_smoke: ok"

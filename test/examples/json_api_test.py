@@ -1,0 +1,50 @@
+"""//examples:json_api: POST /api/sum and GET /api/health over HTTP.
+
+Usage: json_api_test.py PATH_TO_JSON_API
+"""
+import json
+import sys
+
+from example_server import ExampleServer
+
+JSON = {"Content-Type": "application/json"}
+
+
+def post_sum(server, body):
+    status, headers, text = server.request("POST", "/api/sum", body=body, headers=JSON)
+    assert headers.get("content-type") == "application/json", headers
+    return status, json.loads(text)
+
+
+def main():
+    with ExampleServer(sys.argv[1], "-w", "1") as server:
+        # Sums: exact for integers, a double as soon as one number is not.
+        assert post_sum(server, '{"numbers": [1, 2, 3]}') == (200, {"sum": 6, "count": 3})
+        assert post_sum(server, '{"numbers": [1, 2.5, -0.5]}') == (200, {"sum": 3.0, "count": 3})
+        assert post_sum(server, '{"numbers": []}') == (200, {"sum": 0, "count": 0})
+        big = '{"numbers": [9223372036854775807, 1]}'  # overflows int64: a double
+        status, answer = post_sum(server, big)
+        assert status == 200 and answer["sum"] == float(2 ** 63), answer
+        many = list(range(1, 10001))
+        assert post_sum(server, json.dumps({"numbers": many})) == (
+            200, {"sum": sum(many), "count": len(many)})
+
+        # Errors: 400 with a JSON body naming the problem.
+        for bad in ['{"numbers": [1, 2', "not json", "", '[1, 2]', '{"numbers": 5}',
+                    '{"other": []}', '{"numbers": [1, "2"]}', '{"numbers": [1e308, 1e308]}']:
+            status, answer = post_sum(server, bad)
+            assert status == 400, (bad, status, answer)
+            assert isinstance(answer.get("error"), str) and answer["error"], (bad, answer)
+
+        status, headers, text = server.request("GET", "/api/health")
+        assert status == 200 and headers["content-type"] == "application/json", (status, headers)
+        health = json.loads(text)
+        assert health["status"] == "ok" and health["uptime_seconds"] >= 0, health
+
+        status, headers, _ = server.request("GET", "/api/sum")  # wrong method
+        assert status == 405 and "POST" in headers.get("allow", ""), (status, headers)
+    print("json_api_test: ok")
+
+
+if __name__ == "__main__":
+    main()
