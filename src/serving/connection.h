@@ -32,6 +32,7 @@ enum class Op : uint8_t {
   kTaskDone,   // MSG_RING from a worker: the SLOW response is ready
   kTimerTick,  // the timer wheel's IORING_OP_TIMEOUT
   kAcceptRetry,// back-off timeout after EMFILE/ENFILE
+  kRefuseClosed,// the close of a refused connection (its table entry is free)
   kSignal,     // read on the signalfd
   kStop,       // MSG_RING: the server is stopping
   kIgnore,     // completions nobody waits for (refusals, cancels)
@@ -67,6 +68,9 @@ struct Connection {
   bool closing : 1 = false;         // close submitted; waiting for stragglers
   bool close_done : 1 = false;      // the close completed
   bool sent_continue : 1 = false;   // 100 Continue sent for the current request
+  bool shutdown_pending : 1 = false;// our SHUT_WR has not completed yet
+  bool close_deferred : 1 = false;  // close waits for that shutdown
+  bool linger : 1 = false;          // input was left unread: close lingering
   uint8_t timer_kind = 0;
 
   // Staged input: bytes of an incomplete request, or requests waiting behind

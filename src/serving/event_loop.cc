@@ -31,6 +31,13 @@ constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
 // connection arriving at a full pool can still be accepted and refused with a
 // 503 instead of waiting unanswered in the backlog.
 constexpr uint32_t kRefuseReserve = 64;
+// How long a draining server keeps an idle keep-alive connection open.
+constexpr uint32_t kDrainIdleGraceMs = 1000;
+// Single-shot accepts in flight when the table is nearly full.
+constexpr uint32_t kMaxSingleAccepts = 16;
+// The slot field of an accept's user_data says which kind it is.
+constexpr uint32_t kAcceptMultishot = 0;
+constexpr uint32_t kAcceptSingle = 1;
 // Stop reading requests off a connection while this much output is unsent:
 // a client that pipelines but never reads must not grow our memory.
 constexpr uint32_t kOutputHighWater = 64 * 1024;
@@ -172,13 +179,20 @@ absl::Status EventLoop::Init() {
   route_stats_ = std::make_unique<RouteStats[]>(router_.size() + 1);
   headers_capacity_ = std::max<size_t>(config_.limits.max_headers, 1);
   headers_ = std::make_unique<http::Header[]>(headers_capacity_);
-  timers_.Init(capacity_, kTimerBuckets, NowTick());
+  now_tick_ = NowTick();
+  timers_.Init(capacity_, kTimerBuckets, now_tick_);
   tick_interval_.tv_sec = 0;
   tick_interval_.tv_nsec = kTickMs * 1000000LL;
   accept_backoff_.tv_sec = 0;
   accept_backoff_.tv_nsec = 100 * 1000000LL;
 
-  ArmAccept();
+  // Multishot while the table has more free entries than the backlog can
+  // bring in one go; small tables accept one at a time from the start.
+  multishot_headroom_ =
+      std::min<uint32_t>(static_cast<uint32_t>(config_.listen_backlog) + kRefuseReserve,
+                         file_table_size_ / 2 + 1);
+  if (file_table_size_ < 4 * kRefuseReserve) multishot_headroom_ = file_table_size_ + 1;
+  EnsureAccepts();
   ArmTimerTick();
   if (signal_fd_ >= 0) ArmSignalRead();
   ring_fd_.store(ring_->fd(), std::memory_order_release);
@@ -198,14 +212,45 @@ std::string EventLoop::Features() const {
 
 // ---------------------------------------------------------------- arming
 
-void EventLoop::ArmAccept() {
-  io_uring_sqe* sqe = Sqe();
-  // Multishot: one SQE keeps accepting until it errors out. Direct: the
-  // socket goes straight into the fixed-file table (IORING_FILE_INDEX_ALLOC
-  // picks a free entry), never into the process's descriptor table.
-  io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, 0);
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, 0, 0));
-  accept_armed_ = true;
+// Two ways of accepting. While the fixed-file table has plenty of room, one
+// multishot accept takes every connection as it comes. A multishot accept
+// drains the whole backlog at once, and a socket it accepts into a full table
+// is closed by the kernel without a word (ENFILE), so near the top it gives
+// way to a few single-shot accepts, never more than the free entries: every
+// connection accepted then gets a slot or a clean 503.
+void EventLoop::EnsureAccepts() {
+  if (stopping_ || accept_backoff_pending_) return;
+  const uint32_t free_entries = file_table_size_ - table_used_;
+  if (free_entries >= multishot_headroom_) {
+    if (!multishot_armed_) {
+      io_uring_sqe* sqe = Sqe();
+      // Direct: the socket goes straight into the fixed-file table
+      // (IORING_FILE_INDEX_ALLOC picks a free entry), never into the
+      // process's descriptor table.
+      io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, 0);
+      io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0));
+      multishot_armed_ = true;
+    }
+    return;
+  }
+  if (multishot_armed_) {
+    if (!multishot_cancelling_) {
+      io_uring_sqe* sqe = Sqe();
+      io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0), 0);
+      io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+      multishot_cancelling_ = true;
+    }
+    return;  // single-shot accepts start once the multishot has ended
+  }
+  while (single_accepts_ < kMaxSingleAccepts && single_accepts_ < free_entries) {
+    io_uring_sqe* sqe = Sqe();
+    // Not io_uring_prep_accept_direct(..., IORING_FILE_INDEX_ALLOC): liburing
+    // 2.3 stores index + 1, which wraps ALLOC to 0, a plain accept.
+    io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, 0);
+    sqe->file_index = IORING_FILE_INDEX_ALLOC;
+    io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0));
+    ++single_accepts_;
+  }
 }
 
 void EventLoop::ArmRecv(Connection& c, uint32_t slot) {
@@ -241,6 +286,8 @@ void EventLoop::Run() {
     // Submits everything queued and sleeps until at least one completion.
     // With DEFER_TASKRUN this is also where the kernel runs our task work.
     int ret = io_uring_submit_and_wait(r, 1);
+    // One clock read per batch of completions serves every timer set in it.
+    now_tick_ = NowTick();
     if (ret < 0 && ret != -EINTR && ret != -ETIME && ret != -EAGAIN && ret != -EBUSY) {
       std::fprintf(stderr, "uring-http: thread %d: io_uring_enter: %s\n", index_,
                    strerror(-ret));
@@ -270,10 +317,15 @@ void EventLoop::Run() {
           } else if (op == Op::kSend) {
             OnSend(c, slot, cqe->res);
           } else if (op == Op::kShutdown) {
-            // Our FIN is queued; the receive still runs and sees the peer's.
+            // Our FIN is out; the receive still runs and sees the peer's. A
+            // close requested meanwhile waited for this (see SubmitClose).
+            c.shutdown_pending = false;
+            if (c.close_deferred) IssueClose(c, slot);
           } else {
             c.close_done = true;
+            --table_used_;
             MaybeFree(c, slot);
+            EnsureAccepts();
           }
           break;
         }
@@ -284,7 +336,12 @@ void EventLoop::Run() {
           OnTimerTick();
           break;
         case Op::kAcceptRetry:
-          if (!stopping_) ArmAccept();
+          accept_backoff_pending_ = false;
+          EnsureAccepts();
+          break;
+        case Op::kRefuseClosed:
+          --table_used_;
+          EnsureAccepts();
           break;
         case Op::kSignal:
           OnSignal(cqe->res);
@@ -314,10 +371,19 @@ void EventLoop::Run() {
 
 void EventLoop::OnAccept(const io_uring_cqe* cqe) {
   const int res = cqe->res;
-  if (!(cqe->flags & IORING_CQE_F_MORE)) accept_armed_ = false;
+  if (UserDataSlot(cqe->user_data) == kAcceptSingle) {
+    --single_accepts_;
+  } else if (!(cqe->flags & IORING_CQE_F_MORE)) {
+    multishot_armed_ = false;  // ended (error, cancel, overflow): re-armed below
+    multishot_cancelling_ = false;
+  }
   if (res >= 0) {
-    if (stopping_ || free_count_ == 0) {
-      if (!stopping_) stats_.refused.Add();
+    ++table_used_;
+    if (free_count_ == 0) {
+      // Accepted while the pool is full: a clean 503 rather than silence.
+      // (Connections accepted while draining are served like the others:
+      // their request is answered with Connection: close.)
+      stats_.refused.Add();
       Refuse(res);
     } else {
       const uint32_t slot = free_head_;
@@ -335,7 +401,7 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       ArmRecv(c, slot);
       SetTimer(c, slot, kTimerIdle);
     }
-  } else if (res != -ECANCELED || !stopping_) {
+  } else if (res != -ECANCELED) {
     stats_.accept_errors.Add();
     if (!accept_error_logged_) {
       // Once per episode: a flood of EMFILE must not become a flood of logs.
@@ -344,31 +410,28 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
                    res == -ENFILE || res == -EMFILE ? " as descriptors free up" : "");
       accept_error_logged_ = true;
     }
-  }
-  if (!accept_armed_ && !stopping_) {
-    if (res >= 0) {
-      ArmAccept();  // the multishot ended on its own (e.g. CQ overflow): re-arm
-    } else {
-      // Back off before re-arming: an immediate retry would spin on the
-      // same EMFILE/ENFILE until something closes.
+    if (!stopping_ && !accept_backoff_pending_) {
+      // Back off before accepting again: an immediate retry would spin on
+      // the same EMFILE/ENFILE until something closes.
       io_uring_sqe* sqe = Sqe();
       io_uring_prep_timeout(sqe, &accept_backoff_, 0, 0);
       io_uring_sqe_set_data64(sqe, PackUserData(Op::kAcceptRetry, 0, 0));
-      accept_armed_ = true;  // re-armed when the back-off expires
+      accept_backoff_pending_ = true;
     }
   }
+  EnsureAccepts();
 }
 
 void EventLoop::Refuse(int file_index) {
   // A full pool answers 503 and closes. HARDLINK: the close runs even if the
-  // send fails, so the fixed-file entry always comes back.
+  // send fails, so the fixed-file entry always comes back (kRefuseClosed).
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_send(sqe, file_index, kRefusal.data(), kRefusal.size(), MSG_NOSIGNAL);
   sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
   sqe = Sqe();
   io_uring_prep_close_direct(sqe, static_cast<unsigned>(file_index));
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kRefuseClosed, 0, 0));
 }
 
 // ---------------------------------------------------------------- receive
@@ -388,7 +451,7 @@ void EventLoop::OnRecv(Connection& c, uint32_t slot, const io_uring_cqe* cqe) {
   } else if (res == 0) {
     c.peer_eof = true;
     if (c.lingering) {
-      SubmitClose(c, slot, false);
+      SubmitClose(c, slot);
     } else if (!c.closing) {
       // A half-closed peer still gets answers to what it sent; AfterProgress
       // closes once they are out.
@@ -404,7 +467,7 @@ void EventLoop::OnRecv(Connection& c, uint32_t slot, const io_uring_cqe* cqe) {
   } else if (!c.closing) {
     Abort(c, slot);  // ECONNRESET and friends
   } else if (c.lingering) {
-    SubmitClose(c, slot, false);
+    SubmitClose(c, slot);
   }
   MaybeFree(c, slot);
 }
@@ -435,6 +498,17 @@ void EventLoop::ProcessStaged(Connection& c, uint32_t slot) {
   }
 }
 
+bool EventLoop::CompleteRequestAt(const char* data, size_t len) {
+  if (len == 0) return false;
+  http::Request request;
+  // Scratch headers: headers_ still holds the request being answered.
+  http::Header scratch[32];
+  const http::ParseResult r = http::ParseRequest(std::string_view(data, len), config_.limits,
+                                                 &request, scratch, 32);
+  // An error also counts: it will be answered (and the connection closed).
+  return r.status != http::ParseStatus::kIncomplete;
+}
+
 bool EventLoop::CanProcess(const Connection& c) const {
   return !c.task_inflight && !c.close_after_send && !c.closing && !c.lingering &&
          c.out_len - c.out_sent < kOutputHighWater;
@@ -462,11 +536,17 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
       options.keep_alive = false;
       AppendError(c, parsed.error_status, options, unmatched_route_, started_ns);
       c.close_after_send = true;
+      c.linger = true;  // the peer may still be sending the bad request's body
       return len;
     }
     stats_.requests.Add();
     c.sent_continue = false;
-    const bool keep_alive = request.keep_alive && !stopping_;
+    // Draining: the last request already received is answered with
+    // "Connection: close"; earlier pipelined ones are answered as usual.
+    const bool keep_alive =
+        request.keep_alive &&
+        !(stopping_ && !CompleteRequestAt(data + off + parsed.consumed,
+                                          len - off - parsed.consumed));
     options.keep_alive = keep_alive;
     options.keep_alive_header = keep_alive && request.version == http::Version::kHttp10;
     options.head_only = request.method_id == http::Method::kHead;
@@ -478,7 +558,10 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
       if (DispatchSlow(c, slot, data + off, parsed.consumed, *match.route, options,
                        started_ns)) {
         off += parsed.consumed;
-        if (!keep_alive) c.close_after_send = true;
+        if (!keep_alive) {
+          c.close_after_send = true;
+          c.linger = off < len;
+        }
         break;  // later requests wait: responses go out in request order
       }
       stats_.slow_rejected.Add();
@@ -489,6 +572,7 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
     off += parsed.consumed;
     if (!keep_alive) {
       c.close_after_send = true;
+      c.linger = off < len;
       return len;  // nothing after a closing request is answered
     }
   }
@@ -597,12 +681,36 @@ void EventLoop::OnTaskDone(uint32_t slot, uint32_t generation) {
   if (!c.closing) {
     // Status for the counters: "HTTP/1.1 NNN" starts every response.
     const char* resp = buf->response();
-    if (buf->response_len > 12) {
+    const size_t len = buf->response_len;
+    if (len > 12) {
       CountStatus(buf->route_id,
                   (resp[9] - '0') * 100 + (resp[10] - '0') * 10 + (resp[11] - '0'),
                   buf->started_ns);
     }
-    AppendOutput(c, resp, buf->response_len);
+    // Decided now, not at dispatch: if the server began draining while the
+    // handler ran, this is the last answer unless more requests are waiting.
+    const bool keep_alive =
+        buf->keep_alive && !(stopping_ && !CompleteRequestAt(c.in, c.in_len));
+    std::string_view connection;
+    if (!keep_alive) {
+      connection = "Connection: close\r\n";
+      if (!c.close_after_send) {
+        c.close_after_send = true;
+        c.linger = c.in_len > 0;
+      }
+    } else if (buf->keep_alive_header) {
+      connection = "Connection: keep-alive\r\n";
+    }
+    // Header values cannot hold CRLF, so the first blank line ends the head.
+    const char* blank = static_cast<const char*>(memmem(resp, len, "\r\n\r\n", 4));
+    if (blank != nullptr && !connection.empty()) {
+      const size_t head = static_cast<size_t>(blank - resp) + 2;
+      AppendOutput(c, resp, head);
+      AppendOutput(c, connection.data(), connection.size());
+      AppendOutput(c, resp + head, len - head);
+    } else {
+      AppendOutput(c, resp, len);
+    }
   }
   std::free(buf->heap_response);
   buf->~TaskBuffer();
@@ -763,8 +871,11 @@ void EventLoop::AfterProgress(Connection& c, uint32_t slot) {
   if (c.peer_eof && quiet && (c.in_len == 0 || CanProcess(c))) {
     // The peer is done sending and everything it asked is answered.
     Abort(c, slot);
-  } else if (stopping_ && quiet && c.in_len == 0) {
-    StartGracefulClose(c, slot);  // draining: no further request on this one
+  } else if (stopping_ && quiet && (c.in_len == 0 || CanProcess(c))) {
+    // Draining, and no whole request is waiting (at most a partial one): no
+    // further answer on this connection.
+    c.linger = c.linger || c.in_len > 0;
+    StartGracefulClose(c, slot);
   }
 }
 
@@ -772,14 +883,18 @@ void EventLoop::AfterProgress(Connection& c, uint32_t slot) {
 
 void EventLoop::StartGracefulClose(Connection& c, uint32_t slot) {
   ReleaseInput(c);
-  if (c.peer_eof || !c.recv_armed) {
-    SubmitClose(c, slot, !c.peer_eof);
+  if (!c.linger || c.peer_eof || !c.recv_armed) {
+    // The response is with the kernel and nothing more is expected from the
+    // peer (the heuristic nginx uses): close now; the FIN follows the data.
+    SubmitClose(c, slot);
     return;
   }
-  // Lingering close: send our FIN now, but keep reading (and discarding)
-  // until the peer's FIN. Closing with unread input would send a RST that can
-  // destroy the response still in flight to the peer.
+  // Lingering close, for a peer whose input we left unread (an error, or
+  // requests after "Connection: close"): send our FIN now but keep reading
+  // and discarding until the peer's, because closing with unread input sends
+  // a RST that can destroy the response still on its way to the peer.
   c.lingering = true;
+  c.shutdown_pending = true;
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_shutdown(sqe, static_cast<int>(c.file_index), SHUT_WR);
   sqe->flags |= IOSQE_FIXED_FILE;
@@ -787,31 +902,41 @@ void EventLoop::StartGracefulClose(Connection& c, uint32_t slot) {
   SetTimer(c, slot, kTimerLinger);
 }
 
-void EventLoop::Abort(Connection& c, uint32_t slot) {
-  if (c.closing) return;
-  SubmitClose(c, slot, c.recv_armed || c.send_inflight);
-}
+void EventLoop::Abort(Connection& c, uint32_t slot) { SubmitClose(c, slot); }
 
-void EventLoop::SubmitClose(Connection& c, uint32_t slot, bool shutdown_first) {
+void EventLoop::SubmitClose(Connection& c, uint32_t slot) {
   if (c.closing) return;
   c.closing = true;
   c.lingering = false;
   timers_.Cancel(slot);
   c.timer_kind = kTimerNone;
   ReleaseInput(c);
-  const uint64_t ud = PackUserData(Op::kClose, slot, c.generation);
-  if (shutdown_first) {
-    // close() alone would not end the multishot receive or a pending send
-    // (they hold their own file reference): shutdown wakes them first.
-    // HARDLINK so that the close runs even if the shutdown fails.
+  if (c.shutdown_pending) {
+    // IORING_OP_SHUTDOWN runs asynchronously and resolves the descriptor
+    // late: closing now would free the table entry, the next accept could
+    // reuse it, and our SHUT_WR would hit that new connection.
+    c.close_deferred = true;
+    return;
+  }
+  IssueClose(c, slot);
+}
+
+void EventLoop::IssueClose(Connection& c, uint32_t slot) {
+  c.close_deferred = false;
+  if (c.recv_armed || c.send_inflight) {
+    // A close alone would not end the multishot receive or a pending send
+    // (each holds its own reference to the socket), so they are cancelled
+    // first; the cancel runs inline, unlike a shutdown. HARDLINK: the close
+    // runs whatever the cancel finds.
     io_uring_sqe* sqe = Sqe();
-    io_uring_prep_shutdown(sqe, static_cast<int>(c.file_index), SHUT_RDWR);
-    sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
+    io_uring_prep_cancel_fd(sqe, static_cast<int>(c.file_index),
+                            IORING_ASYNC_CANCEL_ALL | IORING_ASYNC_CANCEL_FD_FIXED);
+    sqe->flags |= IOSQE_IO_HARDLINK;
     io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
   }
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_close_direct(sqe, c.file_index);
-  io_uring_sqe_set_data64(sqe, ud);
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kClose, slot, c.generation));
 }
 
 void EventLoop::MaybeFree(Connection& c, uint32_t slot) {
@@ -835,22 +960,34 @@ void EventLoop::SetTimer(Connection& c, uint32_t slot, TimerKind kind) {
   uint32_t ms = 0;
   switch (kind) {
     case kTimerNone: break;
-    case kTimerIdle: ms = config_.idle_timeout_ms; break;
+    case kTimerIdle:
+      ms = config_.idle_timeout_ms;
+      // Draining: a connection between requests gets a short grace, so that
+      // a request already on its way is answered (with Connection: close)
+      // instead of lost to our close.
+      if (stopping_ && (ms == 0 || ms > kDrainIdleGraceMs)) ms = kDrainIdleGraceMs;
+      break;
     case kTimerHeader: ms = config_.header_timeout_ms; break;
     case kTimerSend: ms = config_.send_timeout_ms; break;
     case kTimerLinger: ms = config_.linger_timeout_ms; break;
   }
+  const bool same_kind = c.timer_kind == kind;
   c.timer_kind = kind;
   if (ms == 0) {
     timers_.Cancel(slot);
     return;
   }
   // +1: a tick may be just about to fire; never expire early.
-  timers_.Schedule(slot, NowTick() + (ms + kTickMs - 1) / kTickMs + 1);
+  const uint64_t deadline = now_tick_ + (ms + kTickMs - 1) / kTickMs + 1;
+  if (same_kind) {
+    timers_.Extend(slot, deadline);  // the keep-alive hot path: one store
+  } else {
+    timers_.Schedule(slot, deadline);
+  }
 }
 
 void EventLoop::OnTimerTick() {
-  const uint64_t now = NowTick();
+  const uint64_t now = now_tick_;
   timers_.Advance(now, [this](uint32_t slot) { OnTimerExpired(slot); });
   stats_.chunk_heap_fallbacks.Add(chunks_.heap_fallbacks() - stats_.chunk_heap_fallbacks.Get());
   if (stopping_ && now >= stop_deadline_tick_) {
@@ -876,6 +1013,7 @@ void EventLoop::OnTimerExpired(uint32_t slot) {
     options.keep_alive = false;
     AppendError(c, 408, options, unmatched_route_, SteadyNs());
     c.close_after_send = true;
+    c.linger = true;  // it is still sending its headers
     ReleaseInput(c);
     Flush(c, slot);
     SetTimer(c, slot, kTimerSend);
@@ -894,11 +1032,15 @@ void EventLoop::OnSignal(int res) {
 void EventLoop::OnStop() {
   if (stopping_) return;
   stopping_ = true;
-  stop_deadline_tick_ =
-      NowTick() + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
+  stop_deadline_tick_ = now_tick_ + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
   // Stop accepting; connections already accepted are answered below.
   io_uring_sqe* sqe = Sqe();
-  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, 0, 0), IORING_ASYNC_CANCEL_ALL);
+  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0),
+                         IORING_ASYNC_CANCEL_ALL);
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  sqe = Sqe();
+  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0),
+                         IORING_ASYNC_CANCEL_ALL);
   sqe->flags |= IOSQE_IO_HARDLINK;
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
   // Shutting the listener down takes it out of the SO_REUSEPORT group at
@@ -911,7 +1053,7 @@ void EventLoop::OnStop() {
     Connection& c = connections_[slot];
     if (!c.in_use || c.closing || c.lingering) continue;
     if (!c.task_inflight && !c.send_inflight && c.out_len == c.out_sent && c.in_len == 0) {
-      Abort(c, slot);  // idle keep-alive connection: nothing to finish
+      SetTimer(c, slot, kTimerIdle);  // idle: closed after the drain grace
     }
     // The rest finish their current request and get "Connection: close".
   }

@@ -74,7 +74,7 @@ class EventLoop {
   void OnStop();
 
   // Arming.
-  void ArmAccept();
+  void EnsureAccepts();
   void ArmRecv(Connection& c, uint32_t slot);
   void ArmTimerTick();
   void ArmSignalRead();
@@ -84,6 +84,9 @@ class EventLoop {
   size_t ProcessRequests(Connection& c, uint32_t slot, const char* data, size_t len);
   void ProcessStaged(Connection& c, uint32_t slot);
   bool CanProcess(const Connection& c) const;
+  // Whether `data` starts with a whole request (or a bad one): draining uses
+  // it to find the last request already received.
+  bool CompleteRequestAt(const char* data, size_t len);
   void RunInline(Connection& c, const http::Request& request, const router::Route& route,
                  const http::SerializeOptions& options, int64_t started_ns);
   bool DispatchSlow(Connection& c, uint32_t slot, const char* raw, size_t raw_len,
@@ -104,7 +107,8 @@ class EventLoop {
   void AfterProgress(Connection& c, uint32_t slot);
   void StartGracefulClose(Connection& c, uint32_t slot);
   void Abort(Connection& c, uint32_t slot);
-  void SubmitClose(Connection& c, uint32_t slot, bool shutdown_first);
+  void SubmitClose(Connection& c, uint32_t slot);
+  void IssueClose(Connection& c, uint32_t slot);
   void MaybeFree(Connection& c, uint32_t slot);
   void Refuse(int file_index);
 
@@ -137,12 +141,18 @@ class EventLoop {
   std::unique_ptr<http::Header[]> headers_;
   size_t headers_capacity_ = 0;
   TimerWheel timers_;
+  uint64_t now_tick_ = 0;  // read once per batch of completions
   __kernel_timespec tick_interval_{};
   __kernel_timespec accept_backoff_{};
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS
   uint32_t starved_count_ = 0;
 
-  bool accept_armed_ = false;
+  bool multishot_armed_ = false;
+  bool multishot_cancelling_ = false;
+  bool accept_backoff_pending_ = false;
+  uint32_t single_accepts_ = 0;     // single-shot accepts in flight
+  uint32_t table_used_ = 0;         // fixed-file entries holding a socket
+  uint32_t multishot_headroom_ = 0; // free entries below which accepts go single-shot
   bool accept_error_logged_ = false;
   bool stopping_ = false;
   uint64_t stop_deadline_tick_ = 0;

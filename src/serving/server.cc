@@ -159,7 +159,6 @@ absl::Status Server::Start() {
 void Server::Stop() {
   if (stop_requested_.exchange(true)) return;
   if (on_stop_) on_stop_();
-  if (workers_ != nullptr) workers_->SetDraining();
   if (ready_.load(std::memory_order_acquire)) SendStop();
 }
 

@@ -32,6 +32,7 @@ class TimerWheel {
     if (deadline <= current_) deadline = current_ + 1;
     Node& n = nodes_[slot];
     n.deadline = deadline;
+    n.extended = 0;
     n.linked = true;
     uint32_t& head = heads_[deadline & mask_];
     n.prev = kNone;
@@ -39,6 +40,20 @@ class TimerWheel {
     if (head != kNone) nodes_[head].prev = slot;
     head = slot;
     ++size_;
+  }
+
+  // Moves `slot`'s deadline later without touching the wheel: the entry
+  // stays where it is and, when it comes due, is re-filed at the new
+  // deadline. Keep-alive traffic pushes the same timer forward on every
+  // request; this makes that a single store. An earlier deadline, or a slot
+  // not scheduled, is a plain Schedule().
+  void Extend(uint32_t slot, uint64_t deadline) {
+    Node& n = nodes_[slot];
+    if (n.linked && deadline >= n.deadline) {
+      n.extended = deadline;
+      return;
+    }
+    Schedule(slot, deadline);
   }
 
   void Cancel(uint32_t slot) {
@@ -55,7 +70,11 @@ class TimerWheel {
   }
 
   bool scheduled(uint32_t slot) const { return nodes_[slot].linked; }
-  uint64_t deadline(uint32_t slot) const { return nodes_[slot].deadline; }
+  // The effective deadline (an Extend() included).
+  uint64_t deadline(uint32_t slot) const {
+    const Node& n = nodes_[slot];
+    return n.extended > n.deadline ? n.extended : n.deadline;
+  }
   uint32_t size() const { return size_; }
 
   // Expires every timer due at or before `now`, calling expire(slot) after
@@ -69,8 +88,13 @@ class TimerWheel {
       while (slot != kNone) {
         const uint32_t next = nodes_[slot].next;
         if (nodes_[slot].deadline <= now) {
+          const uint64_t extended = nodes_[slot].extended;
           Cancel(slot);
-          expire(slot);
+          if (extended > now) {
+            Schedule(slot, extended);  // pushed back while it waited
+          } else {
+            expire(slot);
+          }
         }
         slot = next;
       }
@@ -80,7 +104,8 @@ class TimerWheel {
 
  private:
   struct Node {
-    uint64_t deadline = 0;
+    uint64_t deadline = 0;  // the bucket it is filed under
+    uint64_t extended = 0;  // a later deadline set by Extend(), or 0
     uint32_t prev = kNone;
     uint32_t next = kNone;
     bool linked = false;

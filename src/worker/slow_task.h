@@ -31,9 +31,11 @@ struct TaskBuffer {
   uint32_t capacity = 0;       // bytes available at data()
   uint32_t response_len = 0;
   char* heap_response = nullptr;  // set when the response outgrew capacity (malloc)
+  // Ring-thread decisions the ring applies when the response comes back (the
+  // worker writes no Connection header).
   bool keep_alive = true;
   bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in the response
-  bool head_only = false;
+  bool head_only = false;          // read by the worker
   // Ring-thread bookkeeping, untouched by the worker (metrics).
   uint32_t route_id = 0;
   int64_t started_ns = 0;

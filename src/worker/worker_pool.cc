@@ -26,9 +26,14 @@ WorkerPool::WorkerPool(size_t threads, size_t queue_capacity, const http::ParseL
     : num_threads_(threads),
       limits_(limits),
       queue_(queue_capacity),
-      stats_(std::make_unique<WorkerStats[]>(threads)) {}
+      stats_(std::make_unique<WorkerStats[]>(threads)) {
+  sem_init(&tokens_, /*pshared=*/0, 0);
+}
 
-WorkerPool::~WorkerPool() { Stop(); }
+WorkerPool::~WorkerPool() {
+  Stop();
+  sem_destroy(&tokens_);
+}
 
 void WorkerPool::Start() {
   threads_.reserve(num_threads_);
@@ -40,8 +45,9 @@ void WorkerPool::Start() {
 bool WorkerPool::Submit(const SlowTask& task) {
   if (!queue_.TryPush(task)) return false;
   submitted_.fetch_add(1, std::memory_order_relaxed);
-  // One token per task: a sleeping worker wakes for it (futex wake).
-  tokens_.release();
+  // One token per task: one sleeping worker wakes for it (futex wake, and
+  // only if someone sleeps).
+  sem_post(&tokens_);
   return true;
 }
 
@@ -50,13 +56,12 @@ void WorkerPool::Stop() {
   stopping_.store(true, std::memory_order_release);
   // One extra token per worker so that each wakes, finds the queue empty and
   // leaves; tasks queued before this point still run first (FIFO).
-  tokens_.release(static_cast<std::ptrdiff_t>(num_threads_));
+  for (size_t i = 0; i < num_threads_; ++i) sem_post(&tokens_);
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }
 
-void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
-                         const std::atomic<bool>* draining) {
+void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) {
   TaskBuffer* buf = task.buffer;
   http::Response response;
   {
@@ -79,10 +84,12 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
       }
     }
   }
+  // No Connection header: whether the connection stays open is decided by
+  // the ring thread when the response arrives (the server may have begun
+  // draining meanwhile); it inserts the header then.
   http::SerializeOptions options;
-  options.keep_alive =
-      buf->keep_alive && !(draining != nullptr && draining->load(std::memory_order_relaxed));
-  options.keep_alive_header = options.keep_alive && buf->keep_alive_header;
+  options.keep_alive = true;
+  options.keep_alive_header = false;
   options.head_only = buf->head_only;
   size_t size = http::SerializeResponse(response, options, buf->data(), buf->capacity);
   if (size > buf->capacity) {
@@ -99,7 +106,9 @@ void WorkerPool::WorkerMain(size_t index) {
   io::MsgRingSender sender;
   WorkerStats& stats = stats_[index];
   for (;;) {
-    tokens_.acquire();
+    while (sem_wait(&tokens_) != 0) {
+      // EINTR: a signal arrived while sleeping; sleep again.
+    }
     SlowTask task;
     bool got = false;
     // A token means a task was published, but the head cell may still be
@@ -115,7 +124,7 @@ void WorkerPool::WorkerMain(size_t index) {
             static_cast<uint64_t>(started - task.enqueued_ns),
         std::memory_order_relaxed);
     stats.running.store(true, std::memory_order_relaxed);
-    RunTask(task, limits_, &draining_);
+    RunTask(task, limits_);
     stats.running.store(false, std::memory_order_relaxed);
     stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);

@@ -1,10 +1,13 @@
 // WorkerPool: threads that run SLOW handlers, fed by one bounded lock-free
 // MPMC queue shared by all accept threads.
 //
-// Idle workers sleep on a counting semaphore (a futex): an idle server with
-// 300 workers uses no CPU. Each Submit() adds one token; a worker takes a
-// token, pops a task (tasks are served FIFO), runs it, and posts the result
-// to the ring named in the task with IORING_OP_MSG_RING.
+// Idle workers sleep on a POSIX semaphore (a futex): an idle server with 300
+// workers uses no CPU. Each Submit() adds one token and wakes at most one
+// sleeping worker; a worker takes a token, pops a task (tasks are served
+// FIFO), runs it, and posts the result to the ring named in the task with
+// IORING_OP_MSG_RING. (std::counting_semaphore in libstdc++ 12 spins and
+// yields before it sleeps and wakes every waiter on release: with hundreds of
+// workers that herd cost more CPU than the requests.)
 //
 // Thread-safety: Submit() from any thread (the ring threads); Start() and
 // Stop() from the thread that owns the pool.
@@ -15,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <semaphore>
+#include <semaphore.h>
 #include <thread>
 #include <vector>
 
@@ -48,8 +51,7 @@ class WorkerPool {
   bool Submit(const SlowTask& task);
   // Runs every task already queued, then joins the threads.
   void Stop();
-  // From now on responses say "Connection: close": the server is draining.
-  void SetDraining() { draining_.store(true, std::memory_order_relaxed); }
+
 
   size_t threads() const { return num_threads_; }
   size_t queue_capacity() const { return queue_.capacity(); }
@@ -57,10 +59,8 @@ class WorkerPool {
 
   // Runs `task`'s handler on the calling thread and fills its TaskBuffer
   // (exposed for workers and for the inline path of tests).
-  // `draining` (may be null) is read after the handler returns: a server that
-  // began draining while the handler ran still answers "Connection: close".
-  static void RunTask(const SlowTask& task, const http::ParseLimits& limits,
-                      const std::atomic<bool>* draining);
+  // The response has no Connection header; the ring thread adds it.
+  static void RunTask(const SlowTask& task, const http::ParseLimits& limits);
 
  private:
   struct alignas(64) WorkerStats {
@@ -77,9 +77,8 @@ class WorkerPool {
   const size_t num_threads_;
   const http::ParseLimits limits_;
   MpmcQueue<SlowTask> queue_;
-  std::counting_semaphore<> tokens_{0};
+  sem_t tokens_;
   std::atomic<bool> stopping_{false};
-  std::atomic<bool> draining_{false};
   std::atomic<uint64_t> submitted_{0};
   std::unique_ptr<WorkerStats[]> stats_;
   std::vector<std::thread> threads_;
