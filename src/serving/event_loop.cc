@@ -871,12 +871,11 @@ void EventLoop::AfterProgress(Connection& c, uint32_t slot) {
   if (c.peer_eof && quiet && (c.in_len == 0 || CanProcess(c))) {
     // The peer is done sending and everything it asked is answered.
     Abort(c, slot);
-  } else if (stopping_ && quiet && (c.in_len == 0 || CanProcess(c))) {
-    // Draining, and no whole request is waiting (at most a partial one): no
-    // further answer on this connection.
-    c.linger = c.linger || c.in_len > 0;
-    StartGracefulClose(c, slot);
   }
+  // Draining and quiet after a response that said keep-alive (it went out
+  // before the drain began): the peer may already be sending its next
+  // request, so the connection waits out the idle grace set above instead of
+  // closing under it; that request gets "Connection: close".
 }
 
 // ---------------------------------------------------------------- closing
