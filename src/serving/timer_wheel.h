@@ -83,8 +83,12 @@ class TimerWheel {
   void Advance(uint64_t now, F&& expire) {
     uint64_t steps = now > current_ ? now - current_ : 0;
     if (steps > mask_ + 1) steps = mask_ + 1;  // one lap visits every bucket
+    const uint64_t start = current_;
     for (uint64_t i = 1; i <= steps; ++i) {
-      uint32_t slot = heads_[(current_ + i) & mask_];
+      // Advanced bucket by bucket, so that a timer scheduled from expire()
+      // lands in a bucket still ahead, never one this pass has left behind.
+      current_ = start + i;
+      uint32_t slot = heads_[current_ & mask_];
       while (slot != kNone) {
         const uint32_t next = nodes_[slot].next;
         if (nodes_[slot].deadline <= now) {

@@ -214,6 +214,47 @@ TEST(TimerWheelTest, RescheduleDuringABigJumpWaitsForItsNewDeadline) {
 // Random schedules, cancels and advances (small steps and big jumps) against
 // a reference: slot -> deadline. Each Advance must fire exactly the timers
 // whose deadline is <= now, each once.
+TEST(TimerWheelTest, ExtendPushesTheDeadlineWithoutFiringEarly) {
+  TimerWheel wheel;
+  wheel.Init(4, 16, 0);
+  wheel.Schedule(1, 5);
+  wheel.Extend(1, 9);  // later: the entry stays filed at 5
+  EXPECT_EQ(wheel.deadline(1), 9u);
+  EXPECT_TRUE(AdvanceTo(wheel, 5).empty());  // re-filed at 9, not fired
+  EXPECT_TRUE(wheel.scheduled(1));
+  EXPECT_TRUE(AdvanceTo(wheel, 8).empty());
+  EXPECT_EQ(AdvanceTo(wheel, 9), Slots({1}));
+  EXPECT_EQ(wheel.size(), 0u);
+}
+
+TEST(TimerWheelTest, ExtendToAnEarlierDeadlineReschedules) {
+  TimerWheel wheel;
+  wheel.Init(4, 16, 0);
+  wheel.Schedule(2, 10);
+  wheel.Extend(2, 3);
+  EXPECT_EQ(wheel.deadline(2), 3u);
+  EXPECT_EQ(AdvanceTo(wheel, 3), Slots({2}));
+  wheel.Extend(3, 4);  // not scheduled: a plain Schedule
+  EXPECT_TRUE(wheel.scheduled(3));
+  EXPECT_EQ(AdvanceTo(wheel, 4), Slots({3}));
+}
+
+TEST(TimerWheelTest, ExpireSchedulingAtOrBeforeNowFiresOnTheNextTickNotALapLater) {
+  TimerWheel wheel;
+  wheel.Init(4, 16, 0);
+  wheel.Schedule(0, 2);
+  bool rescheduled = false;
+  wheel.Advance(6, [&](uint32_t slot) {
+    if (!rescheduled) {
+      rescheduled = true;
+      wheel.Schedule(slot, 1);  // in the past
+    }
+  });
+  // Re-filed one tick after the bucket being processed (3): reached by the
+  // same pass, not 16 ticks later.
+  EXPECT_FALSE(wheel.scheduled(0));
+}
+
 TEST(TimerWheelTest, MatchesAReferenceModel) {
   constexpr uint32_t kSlots = 200;
   constexpr uint32_t kBuckets = 32;
