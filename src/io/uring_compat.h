@@ -17,4 +17,9 @@
 #define IORING_ASYNC_CANCEL_FD_FIXED (1U << 3)
 #endif
 
+// Linux 6.7: socket commands through IORING_OP_URING_CMD (cmd_op in sqe->off).
+#ifndef SOCKET_URING_OP_GETSOCKOPT
+#define SOCKET_URING_OP_GETSOCKOPT 2
+#endif
+
 #endif  // URING_HTTP_SRC_IO_URING_COMPAT_H_

@@ -36,6 +36,9 @@ struct ServerConfig {
   uint32_t recv_buffer_count = 0;
   uint32_t recv_buffer_size = 2048;
 
+  // Access log in Common Log Format; empty: none.
+  std::string access_log_path;
+
   bool verbose = false;
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)
   bool sqpoll = false;          // kernel submission-queue polling thread

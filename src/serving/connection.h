@@ -35,6 +35,7 @@ enum class Op : uint8_t {
   kRefuseClosed,// the close of a refused connection (its table entry is free)
   kSignal,     // read on the signalfd
   kStop,       // MSG_RING: the server is stopping
+  kLogWrite,   // the access log's write to its file
   kIgnore,     // completions nobody waits for (refusals, cancels)
 };
 

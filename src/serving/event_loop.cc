@@ -74,14 +74,15 @@ void Debug(const ServerConfig& config, const char* fmt, ...) {
 
 EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router& router,
                      worker::WorkerPool* workers, int listen_fd, int signal_fd,
-                     std::function<void()> on_signal)
+                     std::function<void()> on_signal, int access_log_fd)
     : index_(index),
       config_(config),
       router_(router),
       workers_(workers),
       listen_fd_(listen_fd),
       signal_fd_(signal_fd),
-      on_signal_(std::move(on_signal)) {}
+      on_signal_(std::move(on_signal)),
+      access_log_fd_(access_log_fd) {}
 
 EventLoop::~EventLoop() {
   if (connections_ != nullptr) {
@@ -175,6 +176,8 @@ absl::Status EventLoop::Init() {
   free_head_ = 0;
   free_count_ = capacity_;
   starved_ = std::make_unique<uint32_t[]>(capacity_);
+  access_log_.Init(access_log_fd_, ring_.get(), PackUserData(Op::kLogWrite, 0, 0));
+  if (access_log_.enabled()) peers_ = std::make_unique<sockaddr_in[]>(capacity_);
   unmatched_route_ = static_cast<uint32_t>(router_.size());
   route_stats_ = std::make_unique<RouteStats[]>(router_.size() + 1);
   headers_capacity_ = std::max<size_t>(config_.limits.max_headers, 1);
@@ -349,6 +352,9 @@ void EventLoop::Run() {
         case Op::kStop:
           OnStop();
           break;
+        case Op::kLogWrite:
+          access_log_.OnWritten(cqe->res);
+          break;
         case Op::kIgnore:
           break;
       }
@@ -364,6 +370,7 @@ void EventLoop::Run() {
       }
     }
   }
+  access_log_.FlushAndWait();
   io_uring_submit(r);
 }
 
@@ -398,6 +405,7 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       stats_.accepted.Add();
       stats_.active.Add();
       accept_error_logged_ = false;
+      if (peers_ != nullptr) FetchPeerAddress(slot, c.file_index);
       ArmRecv(c, slot);
       SetTimer(c, slot, kTimerIdle);
     }
@@ -498,6 +506,39 @@ void EventLoop::ProcessStaged(Connection& c, uint32_t slot) {
   }
 }
 
+std::string_view EventLoop::RequestLine(const http::Request& request) {
+  const char* begin = request.method.data();
+  const void* lf = std::memchr(begin, '\n', request.head_bytes);
+  size_t len = lf != nullptr ? static_cast<size_t>(static_cast<const char*>(lf) - begin) : 0;
+  if (len > 0 && begin[len - 1] == '\r') --len;
+  return std::string_view(begin, len);
+}
+
+void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
+  // A direct descriptor has no fd for getpeername(): ask through the ring,
+  // getsockopt(SOL_SOCKET, SO_PEERNAME) as an IORING_OP_URING_CMD (Linux
+  // 6.7+). On an older kernel it fails and the log shows "-".
+  peers_[slot] = sockaddr_in{};
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(file_index), nullptr, 0, 0);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  sqe->off = SOCKET_URING_OP_GETSOCKOPT;                          // cmd_op
+  sqe->addr = uint64_t{SOL_SOCKET} | (uint64_t{SO_PEERNAME} << 32);  // level, optname
+  sqe->splice_fd_in = sizeof(sockaddr_in);                          // optlen
+  sqe->addr3 = reinterpret_cast<uint64_t>(&peers_[slot]);           // optval
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+}
+
+void EventLoop::LogResponse(uint32_t slot, std::string_view request_line, int status,
+                            const char* response, size_t len, bool head_only) {
+  size_t body = 0;
+  const void* blank = memmem(response, len, "\r\n\r\n", 4);
+  if (blank != nullptr && !head_only) {
+    body = len - (static_cast<size_t>(static_cast<const char*>(blank) - response) + 4);
+  }
+  access_log_.Append(&peers_[slot], request_line, status, body);
+}
+
 bool EventLoop::CompleteRequestAt(const char* data, size_t len) {
   if (len == 0) return false;
   http::Request request;
@@ -533,6 +574,7 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
     if (parsed.status == http::ParseStatus::kError) {
       // The stream cannot be trusted past a bad request: answer and close.
       stats_.bad_requests.Add();
+      current_request_line_ = "-";
       options.keep_alive = false;
       AppendError(c, parsed.error_status, options, unmatched_route_, started_ns);
       c.close_after_send = true;
@@ -541,6 +583,7 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
     }
     stats_.requests.Add();
     c.sent_continue = false;
+    if (peers_ != nullptr) current_request_line_ = RequestLine(request);
     // Draining: the last request already received is answered with
     // "Connection: close"; earlier pipelined ones are answered as usual.
     const bool keep_alive =
@@ -599,6 +642,10 @@ void EventLoop::RunInline(Connection& c, const http::Request& request, const rou
   }
   c.out_len += static_cast<uint32_t>(size);
   CountStatus(route.id, response.status(), started_ns);
+  if (peers_ != nullptr) {
+    LogResponse(SlotOf(c), current_request_line_, response.status(), c.out + c.out_len - size,
+                size, options.head_only);
+  }
 }
 
 void EventLoop::AppendError(Connection& c, int status, const http::SerializeOptions& options,
@@ -607,6 +654,10 @@ void EventLoop::AppendError(Connection& c, int status, const http::SerializeOpti
   char buf[512];
   const size_t size = http::SerializeError(status, options, allow, buf, sizeof(buf));
   AppendOutput(c, buf, std::min(size, sizeof(buf)));
+  if (peers_ != nullptr) {
+    LogResponse(SlotOf(c), current_request_line_, status, buf, std::min(size, sizeof(buf)),
+                options.head_only);
+  }
 }
 
 void EventLoop::CountStatus(uint32_t route_id, int status, int64_t started_ns) {
@@ -625,12 +676,14 @@ void EventLoop::CountStatus(uint32_t route_id, int status, int64_t started_ns) {
 bool EventLoop::DispatchSlow(Connection& c, uint32_t slot, const char* raw, size_t raw_len,
                              const router::Route& route, const http::SerializeOptions& options,
                              int64_t started_ns) {
-  const size_t need = sizeof(worker::TaskBuffer) + raw_len;
+  const std::string_view log_line = peers_ != nullptr ? current_request_line_.substr(0, 512)
+                                                     : std::string_view();
+  const size_t need = sizeof(worker::TaskBuffer) + raw_len + log_line.size();
   char* mem;
   size_t capacity;
   if (need <= chunks_.chunk_size()) {
     mem = chunks_.Acquire();
-    capacity = chunks_.chunk_size() - sizeof(worker::TaskBuffer);
+    capacity = chunks_.chunk_size() - sizeof(worker::TaskBuffer) - log_line.size();
   } else {
     // A request larger than a chunk (a big body): the heap, released through
     // the pool, which tells its own chunks from heap memory by address.
@@ -647,6 +700,8 @@ bool EventLoop::DispatchSlow(Connection& c, uint32_t slot, const char* raw, size
   buf->route_id = route.id;
   buf->started_ns = started_ns;
   std::memcpy(buf->data(), raw, raw_len);
+  buf->log_len = static_cast<uint32_t>(log_line.size());
+  if (!log_line.empty()) std::memcpy(buf->data() + capacity, log_line.data(), log_line.size());
   worker::SlowTask task;
   task.route = &route;
   task.buffer = buf;
@@ -700,6 +755,11 @@ void EventLoop::OnTaskDone(uint32_t slot, uint32_t generation) {
       }
     } else if (buf->keep_alive_header) {
       connection = "Connection: keep-alive\r\n";
+    }
+    if (peers_ != nullptr) {
+      LogResponse(slot, std::string_view(buf->log_line(), buf->log_len),
+                  len > 12 ? (resp[9] - '0') * 100 + (resp[10] - '0') * 10 + (resp[11] - '0') : 0,
+                  resp, len, buf->head_only);
     }
     // Header values cannot hold CRLF, so the first blank line ends the head.
     const char* blank = static_cast<const char*>(memmem(resp, len, "\r\n\r\n", 4));
@@ -987,6 +1047,7 @@ void EventLoop::SetTimer(Connection& c, uint32_t slot, TimerKind kind) {
 
 void EventLoop::OnTimerTick() {
   const uint64_t now = now_tick_;
+  access_log_.Flush();
   timers_.Advance(now, [this](uint32_t slot) { OnTimerExpired(slot); });
   stats_.chunk_heap_fallbacks.Add(chunks_.heap_fallbacks() - stats_.chunk_heap_fallbacks.Get());
   if (stopping_ && now >= stop_deadline_tick_) {
@@ -1010,6 +1071,7 @@ void EventLoop::OnTimerExpired(uint32_t slot) {
     // A slowloris client: tell it why, then close.
     http::SerializeOptions options;
     options.keep_alive = false;
+    current_request_line_ = "-";
     AppendError(c, 408, options, unmatched_route_, SteadyNs());
     c.close_after_send = true;
     c.linger = true;  // it is still sending its headers

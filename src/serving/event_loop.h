@@ -30,6 +30,7 @@
 #include "src/io/buffer_ring.h"
 #include "src/io/ring.h"
 #include "src/router/router.h"
+#include "src/serving/access_log.h"
 #include "src/serving/config.h"
 #include "src/serving/connection.h"
 #include "src/serving/loop_stats.h"
@@ -43,7 +44,7 @@ class EventLoop {
   // `signal_fd` >= 0: this loop reads it and calls on_signal (one loop only).
   EventLoop(int index, const ServerConfig& config, const router::Router& router,
             worker::WorkerPool* workers, int listen_fd, int signal_fd,
-            std::function<void()> on_signal);
+            std::function<void()> on_signal, int access_log_fd = -1);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -95,6 +96,10 @@ class EventLoop {
   void AppendError(Connection& c, int status, const http::SerializeOptions& options,
                    uint32_t route_id, int64_t started_ns, std::string_view allow = {});
   void CountStatus(uint32_t route_id, int status, int64_t started_ns);
+  // Access log: the peer's address (fetched at accept) and one line per response.
+  void FetchPeerAddress(uint32_t slot, uint32_t file_index);
+  void LogResponse(uint32_t slot, std::string_view request_line, int status,
+                   const char* response, size_t len, bool head_only);
 
   // Buffers.
   char* ReserveOutput(Connection& c, size_t bytes);
@@ -119,6 +124,10 @@ class EventLoop {
   uint64_t NowTick() const;
 
   io_uring_sqe* Sqe() { return ring_->GetSqe(); }
+  uint32_t SlotOf(const Connection& c) const {
+    return static_cast<uint32_t>(&c - connections_.get());
+  }
+  static std::string_view RequestLine(const http::Request& request);
 
   const int index_;
   const ServerConfig& config_;
@@ -159,6 +168,10 @@ class EventLoop {
   char signal_buf_[128];  // a signalfd_siginfo
 
   LoopStats stats_;
+  const int access_log_fd_;
+  AccessLog access_log_;
+  std::unique_ptr<sockaddr_in[]> peers_;  // per slot, only with an access log
+  std::string_view current_request_line_;  // of the request being answered (logging)
   std::unique_ptr<RouteStats[]> route_stats_;
   uint32_t unmatched_route_ = 0;
 };

@@ -27,6 +27,7 @@ enum LongOnly {
   kPidFile,
   kMetricsPath,
   kHealthPath,
+  kAccessLog,
 };
 
 const option kLongOptions[] = {
@@ -53,6 +54,7 @@ const option kLongOptions[] = {
     {"pid-file", required_argument, nullptr, kPidFile},
     {"metrics-path", required_argument, nullptr, kMetricsPath},
     {"health-path", required_argument, nullptr, kHealthPath},
+    {"access-log", required_argument, nullptr, kAccessLog},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -125,6 +127,8 @@ std::string UsageText(const char* program) {
       "      --worker-threads=num    accept threads); 0 runs SLOW handlers inline\n"
       "  -D, --slow-duration=ms      What GET /test/slow sleeps on a worker (30)\n"
       "  -v, --verbose               Debug output on stderr\n"
+      "      --access-log=path       Access log in Common Log Format (written through\n"
+      "                              the rings, never blocking them)\n"
       "  -d, --daemonize             Detach from the terminal and run in the background\n"
       "      --pid-file=path         Write the process id there once serving\n"
       "      --metrics-path=path     Prometheus metrics endpoint (/metrics); empty: off\n"
@@ -264,6 +268,10 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");
         options.pid_file = optarg;
+        break;
+      case kAccessLog:
+        if (optarg[0] == '\0') return absl::InvalidArgumentError("--access-log needs a path");
+        options.config.access_log_path = optarg;
         break;
       case kMetricsPath:
       case kHealthPath: {

@@ -1,11 +1,14 @@
 #include "src/serving/server.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <future>
 
@@ -49,6 +52,7 @@ Server::~Server() {
   Stop();
   Wait();
   if (signal_fd_ >= 0) close(signal_fd_);
+  if (access_log_fd_ >= 0) close(access_log_fd_);
 }
 
 absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
@@ -68,6 +72,15 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC);
     if (signal_fd_ < 0) return absl::InternalError("signalfd failed");
+  }
+
+  if (!config_.access_log_path.empty()) {
+    access_log_fd_ = open(config_.access_log_path.c_str(),
+                          O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (access_log_fd_ < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot open --access-log ", config_.access_log_path, ": ", strerror(errno)));
+    }
   }
 
   // Listeners first, on this thread: with port 0 the first one picks the
@@ -95,7 +108,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   for (int i = 0; i < config_.accept_threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
         i, config_, router_, workers_.get(), listeners_[i].fd(), i == 0 ? signal_fd_ : -1,
-        [this] { Stop(); }));
+        [this] { Stop(); }, access_log_fd_));
   }
 
   // Each ring is created on the thread that owns it (SINGLE_ISSUER).

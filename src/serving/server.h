@@ -90,6 +90,7 @@ class Server {
   std::thread background_;
   std::function<void()> on_stop_;
   int signal_fd_ = -1;
+  int access_log_fd_ = -1;
 };
 
 }  // namespace uring_http::serving

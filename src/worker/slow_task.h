@@ -39,9 +39,13 @@ struct TaskBuffer {
   // Ring-thread bookkeeping, untouched by the worker (metrics).
   uint32_t route_id = 0;
   int64_t started_ns = 0;
+  // The request line for the access log, kept past data() + capacity where
+  // the worker does not write.
+  uint32_t log_len = 0;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
   const char* response() { return heap_response != nullptr ? heap_response : data(); }
+  const char* log_line() { return data() + capacity; }
 };
 
 struct SlowTask {
