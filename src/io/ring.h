@@ -57,6 +57,12 @@ class Ring {
 
   // Never returns null: when the SQ is full it submits what is queued (the
   // kernel copies SQEs at submit time, so their slots are free again).
+  // Makes room for `n` SQEs that must go into one submission (a linked
+  // chain must not be split by GetSqe()'s flush on a full SQ).
+  void ReserveSqes(unsigned n) {
+    if (io_uring_sq_space_left(&ring_) < n) io_uring_submit(&ring_);
+  }
+
   io_uring_sqe* GetSqe() {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     if (sqe == nullptr) [[unlikely]] return GetSqeSlow();

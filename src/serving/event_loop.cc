@@ -433,6 +433,7 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
 void EventLoop::Refuse(int file_index) {
   // A full pool answers 503 and closes. HARDLINK: the close runs even if the
   // send fails, so the fixed-file entry always comes back (kRefuseClosed).
+  ring_->ReserveSqes(2);
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_send(sqe, file_index, kRefusal.data(), kRefusal.size(), MSG_NOSIGNAL);
   sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
@@ -982,6 +983,7 @@ void EventLoop::SubmitClose(Connection& c, uint32_t slot) {
 
 void EventLoop::IssueClose(Connection& c, uint32_t slot) {
   c.close_deferred = false;
+  ring_->ReserveSqes(2);
   if (c.recv_armed || c.send_inflight) {
     // A close alone would not end the multishot receive or a pending send
     // (each holds its own reference to the socket), so they are cancelled
@@ -1095,6 +1097,7 @@ void EventLoop::OnStop() {
   stopping_ = true;
   stop_deadline_tick_ = now_tick_ + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
   // Stop accepting; connections already accepted are answered below.
+  ring_->ReserveSqes(3);
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0),
                          IORING_ASYNC_CANCEL_ALL);
