@@ -405,6 +405,8 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       stats_.accepted.Add();
       stats_.active.Add();
       accept_error_logged_ = false;
+      Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
+            slot, res);
       if (peers_ != nullptr) FetchPeerAddress(slot, c.file_index);
       ArmRecv(c, slot);
       SetTimer(c, slot, kTimerIdle);
@@ -576,6 +578,8 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
       // The stream cannot be trusted past a bad request: answer and close.
       stats_.bad_requests.Add();
       current_request_line_ = "-";
+      Debug(config_, "uring-http: thread %d: slot %u: bad request: %d\n", index_, slot,
+            parsed.error_status);
       options.keep_alive = false;
       AppendError(c, parsed.error_status, options, unmatched_route_, started_ns);
       c.close_after_send = true;
@@ -609,6 +613,7 @@ size_t EventLoop::ProcessRequests(Connection& c, uint32_t slot, const char* data
         break;  // later requests wait: responses go out in request order
       }
       stats_.slow_rejected.Add();
+      Debug(config_, "uring-http: thread %d: worker queue full: 503\n", index_);
       AppendError(c, 503, options, match.route->id, started_ns);
     } else {
       RunInline(c, request, *match.route, options, started_ns);
@@ -1006,6 +1011,7 @@ void EventLoop::MaybeFree(Connection& c, uint32_t slot) {
   if (c.out != nullptr) chunks_.Release(c.out);
   if (c.out_retired != nullptr) chunks_.Release(c.out_retired);
   timers_.Cancel(slot);
+  Debug(config_, "uring-http: thread %d: closed slot %u\n", index_, slot);
   const uint32_t generation = c.generation + 1;
   c = Connection();
   c.generation = generation;
