@@ -882,7 +882,8 @@ def main(argv):
             "machine": f"{os.cpu_count()} CPUs, {os.uname().release}",
             "versions": versions()}
     if "ours" in args.servers:
-        meta["ours"] = args.ours_binary or os.path.join(bin_dir, "src", "server")
+        # The report names the target, not this machine's output path.
+        meta["ours"] = args.ours_binary or "bazel-bin/src/server (bazel build -c opt //src:server)"
     load_cpu = args.load_cpu if args.pin else None
 
     workdir = tempfile.mkdtemp(prefix="perf-compare-")
