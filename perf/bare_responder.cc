@@ -13,6 +13,11 @@
  * (send linked to shutdown(SHUT_WR)) after each response, which is what ab
  * without -k (HTTP/1.0, one connection per request) waits for.
  *
+ * With --delay-ms=N every answer waits N ms on a ring timeout first: the
+ * reference for the slow load (a server that takes exactly N ms per request
+ * with no threads, queue or wake-ups), so perf/compare can show how much of
+ * the ideal 100 / N ms a load tool reaches on this machine at all.
+ *
  * Whatever our real server costs above this program per request is the price
  * of parsing, routing, the worker pool and bookkeeping.
  *
@@ -20,6 +25,7 @@
  *   bazel build -c opt //perf:bare_responder
  *   bazel-bin/perf/bare_responder 8090            # keep-alive
  *   bazel-bin/perf/bare_responder 8091 --close    # connection per request
+ *   bazel-bin/perf/bare_responder 8092 --close --delay-ms=30   # slow reference
  *   wrk -t1 -c100 -d10s http://127.0.0.1:8090/test/fast
  *   ab -n 20000 -c 10 http://127.0.0.1:8091/test/fast
  * PORT 0 lets the kernel pick a port. It prints "ready: ... listening on port N"
@@ -72,7 +78,7 @@ constexpr unsigned kBufferSize = 2048;
 constexpr unsigned short kBufferGroup = 0;
 constexpr unsigned kMaxFixedFiles = 32768;
 
-enum Op : uint64_t { kAccept = 1, kRecv = 2, kSend = 3, kClose = 4, kSignal = 5 };
+enum Op : uint64_t { kAccept = 1, kRecv = 2, kSend = 3, kClose = 4, kSignal = 5, kDelay = 6 };
 
 uint64_t Encode(Op op, uint32_t index) { return (uint64_t{op} << 32) | index; }
 Op OpOf(uint64_t user_data) { return static_cast<Op>(user_data >> 32); }
@@ -85,8 +91,12 @@ uint32_t IndexOf(uint64_t user_data) { return static_cast<uint32_t>(user_data); 
 
 class Responder {
  public:
-  Responder(int listen_fd, int signal_fd, bool close_after_response)
-      : listen_fd_(listen_fd), signal_fd_(signal_fd), close_(close_after_response) {}
+  Responder(int listen_fd, int signal_fd, bool close_after_response, int delay_ms)
+      : listen_fd_(listen_fd), signal_fd_(signal_fd), close_(close_after_response) {
+    delay_.tv_sec = delay_ms / 1000;
+    delay_.tv_nsec = static_cast<long long>(delay_ms % 1000) * 1000000;
+    delayed_ = delay_ms > 0;
+  }
 
   void SetUp() {
     io_uring_params params{};
@@ -130,8 +140,8 @@ class Responder {
   void Run(int port) {
     ArmAccept();
     ArmSignalRead();
-    printf("ready: bare_responder listening on port %d%s\n", port,
-           close_ ? " (close after each response)" : "");
+    printf("ready: bare_responder listening on port %d%s%s\n", port,
+           close_ ? " (close after each response)" : "", delayed_ ? " (delayed answers)" : "");
     fflush(stdout);
     while (!stop_) {
       int ret = io_uring_submit_and_wait(&ring_, 1);
@@ -240,6 +250,14 @@ class Responder {
     io_uring_sqe_set_data64(sqe, Encode(kSend, index));
   }
 
+  // One relative timeout per request. The kernel copies the timespec when
+  // it takes the SQE, so every request can point at the same constant.
+  void Delay(uint32_t index) {
+    io_uring_sqe* sqe = Sqe();
+    io_uring_prep_timeout(sqe, &delay_, 0, 0);
+    io_uring_sqe_set_data64(sqe, Encode(kDelay, index));
+  }
+
   void Close(uint32_t index) {
     // The receive has ended (no F_MORE), so nothing else holds this slot's
     // socket except sends still in flight, which keep their own reference.
@@ -272,7 +290,11 @@ class Responder {
           ++returned_;
         }
         if (cqe->res > 0) {
-          Respond(index);
+          if (delayed_) {
+            Delay(index);
+          } else {
+            Respond(index);
+          }
           if (!more) rearm_.push_back(index);  // e.g. the CQ was full
         } else if (cqe->res == -ENOBUFS) {
           // Ring ran dry: not fatal. Re-arm once this batch's buffers are back.
@@ -288,6 +310,9 @@ class Responder {
         } else {
           ArmSignalRead();  // interrupted read: try again
         }
+        return;
+      case kDelay:  // -ETIME: the delay has passed (the peer may be gone:
+        Respond(IndexOf(data));  // then the send fails and the receive closes)
         return;
       case kSend:   // only failures arrive here (CQE_SKIP_SUCCESS); the
       case kClose:  // receive sees the same error and closes.
@@ -306,6 +331,8 @@ class Responder {
   const int signal_fd_;
   const bool close_;
   bool skip_success_ = false;
+  __kernel_timespec delay_{};
+  bool delayed_ = false;
 };
 
 int Listen(int port) {
@@ -336,8 +363,23 @@ int BoundPort(int fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--close") != 0)) {
-    fprintf(stderr, "usage: %s PORT [--close]\n", argv[0]);
+  bool close_after_response = false;
+  int delay_ms = 0;
+  bool usage = argc < 2;
+  for (int i = 2; i < argc && !usage; ++i) {
+    if (strcmp(argv[i], "--close") == 0) {
+      close_after_response = true;
+    } else if (strncmp(argv[i], "--delay-ms=", 11) == 0) {
+      char* end = nullptr;
+      const long value = strtol(argv[i] + 11, &end, 10);
+      usage = end == argv[i] + 11 || *end != '\0' || value < 0 || value > 60000;
+      delay_ms = static_cast<int>(value);
+    } else {
+      usage = true;
+    }
+  }
+  if (usage) {
+    fprintf(stderr, "usage: %s PORT [--close] [--delay-ms=0..60000]\n", argv[0]);
     return 2;
   }
   const int port = atoi(argv[1]);  // 0: the kernel picks one (the ready line says which)
@@ -355,7 +397,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   const int listen_fd = Listen(port);
-  Responder responder(listen_fd, signal_fd, argc == 3);
+  Responder responder(listen_fd, signal_fd, close_after_response, delay_ms);
   responder.SetUp();
   responder.Run(BoundPort(listen_fd));
   return 0;
