@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Smoke test of the bare responder, so that perf/compare's reference cannot rot:
 # in both modes it must answer a GET with an empty 200, close when asked
-# (--close), and exit 0 on SIGTERM.
+# (--close), and exit 0 on SIGTERM; with --delay-ms=200 the answer must not
+# come before ~150 ms; a bad --delay-ms is a usage error (status 2).
 # Usage (from an sh_test): bare_responder_smoke.sh path/to/bare_responder
 set -uo pipefail
 bin="$1"
@@ -11,17 +12,31 @@ trap '[[ -n $pid ]] && kill -KILL "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 
 fail() { echo "bare_responder_smoke: $*" >&2; [[ -f $work/out ]] && cat "$work/out" >&2; exit 1; }
 
-check_mode() {
-  local mode=("$@") port="" response
-  "$bin" 0 "${mode[@]}" >"$work/out" 2>&1 &
+# Starts the responder on a free port with the given flags: sets pid and port.
+start() {
+  port=""
+  "$bin" 0 "$@" >"$work/out" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
     port="$(sed -n 's/^ready: .*listening on port \([0-9]*\).*/\1/p' "$work/out")"
     [[ -n $port ]] && break
-    kill -0 "$pid" 2>/dev/null || fail "exited at start-up (${mode[*]})"
+    kill -0 "$pid" 2>/dev/null || fail "exited at start-up ($*)"
     sleep 0.05
   done
-  [[ -n $port ]] || fail "no ready line (${mode[*]})"
+  [[ -n $port ]] || fail "no ready line ($*)"
+}
+
+stop() {
+  kill -TERM "$pid"
+  wait "$pid"
+  local status=$?
+  pid=""
+  ((status == 0)) || fail "exit status $status on SIGTERM ($*)"
+}
+
+check_mode() {
+  local mode=("$@") port="" response
+  start "${mode[@]}"
 
   # Two requests on one connection (keep-alive) or one and EOF (--close).
   exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to $port"
@@ -39,14 +54,44 @@ check_mode() {
     [[ $response == $'HTTP/1.1 200 OK\r' ]] || fail "unexpected second status line '$response'"
   fi
   exec 3<&-
-
-  kill -TERM "$pid"
-  wait "$pid"
-  local status=$?
-  pid=""
-  ((status == 0)) || fail "exit status $status on SIGTERM (${mode[*]})"
+  stop "${mode[@]}"
   echo "bare_responder_smoke: ok ${mode[*]:-keep-alive}"
+}
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# --delay-ms=200: the answer comes, and not before ~150 ms (no tight upper
+# bound: a loaded CI machine may be slow, only "never" is a failure).
+check_delay() {
+  local port="" response t0 elapsed
+  start --close --delay-ms=200
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to $port"
+  t0=$(now_ms)
+  printf 'GET /test/slow HTTP/1.1\r\nHost: x\r\n\r\n' >&3
+  IFS= read -r -t 30 response <&3 || fail "no delayed response within 30 s"
+  elapsed=$(($(now_ms) - t0))
+  [[ $response == $'HTTP/1.1 200 OK\r' ]] || fail "unexpected delayed status line '$response'"
+  ((elapsed >= 150)) || fail "--delay-ms=200 answered after ${elapsed} ms"
+  timeout 30 cat <&3 >"$work/rest" || fail "--close --delay-ms did not close the connection"
+  grep -q "Connection: close" "$work/rest" || fail "--close --delay-ms answered without Connection: close"
+  exec 3<&-
+  stop --close --delay-ms=200
+  echo "bare_responder_smoke: ok --close --delay-ms=200 (answered after ${elapsed} ms)"
+}
+
+# A bad --delay-ms is refused with the usage line and status 2, before listening.
+check_bad_delay() {
+  local status
+  timeout 10 "$bin" 0 "$1" >"$work/out" 2>&1
+  status=$?
+  ((status == 2)) || fail "$1: exit status $status, expected 2"
+  grep -q "usage:" "$work/out" || fail "$1: no usage line"
+  echo "bare_responder_smoke: ok $1 refused"
 }
 
 check_mode
 check_mode --close
+check_delay
+for bad in --delay-ms=abc --delay-ms=-1 --delay-ms= --delay-ms=10x --delay-ms=60001; do
+  check_bad_delay "$bad"
+done

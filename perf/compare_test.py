@@ -139,6 +139,87 @@ class TargetTest(unittest.TestCase):
         self.assertTrue(t["queue test time vs 6 s"])
         self.assertFalse(t["mixed: fast rps with slow load / alone"])
 
+    def test_slow_efficiency_names_the_references_but_checks_ours(self):
+        special = {"slow": {"efficiency": 0.91, "p99_ms": 33.0,
+                            "references": {"bare (delay 30 ms)": {"efficiency": 0.83, "p99_ms": 41.0},
+                                           "nginx (echo_sleep 30 ms)": {"efficiency": 0.845, "p99_ms": None}}}}
+        t = {d: (v, l, ok) for d, v, l, ok in compare.evaluate_targets({}, special)}
+        value, limit, ok = t["slow efficiency (rps / 3333)"]
+        self.assertFalse(ok)  # ours' 91% < 98%, whatever the references reach
+        self.assertEqual(value, "91.0% (reference bare (delay 30 ms): 83.0%, nginx (echo_sleep 30 ms): 84.5%)")
+        self.assertEqual(limit, ">= 98%")
+        value, limit, ok = t["slow p99"]
+        self.assertTrue(ok)  # ours' 33 ms, though the reference's 41 ms would fail
+        self.assertEqual(value, "33.0 ms (reference bare (delay 30 ms): 41.0 ms)")
+
+    def test_slow_references_alone_check_nothing(self):
+        special = {"slow": {"ideal_rps": 3333.3, "references": {"bare (delay 30 ms)": {"efficiency": 0.83}}}}
+        t = {d: (v, ok) for d, v, _, ok in compare.evaluate_targets({}, special)}
+        self.assertEqual(t["slow efficiency (rps / 3333)"], ("- (reference bare (delay 30 ms): 83.0%)", None))
+        self.assertIsNone(t["slow p99"][1])
+
+
+class SlowPhaseTest(unittest.TestCase):
+    def test_specs_interleave_ours_and_the_references(self):
+        with tempfile.NamedTemporaryFile(suffix=".so") as module:
+            specs, optional, notes = compare.slow_phase_specs(compare.ALL_SERVERS, module.name)
+        self.assertEqual(specs, [("ours", "slow"), ("bare", "slow"), ("nginx", "slow")])
+        self.assertEqual(optional, [("nginx", "slow")])  # a module that does not load is left out
+        self.assertEqual(notes, [])
+
+    def test_missing_echo_module_skips_nginx_with_a_note(self):
+        specs, optional, notes = compare.slow_phase_specs(compare.ALL_SERVERS, "/nonexistent/echo.so")
+        self.assertEqual(specs, [("ours", "slow"), ("bare", "slow")])
+        self.assertEqual(optional, [])
+        self.assertEqual(len(notes), 1)
+        self.assertIn("libnginx-mod-http-echo", notes[0])
+
+    def test_references_only_where_asked(self):
+        specs, _, notes = compare.slow_phase_specs(["ours", "h2o"], "/nonexistent/echo.so")
+        self.assertEqual(specs, [("ours", "slow")])
+        self.assertEqual(notes, [])  # nginx was not asked for: nothing to explain
+        self.assertEqual(compare.slow_phase_specs(["h2o"])[0], [])
+        self.assertEqual(compare.slow_phase_specs(["bare", "h2o"])[0], [("bare", "slow")])
+
+    def summary(self):
+        return {"ours (slow)": compare.summarize([{"rps": 3000.0, "p50_ms": 31.0, "p99_ms": 34.0,
+                                                   "cpu_us_per_req": 60.0, "errors": 0}]),
+                "bare (delay 30 ms)": compare.summarize([{"rps": 2750.0, "p50_ms": 32.0, "p99_ms": 60.0,
+                                                          "cpu_us_per_req": 20.0, "errors": 0}])}
+
+    def test_slow_special(self):
+        s = compare.slow_special(self.summary(), ["a note"])
+        self.assertAlmostEqual(s["ideal_rps"], 100 / 0.030)
+        self.assertAlmostEqual(s["efficiency"], 0.9)
+        self.assertEqual((s["rps"], s["p99_ms"]), (3000.0, 34.0))
+        ref = s["references"]["bare (delay 30 ms)"]
+        self.assertAlmostEqual(ref["efficiency"], 0.825)
+        self.assertEqual((ref["p50_ms"], ref["p99_ms"], ref["cpu_us_per_req"]), (32.0, 60.0, 20.0))
+        self.assertEqual(s["notes"], ["a note"])
+
+    def test_slow_special_without_ours(self):
+        s = compare.slow_special({"bare (delay 30 ms)": self.summary()["bare (delay 30 ms)"]})
+        self.assertNotIn("efficiency", s)
+        self.assertEqual(list(s["references"]), ["bare (delay 30 ms)"])
+        text = "\n".join(compare.describe_special({"slow": s}))
+        self.assertIn("| bare (delay 30 ms) | 2,750 | 82.5% |", text)
+        self.assertNotIn("| ours", text)
+        self.assertNotIn("interleaved with ours", text)
+
+    def test_report_lines(self):
+        text = "\n".join(compare.describe_special({"slow": compare.slow_special(self.summary(), ["skipped x"])}))
+        self.assertIn("efficiency 90.0%", text)
+        self.assertIn("| ours (slow) | 3,000 | 90.0% | 31.00 | 34.00 | 60.00 |", text)
+        self.assertIn("| bare (delay 30 ms) | 2,750 | 82.5% | 32.00 | 60.00 | 20.00 |", text)
+        self.assertIn("slow ours/bare (delay 30 ms): 1.091x req/s, efficiency 90.0% vs 82.5%", text)
+        self.assertIn("no reference reaches the 98% target (82.5% at best)", text)
+        self.assertIn("- skipped x", text)
+
+    def test_ratio_table_has_the_slow_line(self):
+        summary = {"slow-c100": self.summary()}
+        rows = compare.ratio_table(["slow-c100"], summary)
+        self.assertIn("| slow-c100 | ours/bare (delay 30 ms) | 1.09x | 3.00x |", rows)
+
 
 class SummaryTest(unittest.TestCase):
     def test_median_and_range(self):
@@ -181,6 +262,51 @@ class ConfigTest(unittest.TestCase):
                          ["-p", "20006", "-A", "100", "-C", "1000", "-w", "1", "-D", "30"])
         self.assertEqual(self.servers.make("ours", "slow").cmd[4:7], ["2", "-w", "300"])
         self.assertEqual(self.servers.make("bare", "close").cmd[1:], ["20004", "--close"])
+
+    def test_slow_references(self):
+        bare = self.servers.make("bare", "slow")
+        self.assertEqual(bare.cmd[1:], ["20007", "--close", "--delay-ms=30"])
+        self.assertEqual(bare.label, "bare (delay 30 ms)")
+        self.assertIsNone(bare.pin_cpu)  # unpinned, like ours (slow)
+        nginx = self.servers.make("nginx", "slow")
+        self.assertEqual((nginx.port, nginx.label, nginx.pin_cpu), (20008, "nginx (echo_sleep 30 ms)", None))
+        conf = read(nginx.cmd[nginx.cmd.index("-c") + 1])
+        # load_module is only allowed in the main context, before the blocks.
+        lines = [l for l in conf.splitlines() if l and not l.startswith("#")]
+        self.assertEqual(lines[0], f"load_module {compare.NGINX_ECHO_MODULE};")
+        self.assertIn("location = /test/slow { echo_sleep 0.030; echo_flush; }", conf)
+        self.assertIn('location = /test/fast { return 200 ""; }', conf)  # the readiness check
+        self.assertIn("listen 20008 ", conf)
+        cmd = self.servers.make("nginx").cmd
+        plain = read(cmd[cmd.index("-c") + 1])
+        self.assertNotIn("load_module", plain)
+        self.assertNotIn("echo_sleep", plain)
+        self.assertNotEqual(os.path.dirname(conf), os.path.dirname(plain))  # own pid file and logs
+
+    def test_optional_server_that_fails_is_left_out(self):
+        class Failing:
+            def __init__(self, label):
+                self.label, self.stopped = label, False
+
+            def start(self):
+                raise RuntimeError(f"{self.label} exited with 1 at start-up:\n  detail")
+
+            def stop(self):
+                self.stopped = True
+
+            def tail_log(self, lines=15):
+                return "    | nginx: [emerg] no module"
+
+        made = []
+        self.servers.make = lambda name, variant=None: made.append(Failing(f"{name} {variant}")) or made[-1]
+        notes = []
+        started = self.servers.start([("nginx", "slow")], optional=[("nginx", "slow")], notes=notes)
+        self.assertEqual(started, [])
+        self.assertTrue(made[0].stopped)
+        self.assertEqual(self.servers.running, [])
+        self.assertEqual(notes, ["nginx slow did not start and was left out: nginx: [emerg] no module"])
+        with self.assertRaises(RuntimeError):
+            self.servers.start([("bare", "slow")], optional=[("nginx", "slow")])
 
     def test_quick_is_short(self):
         args = compare.parse_args(["--quick"])
