@@ -22,4 +22,13 @@
 #define SOCKET_URING_OP_GETSOCKOPT 2
 #endif
 
+// Linux 6.2: a zero-copy send's notification reports whether the kernel
+// copied after all (sqe->ioprio flag; bit in the notification's res).
+#ifndef IORING_SEND_ZC_REPORT_USAGE
+#define IORING_SEND_ZC_REPORT_USAGE (1U << 3)
+#endif
+#ifndef IORING_NOTIF_USAGE_ZC_COPIED
+#define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
+#endif
+
 #endif  // URING_HTTP_SRC_IO_URING_COMPAT_H_

@@ -43,6 +43,10 @@ struct ServerConfig {
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)
   bool sqpoll = false;          // kernel submission-queue polling thread
   bool pin_cpus = false;        // accept thread i on CPU i
+  // Sends of at least this many bytes use IORING_OP_SEND_ZC (the kernel sends
+  // from our pages instead of copying them); 0: never. Ignored, and said so
+  // in the ready line, where the kernel lacks it.
+  uint32_t send_zc_min_bytes = 0;
 };
 
 }  // namespace uring_http::serving

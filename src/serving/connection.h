@@ -72,6 +72,8 @@ struct Connection {
   bool shutdown_pending : 1 = false;// our SHUT_WR has not completed yet
   bool close_deferred : 1 = false;  // close waits for that shutdown
   bool linger : 1 = false;          // input was left unread: close lingering
+  bool send_is_zc : 1 = false;      // the send in flight is an IORING_OP_SEND_ZC
+  bool zc_notif_pending : 1 = false;// its buffer is still the kernel's (see zc_hold)
   uint8_t timer_kind = 0;
 
   // Staged input: bytes of an incomplete request, or requests waiting behind
@@ -83,6 +85,11 @@ struct Connection {
   // Output: responses not yet sent. out[out_sent..out_len) is what remains.
   char* out = nullptr;
   char* out_retired = nullptr;  // replaced while a send still read from it
+  // A zero-copy send's bytes stay in use by the kernel until its notification
+  // completion, after the send's own. Until then they must not move or be
+  // freed: zc_hold is the buffer to release at the notification, or null while
+  // `out` itself is that buffer (then it is not compacted or released).
+  char* zc_hold = nullptr;
   uint32_t out_len = 0;
   uint32_t out_sent = 0;
   uint32_t out_cap = 0;

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <time.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "src/io/msg_ring_sender.h"
@@ -68,6 +70,21 @@ void Debug(const ServerConfig& config, const char* fmt, ...) {
   va_start(args, fmt);
   std::vfprintf(stderr, fmt, args);
   va_end(args);
+}
+
+// IORING_OP_SEND_ZC is 6.0, but its usage report (which the send relies on)
+// is 6.2 and has no feature bit: both the opcode probe and the version count.
+bool SendZcSupported(io_uring* ring) {
+  io_uring_probe* probe = io_uring_get_probe_ring(ring);
+  if (probe == nullptr) return false;
+  const bool opcode = io_uring_opcode_supported(probe, IORING_OP_SEND_ZC);
+  io_uring_free_probe(probe);
+  utsname u{};
+  unsigned major = 0, minor = 0;
+  if (!opcode || uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &major, &minor) != 2) {
+    return false;
+  }
+  return major > 6 || (major == 6 && minor >= 2);
 }
 
 }  // namespace
@@ -195,6 +212,8 @@ absl::Status EventLoop::Init() {
       std::min<uint32_t>(static_cast<uint32_t>(config_.listen_backlog) + kRefuseReserve,
                          file_table_size_ / 2 + 1);
   if (file_table_size_ < 4 * kRefuseReserve) multishot_headroom_ = file_table_size_ + 1;
+  send_zc_ = config_.send_zc_min_bytes > 0 && SendZcSupported(r);
+
   EnsureAccepts();
   ArmTimerTick();
   if (signal_fd_ >= 0) ArmSignalRead();
@@ -206,6 +225,11 @@ std::string EventLoop::Features() const {
   std::string f = ring_->features().Describe();
   absl::StrAppend(&f, ",multishot-accept-direct,multishot-recv,provided-buffers(",
                   buffers_.count(), "x", buffers_.buffer_size(), ")");
+  if (send_zc_) {
+    absl::StrAppend(&f, ",send-zc(>=", config_.send_zc_min_bytes, "B)");
+  } else if (config_.send_zc_min_bytes > 0) {
+    absl::StrAppend(&f, ",no-send-zc(kernel<6.2)");
+  }
   if (workers_ != nullptr) {
     absl::StrAppend(&f, ",msg-ring",
                     io::MsgRingSender::RinglessSupported() ? "(ringless)" : "(per-worker ring)");
@@ -318,7 +342,13 @@ void EventLoop::Run() {
           if (op == Op::kRecv) {
             OnRecv(c, slot, cqe);
           } else if (op == Op::kSend) {
-            OnSend(c, slot, cqe->res);
+            // A zero-copy send completes twice: its result (with F_MORE),
+            // then a notification once the kernel is done with the bytes.
+            if (cqe->flags & IORING_CQE_F_NOTIF) {
+              OnSendNotification(c, slot, cqe);
+            } else {
+              OnSend(c, slot, cqe);
+            }
           } else if (op == Op::kShutdown) {
             // Our FIN is out; the receive still runs and sees the peer's. A
             // close requested meanwhile waited for this (see SubmitClose).
@@ -806,7 +836,7 @@ char* EventLoop::ReserveOutput(Connection& c, size_t bytes) {
   // Compact, or grow into a heap buffer. A send in flight still reads the old
   // buffer, so it is retired until that send completes, not freed.
   const size_t unsent = c.out_len - c.out_sent;
-  if (!c.send_inflight && c.out_sent > 0 && c.out_cap - unsent >= bytes) {
+  if (!c.send_inflight && !OutPinned(c) && c.out_sent > 0 && c.out_cap - unsent >= bytes) {
     std::memmove(c.out, c.out + c.out_sent, unsent);
     c.out_len = static_cast<uint32_t>(unsent);
     c.out_sent = 0;
@@ -815,7 +845,9 @@ char* EventLoop::ReserveOutput(Connection& c, size_t bytes) {
   const size_t new_cap = std::max<size_t>(size_t{c.out_cap} * 2, c.out_len + bytes);
   char* grown = static_cast<char*>(std::malloc(new_cap));
   std::memcpy(grown, c.out, c.out_len);
-  if (c.send_inflight && c.out_retired == nullptr) {
+  if (OutPinned(c)) {
+    c.zc_hold = c.out;  // the kernel still reads it: released at the notification
+  } else if (c.send_inflight && c.out_retired == nullptr) {
     c.out_retired = c.out;
   } else {
     chunks_.Release(c.out);
@@ -870,16 +902,36 @@ void EventLoop::ReleaseInput(Connection& c) {
 void EventLoop::Flush(Connection& c, uint32_t slot) {
   if (c.send_inflight || c.closing || c.out_sent == c.out_len) return;
   io_uring_sqe* sqe = Sqe();
+  const uint32_t len = c.out_len - c.out_sent;
+  // One zero-copy send per connection at a time, so one held buffer suffices;
+  // output queued meanwhile goes with a plain send.
+  c.send_is_zc = send_zc_ && len >= config_.send_zc_min_bytes && !c.zc_notif_pending;
   // MSG_WAITALL: io_uring retries a short send itself before completing.
-  io_uring_prep_send(sqe, static_cast<int>(c.file_index), c.out + c.out_sent,
-                     c.out_len - c.out_sent, MSG_NOSIGNAL | MSG_WAITALL);
+  if (c.send_is_zc) {
+    // REPORT_USAGE: the notification says whether the kernel had to copy
+    // after all (it does for loopback), which /metrics shows.
+    io_uring_prep_send_zc(sqe, static_cast<int>(c.file_index), c.out + c.out_sent, len,
+                          MSG_NOSIGNAL | MSG_WAITALL, IORING_SEND_ZC_REPORT_USAGE);
+    c.zc_notif_pending = true;
+    stats_.sends_zc.Add();
+  } else {
+    io_uring_prep_send(sqe, static_cast<int>(c.file_index), c.out + c.out_sent, len,
+                       MSG_NOSIGNAL | MSG_WAITALL);
+  }
   sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kSend, slot, c.generation));
   c.send_inflight = true;
 }
 
-void EventLoop::OnSend(Connection& c, uint32_t slot, int res) {
+void EventLoop::OnSend(Connection& c, uint32_t slot, const io_uring_cqe* cqe) {
+  const int res = cqe->res;
   c.send_inflight = false;
+  if (c.send_is_zc && !(cqe->flags & IORING_CQE_F_MORE)) {
+    // No notification follows (the send failed before using the bytes).
+    c.zc_notif_pending = false;
+    ReleaseOutputBuffer(c, std::exchange(c.zc_hold, nullptr));
+  }
+  c.send_is_zc = false;
   if (c.out_retired != nullptr) {
     chunks_.Release(c.out_retired);
     c.out_retired = nullptr;
@@ -892,7 +944,7 @@ void EventLoop::OnSend(Connection& c, uint32_t slot, int res) {
   c.out_sent += static_cast<uint32_t>(res);
   if (c.out_sent == c.out_len && c.out != nullptr) {
     // Everything is out: the chunk goes back so idle connections hold none.
-    chunks_.Release(c.out);
+    ReleaseOutputBuffer(c, c.out);
     c.out = nullptr;
     c.out_len = c.out_sent = c.out_cap = 0;
   }
@@ -902,6 +954,22 @@ void EventLoop::OnSend(Connection& c, uint32_t slot, int res) {
   }
   ProcessStaged(c, slot);
   AfterProgress(c, slot);
+}
+
+void EventLoop::OnSendNotification(Connection& c, uint32_t slot, const io_uring_cqe* cqe) {
+  if (cqe->res & IORING_NOTIF_USAGE_ZC_COPIED) stats_.sends_zc_copied.Add();
+  c.zc_notif_pending = false;
+  if (c.zc_hold != nullptr) chunks_.Release(std::exchange(c.zc_hold, nullptr));
+  MaybeFree(c, slot);  // a closing connection waited for this
+}
+
+void EventLoop::ReleaseOutputBuffer(Connection& c, char* buffer) {
+  if (buffer == nullptr) return;
+  if (OutPinned(c) && buffer == c.out) {
+    c.zc_hold = buffer;
+    return;
+  }
+  chunks_.Release(buffer);
 }
 
 // Called after anything that may have queued output or unblocked input:
@@ -1014,9 +1082,13 @@ void EventLoop::IssueClose(Connection& c, uint32_t slot) {
 }
 
 void EventLoop::MaybeFree(Connection& c, uint32_t slot) {
-  if (!c.closing || !c.close_done || c.recv_armed || c.send_inflight || c.task_inflight) return;
+  if (!c.closing || !c.close_done || c.recv_armed || c.send_inflight || c.task_inflight ||
+      c.zc_notif_pending) {
+    return;
+  }
   ReleaseInput(c);
   if (c.out != nullptr) chunks_.Release(c.out);
+  if (c.zc_hold != nullptr) chunks_.Release(c.zc_hold);
   if (c.out_retired != nullptr) chunks_.Release(c.out_retired);
   timers_.Cancel(slot);
   Debug(config_, "uring-http: thread %d: closed slot %u\n", index_, slot);

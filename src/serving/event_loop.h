@@ -68,7 +68,8 @@ class EventLoop {
   // Completion handlers.
   void OnAccept(const io_uring_cqe* cqe);
   void OnRecv(Connection& c, uint32_t slot, const io_uring_cqe* cqe);
-  void OnSend(Connection& c, uint32_t slot, int res);
+  void OnSend(Connection& c, uint32_t slot, const io_uring_cqe* cqe);
+  void OnSendNotification(Connection& c, uint32_t slot, const io_uring_cqe* cqe);
   void OnTaskDone(uint32_t slot, uint32_t generation);
   void OnTimerTick();
   void OnSignal(int res);
@@ -103,6 +104,10 @@ class EventLoop {
 
   // Buffers.
   char* ReserveOutput(Connection& c, size_t bytes);
+  // Whether `out` is the buffer of a zero-copy send the kernel still reads.
+  static bool OutPinned(const Connection& c) { return c.zc_notif_pending && c.zc_hold == nullptr; }
+  // Frees an output buffer, or hands it to zc_hold if the kernel still has it.
+  void ReleaseOutputBuffer(Connection& c, char* buffer);
   void AppendOutput(Connection& c, const char* data, size_t len);
   bool StageInput(Connection& c, const char* data, size_t len);
   void ReleaseInput(Connection& c);
@@ -164,6 +169,7 @@ class EventLoop {
   uint32_t multishot_headroom_ = 0; // free entries below which accepts go single-shot
   bool accept_error_logged_ = false;
   bool stopping_ = false;
+  bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
   uint64_t stop_deadline_tick_ = 0;
   char signal_buf_[128];  // a signalfd_siginfo
 

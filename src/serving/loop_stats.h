@@ -63,6 +63,8 @@ struct alignas(64) LoopStats {
   Counter recv_nobufs;      // receive ran out of provided buffers
   Counter accept_errors;    // EMFILE/ENFILE and other accept failures
   Counter chunk_heap_fallbacks;
+  Counter sends_zc;         // sends issued as IORING_OP_SEND_ZC
+  Counter sends_zc_copied;  // of those, the kernel copied after all (e.g. loopback)
 };
 
 }  // namespace uring_http::serving

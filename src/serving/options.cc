@@ -23,6 +23,7 @@ enum LongOnly {
   kShutdownTimeout,
   kAddress,
   kSqpoll,
+  kSendZc,
   kPinCpus,
   kPidFile,
   kMetricsPath,
@@ -51,6 +52,7 @@ const option kLongOptions[] = {
     {"shutdown-timeout", required_argument, nullptr, kShutdownTimeout},
     {"sqpoll", no_argument, nullptr, kSqpoll},
     {"pin-cpus", no_argument, nullptr, kPinCpus},
+    {"send-zc", required_argument, nullptr, kSendZc},
     {"pid-file", required_argument, nullptr, kPidFile},
     {"metrics-path", required_argument, nullptr, kMetricsPath},
     {"health-path", required_argument, nullptr, kHealthPath},
@@ -147,7 +149,9 @@ std::string UsageText(const char* program) {
       "      --shutdown-timeout=t   30s: drain on SIGTERM/SIGINT, then close the rest\n\n"
       "io_uring:\n"
       "      --sqpoll               Kernel submission-queue polling thread per ring\n"
-      "      --pin-cpus             Pin accept thread i to CPU i\n\n"
+      "      --pin-cpus             Pin accept thread i to CPU i\n"
+      "      --send-zc=bytes        Zero-copy send (IORING_OP_SEND_ZC) for responses of\n"
+      "                             at least this size; 0: off (0). >= 1024\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker).\n");
 }
@@ -264,6 +268,17 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         break;
       case kPinCpus:
         options.config.pin_cpus = true;
+        break;
+      case kSendZc:
+        // Below a page the pinning and the second completion cost more than
+        // the copy they save; 0 turns it off.
+        n = ParseNumber(code, optarg, 0, 1ull << 30);
+        if (!n.ok()) return n.status();
+        if (*n != 0 && *n < 1024) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --send-zc: expected 0 (off) or at least 1024"));
+        }
+        options.config.send_zc_min_bytes = static_cast<uint32_t>(*n);
         break;
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");

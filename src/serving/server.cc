@@ -215,6 +215,8 @@ ServerStats Server::Stats() const {
     s.recv_nobufs += l.recv_nobufs.Get();
     s.accept_errors += l.accept_errors.Get();
     s.chunk_heap_fallbacks += l.chunk_heap_fallbacks.Get();
+    s.sends_zc += l.sends_zc.Get();
+    s.sends_zc_copied += l.sends_zc_copied.Get();
   }
   if (workers_ != nullptr) s.workers = workers_->Stats();
   return s;

@@ -38,8 +38,18 @@ struct HttpResponse {
 
 class TestClient {
  public:
-  explicit TestClient(uint16_t port, int timeout_ms = 10000) {
+  // receive_buffer > 0: SO_RCVBUF before connecting, so the window stays
+  // small and the server's data waits in its own send queue. The MSS shrinks
+  // with it: loopback's 64 KiB MSS would keep a window that small shut (the
+  // receiver never advertises less than one MSS) and crawl on zero-window
+  // probes.
+  explicit TestClient(uint16_t port, int timeout_ms = 10000, int receive_buffer = 0) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0) {
+      setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+      const int mss = 1024;
+      setsockopt(fd_, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof(mss));
+    }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);

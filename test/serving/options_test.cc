@@ -70,6 +70,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(options->help);
   EXPECT_FALSE(c.sqpoll);
   EXPECT_FALSE(c.pin_cpus);
+  EXPECT_EQ(c.send_zc_min_bytes, 0u);  // zero-copy send off
   EXPECT_EQ(c.header_timeout_ms, 10'000u);
   EXPECT_EQ(c.idle_timeout_ms, 60'000u);
   EXPECT_EQ(c.send_timeout_ms, 30'000u);
@@ -261,7 +262,7 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
         "--worker-threads", "--slow-duration", "--verbose", "--daemonize", "--help",
         "--max-request-line", "--max-header-bytes", "--max-headers", "--max-body-bytes",
         "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
-        "--sqpoll", "--pin-cpus", "--pid-file", "--metrics-path", "--health-path", "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
+        "--sqpoll", "--pin-cpus", "--send-zc", "--pid-file", "--metrics-path", "--health-path", "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }
   EXPECT_NE(usage.find("Usage: uring-http "), std::string::npos);
@@ -281,6 +282,21 @@ TEST(OptionsTest, MalformedNumbersNameTheOption) {
   ExpectError({"--max-headers=1e3"}, "--max-headers");
   // 20 digits would overflow 64 bits: refused, not wrapped.
   ExpectError({"--max-body-bytes=18446744073709551617"}, "--max-body-bytes");
+}
+
+TEST(OptionsTest, SendZcThreshold) {
+  for (const auto& [arg, want] : {std::pair<std::string, uint32_t>{"--send-zc=0", 0},
+                                  {"--send-zc=1024", 1024},
+                                  {"--send-zc=65536", 65536}}) {
+    absl::StatusOr<Options> options = Parse({arg});
+    ASSERT_TRUE(options.ok()) << arg << ": " << options.status();
+    EXPECT_EQ(options->config.send_zc_min_bytes, want) << arg;
+  }
+  ExpectError({"--send-zc=1023"}, "at least 1024");
+  ExpectError({"--send-zc=1"}, "--send-zc");
+  ExpectError({"--send-zc=big"}, "--send-zc");
+  ExpectError({"--send-zc="}, "--send-zc");
+  ExpectError({"--send-zc=1073741825"}, "--send-zc");
 }
 
 TEST(OptionsTest, OutOfRangeValuesNameTheOptionAndRange) {

@@ -40,6 +40,13 @@ inline router::Router MakeTestRouter(std::shared_ptr<RouteLog> log = nullptr) {
                                                                  nullptr, 10);
     resp.body().assign(n, 'b');
   });
+  // GET /fill?<n>-<c>: n bytes of the character c (tells responses apart).
+  (void)r.Fast("GET", "/fill", [](const Request& req, Response& resp) {
+    std::string q(req.query);
+    const size_t dash = q.find('-');
+    const size_t n = std::strtoul(q.substr(0, dash).c_str(), nullptr, 10);
+    resp.body().assign(n, dash == std::string::npos ? 'f' : q[dash + 1]);
+  });
   // GET /slow?<ms>-<tag>: sleeps <ms> on a worker, answers "slow:<tag>".
   (void)r.Slow("GET", "/slow", [log](const Request& req, Response& resp) {
     std::string q(req.query);
