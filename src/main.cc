@@ -2,6 +2,8 @@
 //
 //   GET /test/fast  200, answered inline on the accept thread
 //   GET /test/slow  200 after --slow-duration ms on a worker thread
+//   GET /test/bytes?N  200 with an N-byte body (N <= 1 MiB), for measuring
+//                   large responses (--send-zc) with wrk
 //
 // Run: bazel run //src:server -- --workers=300
 #include <unistd.h>
@@ -42,6 +44,23 @@ int main(int argc, char** argv) {
   (void)router.Slow("GET", "/test/slow",
                     [slow](const Request&, Response&) { std::this_thread::sleep_for(slow); });
 
+  // The body is built per request, as a handler's would be; N is capped so a
+  // client cannot make the server allocate without bound.
+  (void)router.Fast("GET", "/test/bytes", [](const Request& request, Response& response) {
+    constexpr size_t kMaxBytes = size_t{1} << 20;
+    size_t n = 0;
+    bool ok = !request.query.empty() && request.query.size() <= 7;
+    for (char ch : request.query) {
+      ok = ok && ch >= '0' && ch <= '9';
+      n = n * 10 + static_cast<size_t>(ch - '0');
+    }
+    if (!ok || n > kMaxBytes) {
+      response.set_status(400);
+      response.set_body("expected /test/bytes?N with N in [0, 1048576]\n");
+      return;
+    }
+    response.body().assign(n, 'x');
+  });
   if (options->daemonize && daemon(/*nochdir=*/0, /*noclose=*/0) != 0) {
     std::perror("uring-http: daemon");
     return 1;

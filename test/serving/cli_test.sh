@@ -98,6 +98,16 @@ serve_and_stop() {
   response=$(get "$port" /test/slow) || fail "GET /test/slow failed"
   [ "$(printf '%s' "$response" | head -n 1)" = $'HTTP/1.1 200 OK\r' ] ||
     fail "GET /test/slow: $(printf '%s' "$response" | head -n 1)"
+  response=$(get "$port" "/test/bytes?70000") || fail "GET /test/bytes?70000 failed"
+  [ "$(printf '%s' "$response" | head -n 1)" = $'HTTP/1.1 200 OK\r' ] ||
+    fail "GET /test/bytes?70000: $(printf '%s' "$response" | head -n 1)"
+  [ "$(printf '%s' "$response" | tr -cd x | wc -c)" -eq 70000 ] ||
+    fail "GET /test/bytes?70000: body is not 70000 x"
+  for bad in "/test/bytes" "/test/bytes?1048577" "/test/bytes?12ab" "/test/bytes?-1"; do
+    response=$(get "$port" "$bad") || fail "GET $bad failed"
+    [ "$(printf '%s' "$response" | head -n 1)" = $'HTTP/1.1 400 Bad Request\r' ] ||
+      fail "GET $bad: $(printf '%s' "$response" | head -n 1)"
+  done
   response=$(get "$port" /no/such/path) || fail "GET /no/such/path failed"
   [ "$(printf '%s' "$response" | head -n 1)" = $'HTTP/1.1 404 Not Found\r' ] ||
     fail "GET /no/such/path: $(printf '%s' "$response" | head -n 1)"
