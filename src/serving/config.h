@@ -45,8 +45,9 @@ struct ServerConfig {
   bool pin_cpus = false;        // accept thread i on CPU i
   // Sends of at least this many bytes use IORING_OP_SEND_ZC (the kernel sends
   // from our pages instead of copying them); 0: never. Ignored, and said so
-  // in the ready line, where the kernel lacks it.
-  uint32_t send_zc_min_bytes = 0;
+  // in the ready line, where the kernel lacks it. The default is where it
+  // stopped losing in perf/compare's body-size runs (README, Performance).
+  uint32_t send_zc_min_bytes = 16384;
 };
 
 }  // namespace uring_http::serving

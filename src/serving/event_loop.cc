@@ -905,7 +905,8 @@ void EventLoop::Flush(Connection& c, uint32_t slot) {
   const uint32_t len = c.out_len - c.out_sent;
   // One zero-copy send per connection at a time, so one held buffer suffices;
   // output queued meanwhile goes with a plain send.
-  c.send_is_zc = send_zc_ && len >= config_.send_zc_min_bytes && !c.zc_notif_pending;
+  c.send_is_zc = send_zc_ && len >= config_.send_zc_min_bytes && !c.zc_notif_pending &&
+                 now_tick_ >= zc_paused_until_tick_;
   // MSG_WAITALL: io_uring retries a short send itself before completing.
   if (c.send_is_zc) {
     // REPORT_USAGE: the notification says whether the kernel had to copy
@@ -931,10 +932,20 @@ void EventLoop::OnSend(Connection& c, uint32_t slot, const io_uring_cqe* cqe) {
     c.zc_notif_pending = false;
     ReleaseOutputBuffer(c, std::exchange(c.zc_hold, nullptr));
   }
+  const bool was_zc = c.send_is_zc;
   c.send_is_zc = false;
   if (c.out_retired != nullptr) {
     chunks_.Release(c.out_retired);
     c.out_retired = nullptr;
+  }
+  if (was_zc && res == -ENOMEM && !c.closing) {
+    // The pages a zero-copy send pins count against RLIMIT_MEMLOCK unless
+    // we hold CAP_IPC_LOCK: at the limit, copy instead (this send at once,
+    // the thread's next ones for a second) rather than fail the response.
+    stats_.sends_zc_refused.Add();
+    zc_paused_until_tick_ = now_tick_ + 1000 / kTickMs;
+    Flush(c, slot);
+    return;
   }
   if (res < 0) {
     if (!c.closing) Abort(c, slot);  // EPIPE, ECONNRESET: the peer is gone

@@ -170,6 +170,7 @@ class EventLoop {
   bool accept_error_logged_ = false;
   bool stopping_ = false;
   bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
+  uint64_t zc_paused_until_tick_ = 0;  // after ENOMEM (memlock limit): plain sends
   uint64_t stop_deadline_tick_ = 0;
   char signal_buf_[128];  // a signalfd_siginfo
 

@@ -65,6 +65,7 @@ struct alignas(64) LoopStats {
   Counter chunk_heap_fallbacks;
   Counter sends_zc;         // sends issued as IORING_OP_SEND_ZC
   Counter sends_zc_copied;  // of those, the kernel copied after all (e.g. loopback)
+  Counter sends_zc_refused; // ENOMEM (memlock limit): sent again by copying
 };
 
 }  // namespace uring_http::serving

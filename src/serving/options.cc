@@ -151,7 +151,7 @@ std::string UsageText(const char* program) {
       "      --sqpoll               Kernel submission-queue polling thread per ring\n"
       "      --pin-cpus             Pin accept thread i to CPU i\n"
       "      --send-zc=bytes        Zero-copy send (IORING_OP_SEND_ZC) for responses of\n"
-      "                             at least this size; 0: off (0). >= 1024\n\n"
+      "                             at least this size (16384); 0: off, else >= 1024\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker).\n");
 }

@@ -217,6 +217,7 @@ ServerStats Server::Stats() const {
     s.chunk_heap_fallbacks += l.chunk_heap_fallbacks.Get();
     s.sends_zc += l.sends_zc.Get();
     s.sends_zc_copied += l.sends_zc_copied.Get();
+    s.sends_zc_refused += l.sends_zc_refused.Get();
   }
   if (workers_ != nullptr) s.workers = workers_->Stats();
   return s;

@@ -70,7 +70,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(options->help);
   EXPECT_FALSE(c.sqpoll);
   EXPECT_FALSE(c.pin_cpus);
-  EXPECT_EQ(c.send_zc_min_bytes, 0u);  // zero-copy send off
+  EXPECT_EQ(c.send_zc_min_bytes, 16384u);  // zero-copy send for 16 KiB and more
   EXPECT_EQ(c.header_timeout_ms, 10'000u);
   EXPECT_EQ(c.idle_timeout_ms, 60'000u);
   EXPECT_EQ(c.send_timeout_ms, 30'000u);

@@ -1,7 +1,11 @@
 // End-to-end tests of the server over real TCP sockets on an ephemeral port.
 #include "src/serving/server.h"
 
+#include <linux/capability.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -234,6 +238,54 @@ TEST_F(ServerTest, ZeroCopySendsLargeResponsesIntact) {
   auto r = after.ReadResponse();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body.size(), 100000u);
+}
+
+// Without CAP_IPC_LOCK the pages a zero-copy send pins count against
+// RLIMIT_MEMLOCK; at the limit the kernel refuses with ENOMEM, and the
+// response must go out by copying instead of failing.
+TEST_F(ServerTest, ZeroCopyAtTheLockedMemoryLimitFallsBackToCopying) {
+  // Capabilities are per thread and inherited by the threads Start() makes:
+  // drop CAP_IPC_LOCK on a helper thread that starts the server.
+  rlimit old_limit{};
+  getrlimit(RLIMIT_MEMLOCK, &old_limit);
+  bool ready = false;
+  std::thread starter([&] {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (syscall(SYS_capget, &header, data) != 0) return;
+    data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+    if (syscall(SYS_capset, &header, data) != 0) return;
+    rlimit low{8u << 20, old_limit.rlim_max};  // the distributions' default
+    if (setrlimit(RLIMIT_MEMLOCK, &low) != 0) return;
+    ServerConfig config = BaseConfig();
+    config.accept_threads = 1;
+    config.send_zc_min_bytes = 16384;
+    Start(config);
+    ready = true;
+  });
+  starter.join();
+  setrlimit(RLIMIT_MEMLOCK, &old_limit);
+  ASSERT_TRUE(ready) << "could not drop CAP_IPC_LOCK or lower RLIMIT_MEMLOCK";
+  if (server_->ReadyLine().find("send-zc(") == std::string::npos) {
+    GTEST_SKIP() << "kernel without IORING_OP_SEND_ZC usage reports";
+  }
+  // Clients that read nothing at first keep their 1 MiB bodies pinned, so
+  // together they exceed 8 MiB of locked memory.
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < 24; ++i) {
+    clients.push_back(std::make_unique<TestClient>(port()));
+    ASSERT_TRUE(clients.back()->Send(Get(std::string("/fill?1048576-") + char('a' + i))));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (int i = 0; i < 24; ++i) {
+    auto r = clients[i]->ReadResponse();
+    ASSERT_TRUE(r.has_value()) << i;
+    EXPECT_EQ(r->status, 200);
+    EXPECT_EQ(r->body, std::string(1048576, char('a' + i))) << i;
+  }
+  const ServerStats stats = server_->Stats();
+  EXPECT_GT(stats.sends_zc_refused, 0u) << "the limit was never reached";
+  EXPECT_EQ(stats.responses_2xx, 24u);
 }
 
 TEST_F(ServerTest, Http10ClosesUnlessKeepAlive) {
