@@ -15,6 +15,11 @@ Phases (--only):
              module is installed, nginx with echo_sleep 0.030
   queue      ours only, -A 100 -C 1000 -w 1 -D 30: ab -n 200 -c 100 /test/slow, ideal 6 s
   mixed      ours only: wrk -c100 /test/fast alone, then with the slow ab load beside it
+  bodies     opt-in (not in the default run: 27 wrk runs, ~5 minutes at the defaults):
+             wrk -t1 -c10 --latency /test/bytes?N for N = 16384, 65536, 262144 on ours with
+             zero-copy send (default flags) and ours --send-zc=0, and nginx serving the same
+             N bytes from a file (sendfile on); req/s, MiB/s, p99, CPU/req, send-zc/copy ratios.
+             perf/compare --only bodies   (or --only keepalive,ab,slow,queue,mixed,bodies)
 
 Each load runs against each server in turn (A B C D A B C D ...) for --rounds rounds;
 the report gives the median and the min-max of every figure. Server CPU time is
@@ -44,7 +49,13 @@ ROOT = os.path.dirname(PERF_DIR)
 RESULTS_DIR = os.path.join(PERF_DIR, "results")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL_SERVERS = ["ours", "nginx", "h2o", "bare"]
-ALL_PHASES = ["keepalive", "ab", "slow", "queue", "mixed"]
+ALL_PHASES = ["keepalive", "ab", "slow", "queue", "mixed", "bodies"]
+# bodies takes ~5 minutes at the defaults (3 sizes x 3 servers x 3 rounds x 10 s):
+# only with --only.
+DEFAULT_PHASES = ["keepalive", "ab", "slow", "queue", "mixed"]
+# The bodies phase: GET /test/bytes?N with wrk -t1 -cBODY_CONNECTIONS, per size.
+BODY_SIZES = [16384, 65536, 262144]
+BODY_CONNECTIONS = 10
 SLOW_MS = 30
 SLOW_CONCURRENCY = 100
 # nginx's echo module (Debian: libnginx-mod-http-echo) gives nginx a
@@ -239,11 +250,15 @@ class Servers:
         pin = a.server_cpu if a.pin else None
         if name == "ours":
             binary = a.ours_binary or os.path.join(self.bin_dir, "src", "server")
-            flags = {"default": ["-A", str(a.threads), "-w", str(a.workers), "-D", str(SLOW_MS)],
+            default = ["-A", str(a.threads), "-w", str(a.workers), "-D", str(SLOW_MS)]
+            flags = {"default": default,
                      "slow": ["-A", str(a.threads), "-w", "300", "-D", str(SLOW_MS)],
-                     "queue": ["-A", "100", "-C", "1000", "-w", "1", "-D", str(SLOW_MS)]}[variant or "default"]
-            offset = {"default": 0, "slow": 5, "queue": 6}[variant or "default"]
-            if variant:
+                     "queue": ["-A", "100", "-C", "1000", "-w", "1", "-D", str(SLOW_MS)],
+                     # The bodies phase: zero-copy send as shipped (on from 16 KiB), and off.
+                     "send-zc": default,
+                     "copy": default + ["--send-zc=0"]}[variant or "default"]
+            offset = {"default": 0, "slow": 5, "queue": 6, "send-zc": 9, "copy": 10}[variant or "default"]
+            if variant in ("slow", "queue"):
                 pin = None  # these phases compare with ideals, not with the others
             cmd = [binary, "-p", str(self.port(offset))] + flags + shlex.split(a.ours_args)
             label = "ours" if not variant else f"ours ({variant})"
@@ -253,6 +268,9 @@ class Servers:
                 # A reference for ours' slow phase: unpinned like ours (slow).
                 return Server("nginx", f"nginx (echo_sleep {SLOW_MS} ms)",
                               self.nginx_cmd(self.port(8), slow=True), self.port(8), self.workdir, None)
+            if variant == "bodies":
+                return Server("nginx", "nginx (sendfile)", self.nginx_cmd(self.port(11), bodies=True),
+                              self.port(11), self.workdir, pin)
             return Server("nginx", "nginx", self.nginx_cmd(self.port(1)), self.port(1), self.workdir, pin)
         if name == "h2o":
             return Server("h2o", "h2o", self.h2o_cmd(self.port(2)), self.port(2), self.workdir, pin)
@@ -270,8 +288,8 @@ class Servers:
             return Server("bare", "bare", [binary, str(self.port(3))], self.port(3), self.workdir, pin)
         raise ValueError(name)
 
-    def nginx_cmd(self, port, slow=False):
-        d = os.path.join(self.workdir, "nginx-slow" if slow else "nginx")
+    def nginx_cmd(self, port, slow=False, bodies=False):
+        d = os.path.join(self.workdir, "nginx-slow" if slow else "nginx-bodies" if bodies else "nginx")
         os.makedirs(d, exist_ok=True)
         conf = os.path.join(d, "nginx.conf")
         # The slow reference: echo_sleep is a timer in nginx's event loop (no
@@ -279,6 +297,23 @@ class Servers:
         load_module = f"load_module {NGINX_ECHO_MODULE};\n" if slow else ""
         slow_location = (f"\n        location = /test/slow {{ echo_sleep {SLOW_MS / 1000:.3f}; echo_flush; }}"
                          if slow else "")
+        body_map, body_server = "", ""
+        if bodies:
+            # The bodies phase: /test/bytes?N answers the same N bytes of 'x'
+            # as ours, from a file made here (in the page cache after the
+            # first request) and sent with sendfile. Only the sizes of
+            # BODY_SIZES exist; the map admits nothing else (no path from
+            # the query string), anything else is a 404.
+            files = os.path.join(d, "bytes")
+            os.makedirs(files, exist_ok=True)
+            for n in BODY_SIZES:
+                with open(os.path.join(files, str(n)), "wb") as f:
+                    f.write(b"x" * n)
+            body_map = ("    map $args $body_file {\n        default /none;\n"
+                        + "".join(f"        {n} /{n};\n" for n in BODY_SIZES) + "    }\n")
+            body_server = ("\n        sendfile on;\n        etag off;\n        open_file_cache max=16 inactive=300s;"
+                           "\n        open_file_cache_valid 300s;"
+                           f"\n        location = /test/bytes {{ root {files}; try_files $body_file =404; }}")
         with open(conf, "w") as f:
             f.write(f"""# generated by perf/compare.py
 {load_module}user root;
@@ -300,8 +335,8 @@ http {{
     fastcgi_temp_path {d}/fastcgi;
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
-    server {{
-        listen {port} backlog=4096;
+{body_map}    server {{
+        listen {port} backlog=4096;{body_server}
         location = /test/fast {{ return 200 ""; }}{slow_location}
     }}
 }}
@@ -337,26 +372,31 @@ hosts:
 """)
         return ["h2o", "-c", conf]
 
-    def start(self, specs, optional=(), notes=None):
-        """Starts every (name, variant) of specs. One listed in optional that
-        does not start is stopped and left out, with a line in notes;
-        any other failure raises."""
+    def start(self, specs, optional=(), notes=None, verify=None):
+        """Starts every (name, variant) of specs, then calls verify(server)
+        if given (it raises RuntimeError when the server answers wrong). One
+        listed in optional that does not start or verify is stopped and left
+        out, with a line in notes; any other failure raises."""
         started = []
         for name, variant in specs:
             server = self.make(name, variant)
             self.running.append(server)
+            what = "did not start"
             try:
                 server.start()
+                if verify is not None:
+                    what = "answered wrong"
+                    verify(server)
             except (RuntimeError, OSError) as e:
                 if (name, variant) not in optional:
                     raise
                 self.running.remove(server)
                 server.stop()
-                warn(f"{server.label} did not start, left out: {e}")
+                warn(f"{server.label} {what}, left out: {e}")
                 if notes is not None:
-                    # Its last log line says why, e.g. nginx's [emerg] line.
-                    last = server.tail_log(1).strip().lstrip("|").strip()
-                    notes.append(f"{server.label} did not start and was left out: "
+                    # At start-up its last log line says why, e.g. nginx's [emerg] line.
+                    last = server.tail_log(1).strip().lstrip("|").strip() if what == "did not start" else ""
+                    notes.append(f"{server.label} {what} and was left out: "
                                  f"{last or str(e).splitlines()[0]}")
                 continue
             started.append(server)
@@ -435,6 +475,9 @@ def parse_wrk(out):
     for pct in ("50", "99"):
         m = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", out, re.M)
         r[f"p{pct}_ms"] = unit_ms(m.group(1), m.group(2)) if m else None
+    # wrk's units are binary: "Transfer/sec: 2.15MB" is 2.15 MiB (headers included).
+    m = re.search(r"Transfer/sec:\s+([\d.]+)([KMGT]?)B", out)
+    r["mib_per_s"] = float(m.group(1)) * 1024 ** "_KMGT".index(m.group(2) or "_") / 2 ** 20 if m else None
     return r
 
 
@@ -506,6 +549,47 @@ def wrk_load(conns, secs, path="/test/fast"):
                                          f"http://{host}:{port}{path}"])
 
 
+def size_text(n):
+    """16384 -> "16 KiB", 1048576 -> "1 MiB", 1000 -> "1000 B"."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def body_load(n, secs, conns=BODY_CONNECTIONS):
+    """The bodies phase: keep-alive GET /test/bytes?n with wrk."""
+    key = "bodies-" + size_text(n).replace(" ", "").replace("iB", "").replace("B", "").lower()
+    return Load(key, f"wrk -c{conns} /test/bytes?{n}", "wrk",
+                lambda host, port, csv: ["wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--latency",
+                                         f"http://{host}:{port}/test/bytes?{n}"])
+
+
+def check_bodies(server, sizes=BODY_SIZES, get=None):
+    """Raises RuntimeError unless GET /test/bytes?N answers 200 with N bytes
+    of 'x' for every N of sizes: every server of the bodies phase must send
+    the same bodies."""
+    get = get or http_get
+    for n in sizes:
+        status, _, body = get(server.port, f"/test/bytes?{n}")
+        if status != 200 or body != b"x" * n:
+            raise RuntimeError(f"{server.label}: GET /test/bytes?{n} answered {status} with {len(body)} bytes "
+                               f"({'not all x' if len(body) == n else f'expected {n}'})")
+
+
+def parse_zc_metrics(text):
+    """Ours' zero-copy counters from its /metrics (Prometheus text)."""
+    names = {"uring_http_sends_zerocopy_total": "sends_zc",
+             "uring_http_sends_zerocopy_copied_total": "copied",
+             "uring_http_sends_zerocopy_refused_total": "refused"}
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in names:
+            out[names[name]] = int(float(value))
+    return out
+
+
 def ab_load(n, conc, path="/test/fast", key=None, title=None):
     # -r: count socket errors instead of stopping; -s: a fast request that
     # takes 10 s is a hang (the queue test's slowest waits 6 s).
@@ -555,7 +639,7 @@ def measured_run(load, server, workdir, load_cpu):
 # Statistics and report
 # ----------------------------------------------------------------------------
 
-METRICS = ["rps", "errors", "p50_ms", "p99_ms", "cpu_us_per_req", "other_pct", "steal_pct"]
+METRICS = ["rps", "mib_per_s", "errors", "p50_ms", "p99_ms", "cpu_us_per_req", "other_pct", "steal_pct"]
 
 
 def summarize(runs):
@@ -674,26 +758,38 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
                      + ": their p99 and req/s are the network's, not the server's")
     lines.append("- other %: CPU used meanwhile by neither the server nor the load generator (max over rounds), "
                  "steal %: the hypervisor's (max); more than a few % means a disturbed run\n")
-    lines.append("| load | server | req/s | errors (max) | p50 ms | p99 ms | CPU us/req | other % | steal % |")
-    lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = []
     for load in loads_order:
+        if load.startswith("bodies-"):
+            continue  # their own section, with MiB/s and the send-zc/copy ratios
         for server, s in summary.get(load, {}).items():
-            lines.append(f"| {load} | {server} | {fmt_range(s.get('rps'), 0)} | "
-                         f"{fmt(s['errors']['max'], 0) if 'errors' in s else '-'} | "
-                         f"{fmt(med(summary, load, server, 'p50_ms'), 2)} | "
-                         f"{fmt(med(summary, load, server, 'p99_ms'), 2)} | "
-                         f"{fmt_range(s.get('cpu_us_per_req'), 2)} | "
-                         f"{fmt(s['other_pct']['max'], 0) if 'other_pct' in s else '-'} | "
-                         f"{fmt(s['steal_pct']['max'], 0) if 'steal_pct' in s else '-'} |")
+            rows.append(f"| {load} | {server} | {fmt_range(s.get('rps'), 0)} | "
+                        f"{fmt(s['errors']['max'], 0) if 'errors' in s else '-'} | "
+                        f"{fmt(med(summary, load, server, 'p50_ms'), 2)} | "
+                        f"{fmt(med(summary, load, server, 'p99_ms'), 2)} | "
+                        f"{fmt_range(s.get('cpu_us_per_req'), 2)} | "
+                        f"{fmt(s['other_pct']['max'], 0) if 'other_pct' in s else '-'} | "
+                        f"{fmt(s['steal_pct']['max'], 0) if 'steal_pct' in s else '-'} |")
+    if rows:
+        lines.append("| load | server | req/s | errors (max) | p50 ms | p99 ms | CPU us/req | other % | steal % |")
+        lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        lines.extend(rows)
     lines.append("")
     ratio_lines = ratio_table(loads_order, summary)
     if ratio_lines:
         lines.append("## Ratios (medians; rps higher is better, CPU/req lower is better)\n")
         lines.extend(ratio_lines)
         lines.append("")
-    if special:
+    if any(k in special for k in ("slow", "queue", "mixed")):
         lines.append("## Slow, queue and mixed phases (against their ideals)\n")
         lines.extend(describe_special(special))
+        lines.append("")
+    bodies = special.get("bodies")
+    if bodies is None and any(l.startswith("bodies-") for l in summary):
+        bodies = bodies_special(summary)  # the phase was interrupted: what it measured
+    if bodies is not None:
+        lines.append(f"## Response bodies (wrk -t1 -c{BODY_CONNECTIONS} --latency /test/bytes?N)\n")
+        lines.extend(describe_bodies(bodies, summary))
         lines.append("")
     lines.append("## Targets\n")
     lines.append("| target | value | limit | result |")
@@ -767,9 +863,97 @@ def describe_slow(s):
     return out
 
 
+# (name, numerator, denominator) of the bodies phase's ratio lines.
+BODY_RATIOS = [("send-zc/copy", "ours (send-zc)", "ours (copy)"),
+               ("send-zc/nginx", "ours (send-zc)", "nginx (sendfile)"),
+               ("copy/nginx", "ours (copy)", "nginx (sendfile)")]
+
+
+def bodies_phase_specs(servers):
+    """(specs, optional) of the bodies phase: ours with zero-copy send as
+    shipped and ours --send-zc=0 when ours is among servers, nginx serving
+    the same bodies from files when nginx is (optional: left out if it does
+    not start or answers wrong). h2o and bare are not part of it."""
+    specs, optional = [], []
+    if "ours" in servers:
+        specs += [("ours", "send-zc"), ("ours", "copy")]
+    if "nginx" in servers:
+        specs.append(("nginx", "bodies"))
+        optional.append(("nginx", "bodies"))
+    return specs, optional
+
+
+def bodies_special(summary, zerocopy=None, notes=(), sizes=BODY_SIZES):
+    """The bodies phase's ratios per size (medians), ours' zero-copy counters
+    ({label: parse_zc_metrics(...)}) and notes; a send-zc run that sent
+    nothing zero-copy (or a copy run that did) is called out."""
+    out = {"sizes": [], "zerocopy": dict(zerocopy or {}), "notes": list(notes)}
+    for n in sizes:
+        key = body_load(n, 1).key
+        if key not in summary:
+            continue
+        ratios = {}
+        for name, a, b in BODY_RATIOS:
+            rr = ratio(med(summary, key, a, "rps"), med(summary, key, b, "rps"))
+            rc = ratio(med(summary, key, a, "cpu_us_per_req"), med(summary, key, b, "cpu_us_per_req"))
+            if rr is not None or rc is not None:
+                ratios[name] = {"rps": rr, "cpu_us_per_req": rc}
+        out["sizes"].append({"bytes": n, "load": key, "ratios": ratios})
+    zc = out["zerocopy"]
+    if "ours (send-zc)" in zc and not zc["ours (send-zc)"].get("sends_zc"):
+        out["notes"].append("**ours (send-zc) issued no zero-copy send (kernel without IORING_OP_SEND_ZC, "
+                            "or the sizes are below --send-zc): its rows measure copying too**")
+    if zc.get("ours (copy)", {}).get("sends_zc"):
+        out["notes"].append("**ours (copy) issued zero-copy sends although started with --send-zc=0**")
+    return out
+
+
+def describe_bodies(b, summary):
+    out = [f"- ours (send-zc): default flags, responses from 16 KiB sent with IORING_OP_SEND_ZC; "
+           "ours (copy): `--send-zc=0`. Both build the body per request. nginx (sendfile): the same N bytes "
+           "of 'x' from a file in the page cache (sendfile on, open_file_cache), nothing built per request."]
+    zc = b.get("zerocopy", {})
+    if zc:
+        parts = []
+        for label, c in zc.items():
+            text = f"{label} {c.get('sends_zc', 0):,}"
+            if c.get("sends_zc"):
+                text += (f" (completed by copying: {c.get('copied', 0):,}, "
+                         f"refused for the locked-memory limit: {c.get('refused', 0):,})")
+            parts.append(text)
+        out.append("- zero-copy sends over the phase (ours' /metrics): " + "; ".join(parts))
+    out.append("")
+    out.append("| size | server | req/s | MiB/s | errors (max) | p50 ms | p99 ms | CPU us/req | other % | steal % |")
+    out.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for size in b.get("sizes", []):
+        load = size["load"]
+        for server, s in summary.get(load, {}).items():
+            out.append(f"| {size_text(size['bytes'])} | {server} | {fmt_range(s.get('rps'), 0)} | "
+                       f"{fmt_range(s.get('mib_per_s'), 0)} | "
+                       f"{fmt(s['errors']['max'], 0) if 'errors' in s else '-'} | "
+                       f"{fmt(med(summary, load, server, 'p50_ms'), 2)} | "
+                       f"{fmt(med(summary, load, server, 'p99_ms'), 2)} | "
+                       f"{fmt_range(s.get('cpu_us_per_req'), 2)} | "
+                       f"{fmt(s['other_pct']['max'], 0) if 'other_pct' in s else '-'} | "
+                       f"{fmt(s['steal_pct']['max'], 0) if 'steal_pct' in s else '-'} |")
+    rows = [f"| {size_text(size['bytes'])} | {name} | {fmt(r['rps'], 2)}x | {fmt(r['cpu_us_per_req'], 2)}x |"
+            for size in b.get("sizes", []) for name, r in size["ratios"].items()]
+    if rows:
+        out.append("")
+        out.append("Ratios (medians; req/s higher is better, CPU/req lower is better):\n")
+        out += ["| size | ratio | req/s | CPU/req |", "| --- | --- | ---: | ---: |"] + rows
+    notes = b.get("notes", [])
+    if notes:
+        out.append("")
+        out += [f"- {note}" for note in notes]
+    return out
+
+
 def ratio_table(loads_order, summary):
     rows = []
     for load in loads_order:
+        if load.startswith("bodies-"):
+            continue  # send-zc/copy and the others in describe_bodies
         servers = summary.get(load, {})
         ours = next((s for s in servers if s.startswith("ours")), None)
         if ours is None:
@@ -905,9 +1089,11 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=3, help="rounds of every load on every server (default 3)")
     p.add_argument("--duration", type=int, default=10, help="seconds of every wrk run (default 10)")
     p.add_argument("--ab-requests", type=int, default=20000, help="requests of every ab run (default 20000)")
-    p.add_argument("--only", default=",".join(ALL_PHASES), help="phases, comma-separated: " + ",".join(ALL_PHASES))
+    p.add_argument("--only", default=",".join(DEFAULT_PHASES),
+                   help="phases, comma-separated: " + ",".join(ALL_PHASES) + " (default: all but bodies, "
+                   "which takes ~5 minutes at the defaults: --only bodies)")
     p.add_argument("--servers", default=",".join(ALL_SERVERS), help="servers: " + ",".join(ALL_SERVERS))
-    p.add_argument("--port-base", type=int, default=18080, help="first of 9 loopback ports (default 18080)")
+    p.add_argument("--port-base", type=int, default=18080, help="first of 12 loopback ports (default 18080)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 1 round, 2 s wrk runs, 2000-request ab runs (under 2 minutes)")
     p.add_argument("--allow-missing-ours", action="store_true",
@@ -972,9 +1158,10 @@ def main(argv):
     servers = Servers(args, workdir, bin_dir)
     runs, summary, special, loads_order = [], {}, {}, []
 
-    def run_matrix(loads, specs, optional=(), notes=None):
-        """Every load against every server, interleaved, --rounds times."""
-        started = servers.start(specs, optional, notes)
+    def run_matrix(loads, specs, optional=(), notes=None, verify=None, before_stop=None):
+        """Every load against every server, interleaved, --rounds times;
+        before_stop(started) runs after the last load, before the servers stop."""
+        started = servers.start(specs, optional, notes, verify)
         width = max([13] + [len(s.label) for s in started])
         for load in loads:
             loads_order.append(load.key)
@@ -988,8 +1175,12 @@ def main(argv):
                     log(f"  {load.key:10} {server.label:{width}} round {rnd + 1}: {r['rps']:>9,.0f} req/s  "
                         f"err {r['errors']:<4} p50 {fmt(r['p50_ms'], 2):>6} ms  p99 {fmt(r['p99_ms'], 2):>6} ms  "
                         f"cpu {fmt(r['cpu_us_per_req'], 2):>6} us/req  other {r['other_pct']:3.0f}%"
-                        f"  steal {r['steal_pct']:2.0f}%")
+                        f"  steal {r['steal_pct']:2.0f}%"
+                        + (f"  {r['mib_per_s']:,.0f} MiB/s" if load.key.startswith("bodies-")
+                           and r.get("mib_per_s") is not None else ""))
             summary[load.key] = {k: summarize(v) for k, v in per_server.items()}
+        if before_stop is not None:
+            before_stop(started)
         servers.stop_all()
 
     def interrupted(signum, frame):
@@ -1025,6 +1216,27 @@ def main(argv):
         if "ours" in args.servers and "mixed" in args.only:
             log("== mixed phase (ours: wrk -c100 /test/fast, alone and beside ab -c100 /test/slow) ==")
             special["mixed"] = run_mixed(args, servers, workdir, runs, summary, loads_order)
+        if "bodies" in args.only:
+            specs, optional = bodies_phase_specs(args.servers)
+            if not specs:
+                warn("skipping bodies: it needs ours or nginx")
+            else:
+                log(f"== bodies phase (wrk -t1 -c{BODY_CONNECTIONS} /test/bytes?N, "
+                    f"N = {', '.join(str(n) for n in BODY_SIZES)}) ==")
+                body_notes, zerocopy = [], {}
+
+                def read_zc_counters(started):
+                    for server in started:
+                        if server.name == "ours":
+                            try:
+                                zerocopy[server.label] = parse_zc_metrics(
+                                    http_get(server.port, "/metrics")[2].decode(errors="replace"))
+                            except (OSError, ValueError) as e:
+                                warn(f"{server.label}: no /metrics ({e})")
+
+                run_matrix([body_load(n, args.duration) for n in BODY_SIZES], specs, optional, body_notes,
+                           verify=check_bodies, before_stop=read_zc_counters)
+                special["bodies"] = bodies_special(summary, zerocopy, body_notes)
     except KeyboardInterrupt:
         warn("interrupted: stopping servers, writing what was measured")
         status = 130

@@ -59,6 +59,18 @@ class ParserTest(unittest.TestCase):
         self.assertAlmostEqual(r["p50_ms"], 0.85)
         self.assertAlmostEqual(r["p99_ms"], 1250.0)
 
+    def test_wrk_transfer_is_binary_megabytes(self):
+        r = compare.parse_wrk(WRK_OUTPUT)
+        self.assertAlmostEqual(r["mib_per_s"], 2.15)
+        out = WRK_OUTPUT.replace("2.15MB", "1.50GB")
+        self.assertAlmostEqual(compare.parse_wrk(out)["mib_per_s"], 1536.0)
+        out = WRK_OUTPUT.replace("2.15MB", "512.00KB")
+        self.assertAlmostEqual(compare.parse_wrk(out)["mib_per_s"], 0.5)
+        out = WRK_OUTPUT.replace("2.15MB", "512.00B")
+        self.assertAlmostEqual(compare.parse_wrk(out)["mib_per_s"], 512 / 2 ** 20)
+        out = "\n".join(l for l in WRK_OUTPUT.splitlines() if "Transfer" not in l)
+        self.assertIsNone(compare.parse_wrk(out)["mib_per_s"])
+
     def test_wrk_without_errors_or_latency(self):
         out = "\n".join(l for l in WRK_OUTPUT.splitlines()
                         if "errors" not in l and "Non-2xx" not in l and "%" not in l)
@@ -89,6 +101,17 @@ class ParserTest(unittest.TestCase):
     def test_ab_without_percentiles(self):
         r = compare.parse_ab(AB_OUTPUT, "/nonexistent.csv")
         self.assertIsNone(r["p50_ms"])
+
+
+METRICS_OUTPUT = """# HELP uring_http_sends_zerocopy_total Sends issued as IORING_OP_SEND_ZC (--send-zc).
+# TYPE uring_http_sends_zerocopy_total counter
+uring_http_sends_zerocopy_total 123456
+# TYPE uring_http_sends_zerocopy_copied_total counter
+uring_http_sends_zerocopy_copied_total 120000
+uring_http_sends_zerocopy_refused_total 7
+uring_http_requests_total{method="GET",route="/test/bytes",code="2xx"} 99
+uring_http_sends_zerocopy_total_bogus 1
+"""
 
 
 def summary_of(values):
@@ -221,6 +244,123 @@ class SlowPhaseTest(unittest.TestCase):
         self.assertIn("| slow-c100 | ours/bare (delay 30 ms) | 1.09x | 3.00x |", rows)
 
 
+class BodiesPhaseTest(unittest.TestCase):
+    def test_sizes_and_phase_is_opt_in(self):
+        self.assertEqual(compare.BODY_SIZES, [16384, 65536, 262144])
+        self.assertIn("bodies", compare.ALL_PHASES)
+        self.assertNotIn("bodies", compare.DEFAULT_PHASES)
+        self.assertNotIn("bodies", compare.parse_args([]).only)
+        self.assertNotIn("bodies", compare.parse_args(["--quick"]).only)
+        self.assertEqual(compare.parse_args(["--only", "bodies"]).only, ["bodies"])
+
+    def test_load(self):
+        load = compare.body_load(65536, 7)
+        self.assertEqual((load.key, load.kind), ("bodies-64k", "wrk"))
+        self.assertEqual(load.build_cmd("127.0.0.5", 20009, None),
+                         ["wrk", "-t1", "-c10", "-d7s", "--latency", "http://127.0.0.5:20009/test/bytes?65536"])
+        self.assertEqual([compare.body_load(n, 1).key for n in compare.BODY_SIZES],
+                         ["bodies-16k", "bodies-64k", "bodies-256k"])
+        self.assertEqual(compare.body_load(1 << 20, 1).key, "bodies-1m")
+        self.assertEqual(compare.body_load(1000, 1).key, "bodies-1000")
+
+    def test_size_text(self):
+        self.assertEqual([compare.size_text(n) for n in (16384, 262144, 1 << 20, 1000)],
+                         ["16 KiB", "256 KiB", "1 MiB", "1000 B"])
+
+    def test_specs(self):
+        self.assertEqual(compare.bodies_phase_specs(compare.ALL_SERVERS),
+                         ([("ours", "send-zc"), ("ours", "copy"), ("nginx", "bodies")], [("nginx", "bodies")]))
+        self.assertEqual(compare.bodies_phase_specs(["ours", "h2o", "bare"]),
+                         ([("ours", "send-zc"), ("ours", "copy")], []))
+        self.assertEqual(compare.bodies_phase_specs(["h2o", "bare"]), ([], []))
+
+    def test_check_bodies(self):
+        class S:
+            label, port = "x", 1
+
+        compare.check_bodies(S(), [3, 5], get=lambda port, path: (200, {}, b"x" * int(path.split("?")[1])))
+        with self.assertRaisesRegex(RuntimeError, r"bytes\?5 answered 200 with 4 bytes \(expected 5\)"):
+            compare.check_bodies(S(), [3, 5], get=lambda port, path: (200, {}, b"x" * min(4, int(path[-1]))))
+        with self.assertRaisesRegex(RuntimeError, "answered 200 with 3 bytes .not all x"):
+            compare.check_bodies(S(), [3], get=lambda port, path: (200, {}, b"xyx"))
+        with self.assertRaisesRegex(RuntimeError, "answered 404"):
+            compare.check_bodies(S(), [3], get=lambda port, path: (404, {}, b""))
+
+    def test_zc_metrics(self):
+        self.assertEqual(compare.parse_zc_metrics(METRICS_OUTPUT),
+                         {"sends_zc": 123456, "copied": 120000, "refused": 7})
+        self.assertEqual(compare.parse_zc_metrics(""), {})
+
+    def summary(self):
+        def one(rps, cpu, mib=None):
+            return compare.summarize([{"rps": rps, "cpu_us_per_req": cpu, "mib_per_s": mib, "errors": 0,
+                                       "p50_ms": 0.5, "p99_ms": 2.0, "other_pct": 1.0, "steal_pct": 0.0}])
+        return {"bodies-16k": {"ours (send-zc)": one(20000.0, 20.0, 313.0), "ours (copy)": one(20000.0, 20.0),
+                               "nginx (sendfile)": one(25000.0, 16.0)},
+                "bodies-64k": {"ours (send-zc)": one(15000.0, 22.0), "ours (copy)": one(10000.0, 40.0),
+                               "nginx (sendfile)": one(12000.0, 30.0)},
+                "wrk-c100": {"ours": one(1.0, 1.0)}}
+
+    def test_ratios(self):
+        b = compare.bodies_special(self.summary())
+        self.assertEqual([s["load"] for s in b["sizes"]], ["bodies-16k", "bodies-64k"])  # 256k did not run
+        r = b["sizes"][1]["ratios"]
+        self.assertAlmostEqual(r["send-zc/copy"]["rps"], 1.5)
+        self.assertAlmostEqual(r["send-zc/copy"]["cpu_us_per_req"], 0.55)
+        self.assertAlmostEqual(r["send-zc/nginx"]["rps"], 1.25)
+        self.assertAlmostEqual(r["copy/nginx"]["cpu_us_per_req"], 40 / 30)
+        self.assertEqual(b["notes"], [])
+
+    def test_ratios_without_nginx(self):
+        summary = self.summary()
+        for load in ("bodies-16k", "bodies-64k"):
+            del summary[load]["nginx (sendfile)"]
+        b = compare.bodies_special(summary)
+        self.assertEqual(list(b["sizes"][0]["ratios"]), ["send-zc/copy"])
+
+    def test_zero_copy_that_did_not_happen_is_called_out(self):
+        b = compare.bodies_special(self.summary(), {"ours (send-zc)": {"sends_zc": 0}, "ours (copy)": {}})
+        self.assertEqual(len(b["notes"]), 1)
+        self.assertIn("ours (send-zc) issued no zero-copy send", b["notes"][0])
+        b = compare.bodies_special(self.summary(), {"ours (send-zc)": {"sends_zc": 5}, "ours (copy)": {"sends_zc": 2}},
+                                   ["nginx (sendfile) answered wrong and was left out: x"])
+        self.assertEqual(b["notes"][0], "nginx (sendfile) answered wrong and was left out: x")
+        self.assertIn("ours (copy) issued zero-copy sends", b["notes"][1])
+
+    def test_report_lines(self):
+        summary = self.summary()
+        zc = {"ours (send-zc)": {"sends_zc": 123456, "copied": 120000, "refused": 0}, "ours (copy)": {"sends_zc": 0}}
+        text = "\n".join(compare.describe_bodies(compare.bodies_special(summary, zc), summary))
+        self.assertIn("| 16 KiB | ours (send-zc) | 20,000 | 313 | 0 | 0.50 | 2.00 | 20.00 | 1 | 0 |", text)
+        self.assertIn("| 16 KiB | ours (copy) | 20,000 | - | 0 |", text)
+        self.assertIn("| 64 KiB | send-zc/copy | 1.50x | 0.55x |", text)
+        self.assertIn("| 64 KiB | send-zc/nginx | 1.25x | 0.73x |", text)
+        self.assertIn("| 16 KiB | copy/nginx | 0.80x | 1.25x |", text)
+        self.assertIn("ours (send-zc) 123,456 (completed by copying: 120,000, refused for the locked-memory "
+                      "limit: 0); ours (copy) 0", text)
+
+    def test_report_gives_bodies_their_own_section(self):
+        summary = self.summary()
+        args = compare.parse_args(["--only", "bodies"])
+        meta = {"started": "now", "machine": "m", "versions": "v"}
+        d = tempfile.mkdtemp()
+        loads = ["wrk-c100", "bodies-16k", "bodies-64k"]
+        for special in ({"bodies": compare.bodies_special(summary)}, {}):  # {}: interrupted in the phase
+            text = compare.write_report(os.path.join(d, "r"), args, meta, loads, summary, special, [], [])
+            main_table = text.split("## Response bodies")[0]
+            self.assertIn("| wrk-c100 | ours |", main_table)
+            self.assertNotIn("bodies-", main_table)  # not in the main table nor in its ratios
+            self.assertNotIn("ours/ours", text)
+            self.assertNotIn("## Slow, queue and mixed", text)
+            self.assertIn("## Response bodies (wrk -t1 -c10 --latency /test/bytes?N)", text)
+            self.assertIn("| 64 KiB | send-zc/copy | 1.50x | 0.55x |", text)
+        del summary["wrk-c100"]  # --only bodies: no empty main table
+        text = compare.write_report(os.path.join(d, "r"), args, meta, loads[1:], summary,
+                                    {"bodies": compare.bodies_special(summary)}, [], [])
+        self.assertNotIn("| load | server |", text)
+        self.assertIn("| 256 KiB |" if "bodies-256k" in summary else "| 16 KiB | ours (copy) |", text)
+
+
 class SummaryTest(unittest.TestCase):
     def test_median_and_range(self):
         s = compare.summarize([{"rps": 3.0, "errors": 0}, {"rps": 1.0, "errors": 2}, {"rps": 2.0, "errors": 0}])
@@ -262,6 +402,38 @@ class ConfigTest(unittest.TestCase):
                          ["-p", "20006", "-A", "100", "-C", "1000", "-w", "1", "-D", "30"])
         self.assertEqual(self.servers.make("ours", "slow").cmd[4:7], ["2", "-w", "300"])
         self.assertEqual(self.servers.make("bare", "close").cmd[1:], ["20004", "--close"])
+
+    def test_bodies_servers(self):
+        zc, copy = self.servers.make("ours", "send-zc"), self.servers.make("ours", "copy")
+        self.assertEqual((zc.label, zc.port), ("ours (send-zc)", 20009))
+        self.assertEqual(zc.cmd[1:], ["-p", "20009", "-A", "2", "-w", "4", "-D", "30"])  # zero-copy as shipped
+        self.assertEqual((copy.label, copy.port), ("ours (copy)", 20010))
+        self.assertEqual(copy.cmd[1:], ["-p", "20010", "-A", "2", "-w", "4", "-D", "30", "--send-zc=0"])
+        nginx = self.servers.make("nginx", "bodies")
+        self.assertEqual((nginx.label, nginx.port), ("nginx (sendfile)", 20011))
+        conf_path = nginx.cmd[nginx.cmd.index("-c") + 1]
+        conf = read(conf_path)
+        files = os.path.join(os.path.dirname(conf_path), "bytes")
+        for n in compare.BODY_SIZES:
+            self.assertEqual(read(os.path.join(files, str(n))), "x" * n)
+            self.assertIn(f"        {n} /{n};", conf)
+        self.assertIn("default /none;", conf)  # no file name from the query string
+        self.assertIn(f"location = /test/bytes {{ root {files}; try_files $body_file =404; }}", conf)
+        self.assertIn("sendfile on;", conf)
+        self.assertIn('location = /test/fast { return 200 ""; }', conf)  # the readiness check
+        self.assertIn("listen 20011 ", conf)
+        cmd = self.servers.make("nginx").cmd
+        self.assertNotIn("/test/bytes", read(cmd[cmd.index("-c") + 1]))
+
+    def test_pinning(self):
+        args = compare.parse_args(["--port-base", "20000"])
+        args.pin = True  # as with --threads 1 on 2 CPUs or more
+        servers = compare.Servers(args, self.dir, "/bin-dir")
+        # The bodies phase compares servers with each other: pinned like keepalive.
+        for name, variant in (("ours", None), ("ours", "send-zc"), ("ours", "copy"), ("nginx", "bodies")):
+            self.assertEqual(servers.make(name, variant).pin_cpu, 1)
+        for name, variant in (("ours", "slow"), ("ours", "queue"), ("bare", "slow")):
+            self.assertIsNone(servers.make(name, variant).pin_cpu)
 
     def test_slow_references(self):
         bare = self.servers.make("bare", "slow")
@@ -307,6 +479,36 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(notes, ["nginx slow did not start and was left out: nginx: [emerg] no module"])
         with self.assertRaises(RuntimeError):
             self.servers.start([("bare", "slow")], optional=[("nginx", "slow")])
+
+    def test_optional_server_that_answers_wrong_is_left_out(self):
+        class Wrong:
+            def __init__(self, label):
+                self.label, self.stopped = label, False
+
+            def start(self):
+                pass
+
+            def stop(self):
+                self.stopped = True
+
+            def tail_log(self, lines=15):
+                return "    | unrelated log line"
+
+        def verify(server):
+            raise RuntimeError(f"{server.label}: GET /test/bytes?16384 answered 404 with 0 bytes\nmore")
+
+        made = []
+        self.servers.make = lambda name, variant=None: made.append(Wrong(f"{name} {variant}")) or made[-1]
+        notes = []
+        started = self.servers.start([("nginx", "bodies")], [("nginx", "bodies")], notes, verify)
+        self.assertEqual(started, [])
+        self.assertTrue(made[0].stopped)
+        self.assertEqual(notes, ["nginx bodies answered wrong and was left out: "
+                                 "nginx bodies: GET /test/bytes?16384 answered 404 with 0 bytes"])
+        with self.assertRaisesRegex(RuntimeError, "answered 404"):
+            self.servers.start([("ours", "send-zc")], [("nginx", "bodies")], notes, verify)
+        ok = self.servers.start([("ours", "copy")], (), None, lambda server: None)
+        self.assertEqual([s.label for s in ok], ["ours copy"])
 
     def test_quick_is_short(self):
         args = compare.parse_args(["--quick"])
