@@ -37,10 +37,17 @@ absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(const RingOptions& options) {
   // in one batch, instead of interrupting the thread (it cannot be combined
   // with SQPOLL). COOP_TASKRUN is the older, weaker form of the same idea.
   std::vector<unsigned> candidates;
-  if (!sqpoll) candidates.push_back(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
-  candidates.push_back(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN |
-                       IORING_SETUP_TASKRUN_FLAG);
-  candidates.push_back(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+  const unsigned single = options.single_issuer ? IORING_SETUP_SINGLE_ISSUER : 0;
+  if (!sqpoll && options.single_issuer && options.defer_taskrun) {
+    candidates.push_back(IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+  }
+  if (options.coop_taskrun) {
+    if (single != 0) {
+      candidates.push_back(single | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+    }
+    candidates.push_back(IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG);
+  }
+  if (single != 0) candidates.push_back(single);
   candidates.push_back(0);
   int last_error = 0;
   for (unsigned extra : candidates) {
@@ -76,7 +83,8 @@ absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(const RingOptions& options) {
     f.sq_entries = params.sq_entries;
     f.cq_entries = params.cq_entries;
     // A registered ring fd saves the fdget/fdput on every io_uring_enter.
-    f.registered_ring_fd = io_uring_register_ring_fd(&ring->ring_) == 1;
+    f.registered_ring_fd =
+        options.registered_ring_fd && io_uring_register_ring_fd(&ring->ring_) == 1;
     return ring;
   }
   return absl::UnavailableError(absl::StrCat("io_uring_setup: ", strerror(-last_error)));

@@ -28,6 +28,13 @@ struct RingOptions {
   bool sqpoll = false;      // kernel submission thread (IORING_SETUP_SQPOLL)
   int sqpoll_cpu = -1;      // pin that thread (IORING_SETUP_SQ_AFF) if >= 0
   unsigned sqpoll_idle_ms = 1000;
+  // Each on by default and used when the kernel has it; turned off only to
+  // measure what it gives (--io-uring-disable). DEFER_TASKRUN needs
+  // SINGLE_ISSUER, so turning that off turns off both.
+  bool single_issuer = true;
+  bool defer_taskrun = true;
+  bool coop_taskrun = true;
+  bool registered_ring_fd = true;
 };
 
 struct RingFeatures {

@@ -46,8 +46,15 @@ struct ServerConfig {
   // Sends of at least this many bytes use IORING_OP_SEND_ZC (the kernel sends
   // from our pages instead of copying them); 0: never. Ignored, and said so
   // in the ready line, where the kernel lacks it. The default is where it
-  // stopped losing in perf/compare's body-size runs (README, Performance).
-  uint32_t send_zc_min_bytes = 16384;
+  // won in perf/compare's body-size runs; below it, pinning pages and the
+  // second completion cost as much as the copy (README, Performance).
+  uint32_t send_zc_min_bytes = 131072;
+  // io_uring set-up features, all on (where the kernel has them); off only to
+  // measure what each gives (--io-uring-disable).
+  bool ring_single_issuer = true;
+  bool ring_defer_taskrun = true;
+  bool ring_coop_taskrun = true;
+  bool ring_registered_fd = true;
 };
 
 }  // namespace uring_http::serving

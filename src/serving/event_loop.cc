@@ -155,6 +155,10 @@ absl::Status EventLoop::Init() {
   ring_options.cq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_ + 1024), 4096, 32768);
   ring_options.sqpoll = config_.sqpoll;
   ring_options.sqpoll_cpu = config_.sqpoll && config_.pin_cpus ? index_ : -1;
+  ring_options.single_issuer = config_.ring_single_issuer;
+  ring_options.defer_taskrun = config_.ring_defer_taskrun;
+  ring_options.coop_taskrun = config_.ring_coop_taskrun;
+  ring_options.registered_ring_fd = config_.ring_registered_fd;
   auto ring = io::Ring::Create(ring_options);
   if (!ring.ok()) return ring.status();
   ring_ = *std::move(ring);

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace uring_http::serving {
 namespace {
@@ -24,6 +25,7 @@ enum LongOnly {
   kAddress,
   kSqpoll,
   kSendZc,
+  kIoUringDisable,
   kPinCpus,
   kPidFile,
   kMetricsPath,
@@ -53,6 +55,7 @@ const option kLongOptions[] = {
     {"sqpoll", no_argument, nullptr, kSqpoll},
     {"pin-cpus", no_argument, nullptr, kPinCpus},
     {"send-zc", required_argument, nullptr, kSendZc},
+    {"io-uring-disable", required_argument, nullptr, kIoUringDisable},
     {"pid-file", required_argument, nullptr, kPidFile},
     {"metrics-path", required_argument, nullptr, kMetricsPath},
     {"health-path", required_argument, nullptr, kHealthPath},
@@ -151,7 +154,10 @@ std::string UsageText(const char* program) {
       "      --sqpoll               Kernel submission-queue polling thread per ring\n"
       "      --pin-cpus             Pin accept thread i to CPU i\n"
       "      --send-zc=bytes        Zero-copy send (IORING_OP_SEND_ZC) for responses of\n"
-      "                             at least this size (16384); 0: off, else >= 1024\n\n"
+      "                             at least this size (131072); 0: off, else >= 1024\n"
+      "      --io-uring-disable=list  Turn features off to measure what they give:\n"
+      "                             comma-separated defer-taskrun, single-issuer,\n"
+      "                             coop-taskrun, registered-ring-fd (none)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker).\n");
 }
@@ -268,6 +274,24 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         break;
       case kPinCpus:
         options.config.pin_cpus = true;
+        break;
+      case kIoUringDisable:
+        for (absl::string_view piece : absl::StrSplit(optarg, ',')) {
+          const std::string_view name(piece.data(), piece.size());
+          if (name == "defer-taskrun") {
+            options.config.ring_defer_taskrun = false;
+          } else if (name == "single-issuer") {
+            options.config.ring_single_issuer = false;
+          } else if (name == "coop-taskrun") {
+            options.config.ring_coop_taskrun = false;
+          } else if (name == "registered-ring-fd") {
+            options.config.ring_registered_fd = false;
+          } else {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "invalid value '", optarg, "' for --io-uring-disable: expected a comma-separated "
+                "list of defer-taskrun, single-issuer, coop-taskrun, registered-ring-fd"));
+          }
+        }
         break;
       case kSendZc:
         // Below a page the pinning and the second completion cost more than

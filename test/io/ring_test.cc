@@ -79,6 +79,51 @@ TEST(RingTest, CreateWithDefaultsUsesTheFastestFlags) {
   EXPECT_EQ(((*ring)->raw()->flags & IORING_SETUP_SINGLE_ISSUER) != 0, f.single_issuer);
 }
 
+// --io-uring-disable: each feature can be turned off (to measure what it
+// gives), and the ring then takes the next best combination without it.
+TEST(RingTest, DisabledFeaturesAreNotUsed) {
+  if (KernelVersion() < 6001) GTEST_SKIP() << "needs SINGLE_ISSUER/DEFER_TASKRUN (6.1)";
+  struct Case {
+    const char* name;
+    bool single_issuer, defer_taskrun, coop_taskrun, registered_ring_fd;
+    bool want_single, want_defer, want_coop, want_registered;
+  };
+  const Case cases[] = {
+      {"defer-taskrun off", true, false, true, true, true, false, true, true},
+      {"single-issuer off (takes defer-taskrun along)", false, true, true, true, false, false,
+       true, true},
+      {"defer and coop off", true, false, false, true, true, false, false, true},
+      {"registered ring fd off", true, true, true, false, true, true, false, false},
+      {"all off", false, false, false, false, false, false, false, false},
+  };
+  for (const Case& c : cases) {
+    RingOptions options;
+    options.sq_entries = 8;
+    options.cq_entries = 64;
+    options.single_issuer = c.single_issuer;
+    options.defer_taskrun = c.defer_taskrun;
+    options.coop_taskrun = c.coop_taskrun;
+    options.registered_ring_fd = c.registered_ring_fd;
+    auto ring = Ring::Create(options);
+    ASSERT_TRUE(ring.ok()) << c.name << ": " << ring.status();
+    const RingFeatures& f = (*ring)->features();
+    EXPECT_EQ(f.single_issuer, c.want_single) << c.name;
+    EXPECT_EQ(f.defer_taskrun, c.want_defer) << c.name;
+    EXPECT_EQ(f.coop_taskrun, c.want_coop) << c.name;
+    EXPECT_EQ(f.registered_ring_fd, c.want_registered) << c.name;
+    EXPECT_EQ(((*ring)->raw()->flags & IORING_SETUP_DEFER_TASKRUN) != 0, f.defer_taskrun);
+    EXPECT_EQ(((*ring)->raw()->flags & IORING_SETUP_SINGLE_ISSUER) != 0, f.single_issuer);
+    EXPECT_EQ(((*ring)->raw()->flags & IORING_SETUP_COOP_TASKRUN) != 0, f.coop_taskrun);
+    // Still a working ring: a NOP goes through.
+    io_uring_sqe* sqe = (*ring)->GetSqe();
+    io_uring_prep_nop(sqe);
+    ASSERT_EQ(io_uring_submit_and_wait((*ring)->raw(), 1), 1) << c.name;
+    io_uring_cqe* cqe = nullptr;
+    ASSERT_EQ(io_uring_peek_cqe((*ring)->raw(), &cqe), 0) << c.name;
+    io_uring_cqe_seen((*ring)->raw(), cqe);
+  }
+}
+
 TEST(RingTest, HonoursTheRequestedSizes) {
   RingOptions options;
   options.sq_entries = 8;

@@ -70,7 +70,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(options->help);
   EXPECT_FALSE(c.sqpoll);
   EXPECT_FALSE(c.pin_cpus);
-  EXPECT_EQ(c.send_zc_min_bytes, 16384u);  // zero-copy send for 16 KiB and more
+  EXPECT_EQ(c.send_zc_min_bytes, 131072u);  // zero-copy send from 128 KiB
   EXPECT_EQ(c.header_timeout_ms, 10'000u);
   EXPECT_EQ(c.idle_timeout_ms, 60'000u);
   EXPECT_EQ(c.send_timeout_ms, 30'000u);
@@ -262,7 +262,7 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
         "--worker-threads", "--slow-duration", "--verbose", "--daemonize", "--help",
         "--max-request-line", "--max-header-bytes", "--max-headers", "--max-body-bytes",
         "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
-        "--sqpoll", "--pin-cpus", "--send-zc", "--pid-file", "--metrics-path", "--health-path", "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
+        "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }
   EXPECT_NE(usage.find("Usage: uring-http "), std::string::npos);
@@ -297,6 +297,28 @@ TEST(OptionsTest, SendZcThreshold) {
   ExpectError({"--send-zc=big"}, "--send-zc");
   ExpectError({"--send-zc="}, "--send-zc");
   ExpectError({"--send-zc=1073741825"}, "--send-zc");
+}
+
+TEST(OptionsTest, IoUringDisable) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok());
+  EXPECT_TRUE(options->config.ring_defer_taskrun);
+  EXPECT_TRUE(options->config.ring_single_issuer);
+  EXPECT_TRUE(options->config.ring_coop_taskrun);
+  EXPECT_TRUE(options->config.ring_registered_fd);
+  options = Parse({"--io-uring-disable=defer-taskrun,registered-ring-fd"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->config.ring_defer_taskrun);
+  EXPECT_TRUE(options->config.ring_single_issuer);
+  EXPECT_TRUE(options->config.ring_coop_taskrun);
+  EXPECT_FALSE(options->config.ring_registered_fd);
+  options = Parse({"--io-uring-disable", "single-issuer,coop-taskrun"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->config.ring_single_issuer);
+  EXPECT_FALSE(options->config.ring_coop_taskrun);
+  ExpectError({"--io-uring-disable=sqpoll"}, "--io-uring-disable");
+  ExpectError({"--io-uring-disable="}, "defer-taskrun, single-issuer");
+  ExpectError({"--io-uring-disable=defer-taskrun,"}, "--io-uring-disable");
 }
 
 TEST(OptionsTest, OutOfRangeValuesNameTheOptionAndRange) {
