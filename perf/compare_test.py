@@ -406,7 +406,8 @@ class ConfigTest(unittest.TestCase):
     def test_bodies_servers(self):
         zc, copy = self.servers.make("ours", "send-zc"), self.servers.make("ours", "copy")
         self.assertEqual((zc.label, zc.port), ("ours (send-zc)", 20009))
-        self.assertEqual(zc.cmd[1:], ["-p", "20009", "-A", "2", "-w", "4", "-D", "30"])  # zero-copy as shipped
+        # zero-copy at every measured size, whatever the shipped threshold
+        self.assertEqual(zc.cmd[1:], ["-p", "20009", "-A", "2", "-w", "4", "-D", "30", "--send-zc=16384"])
         self.assertEqual((copy.label, copy.port), ("ours (copy)", 20010))
         self.assertEqual(copy.cmd[1:], ["-p", "20010", "-A", "2", "-w", "4", "-D", "30", "--send-zc=0"])
         nginx = self.servers.make("nginx", "bodies")
