@@ -36,6 +36,11 @@ struct ServerConfig {
   uint32_t recv_buffer_count = 0;
   uint32_t recv_buffer_size = 2048;
 
+  // Ring sizes; 0: sized from the capacity so the CQ does not overflow.
+  // Tests set tiny ones to force overflows (nothing may be lost then).
+  uint32_t ring_sq_entries = 0;
+  uint32_t ring_cq_entries = 0;
+
   // Access log in Common Log Format; empty: none.
   std::string access_log_path;
 

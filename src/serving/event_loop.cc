@@ -153,6 +153,8 @@ absl::Status EventLoop::Init() {
   // the kernel keeps overflowed CQEs on its own list (IORING_FEAT_NODROP) and
   // MSG_RING senders retry on -EOVERFLOW, so nothing is lost, only slower.
   ring_options.cq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_ + 1024), 4096, 32768);
+  if (config_.ring_sq_entries != 0) ring_options.sq_entries = config_.ring_sq_entries;
+  if (config_.ring_cq_entries != 0) ring_options.cq_entries = config_.ring_cq_entries;
   ring_options.sqpoll = config_.sqpoll;
   ring_options.sqpoll_cpu = config_.sqpoll && config_.pin_cpus ? index_ : -1;
   ring_options.single_issuer = config_.ring_single_issuer;
@@ -319,6 +321,11 @@ void EventLoop::Run() {
     int ret = io_uring_submit_and_wait(r, 1);
     // One clock read per batch of completions serves every timer set in it.
     now_tick_ = NowTick();
+    // The kernel kept completions the CQ had no room for (IORING_FEAT_NODROP):
+    // they come in on the next enter, but the CQ is too small for the load.
+    if (io_uring_cq_has_overflow(r)) [[unlikely]] {
+      stats_.cq_overflows.Add();
+    }
     if (ret < 0 && ret != -EINTR && ret != -ETIME && ret != -EAGAIN && ret != -EBUSY) {
       std::fprintf(stderr, "uring-http: thread %d: io_uring_enter: %s\n", index_,
                    strerror(-ret));

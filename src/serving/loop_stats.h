@@ -63,6 +63,7 @@ struct alignas(64) LoopStats {
   Counter recv_nobufs;      // receive ran out of provided buffers
   Counter accept_errors;    // EMFILE/ENFILE and other accept failures
   Counter chunk_heap_fallbacks;
+  Counter cq_overflows;     // waits that found completions held beyond the CQ
   Counter sends_zc;         // sends issued as IORING_OP_SEND_ZC
   Counter sends_zc_copied;  // of those, the kernel copied after all (e.g. loopback)
   Counter sends_zc_refused; // ENOMEM (memlock limit): sent again by copying

@@ -69,6 +69,10 @@ std::string Server::RenderMetrics() const {
       {"uring_http_arena_heap_fallbacks_total", "counter",
        "Chunk requests served by the heap because the arena's pool was empty.",
        s.chunk_heap_fallbacks},
+      {"uring_http_cq_overflows_total", "counter",
+       "Waits that found completions the kernel held beyond a full CQ (none lost; the CQ is "
+       "too small for the load).",
+       s.cq_overflows},
       {"uring_http_sends_zerocopy_total", "counter",
        "Sends issued as IORING_OP_SEND_ZC (--send-zc).", s.sends_zc},
       {"uring_http_sends_zerocopy_copied_total", "counter",

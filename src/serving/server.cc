@@ -216,6 +216,7 @@ ServerStats Server::Stats() const {
     s.accept_errors += l.accept_errors.Get();
     s.chunk_heap_fallbacks += l.chunk_heap_fallbacks.Get();
     s.sends_zc += l.sends_zc.Get();
+    s.cq_overflows += l.cq_overflows.Get();
     s.sends_zc_copied += l.sends_zc_copied.Get();
     s.sends_zc_refused += l.sends_zc_refused.Get();
   }

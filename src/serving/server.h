@@ -41,7 +41,7 @@ struct ServerStats {
   uint64_t responses_2xx = 0, responses_4xx = 0, responses_5xx = 0, bad_requests = 0;
   uint64_t slow_dispatched = 0, slow_completed = 0, slow_rejected = 0, results_dropped = 0;
   uint64_t timeouts = 0, recv_nobufs = 0, accept_errors = 0, chunk_heap_fallbacks = 0;
-  uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0;
+  uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0, cq_overflows = 0;
   worker::WorkerPoolStats workers;
 };
 
