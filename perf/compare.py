@@ -764,14 +764,8 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
     for load in loads_order:
         if load.startswith("bodies-"):
             continue  # their own section, with MiB/s and the send-zc/copy ratios
-        for server, s in summary.get(load, {}).items():
-            rows.append(f"| {load} | {server} | {fmt_range(s.get('rps'), 0)} | "
-                        f"{fmt(s['errors']['max'], 0) if 'errors' in s else '-'} | "
-                        f"{fmt(med(summary, load, server, 'p50_ms'), 2)} | "
-                        f"{fmt(med(summary, load, server, 'p99_ms'), 2)} | "
-                        f"{fmt_range(s.get('cpu_us_per_req'), 2)} | "
-                        f"{fmt(s['other_pct']['max'], 0) if 'other_pct' in s else '-'} | "
-                        f"{fmt(s['steal_pct']['max'], 0) if 'steal_pct' in s else '-'} |")
+        for server in summary.get(load, {}):
+            rows.append(f"| {load} | {server} | {run_cells(summary, load, server)} |")
     if rows:
         lines.append("| load | server | req/s | errors (max) | p50 ms | p99 ms | CPU us/req | other % | steal % |")
         lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -910,6 +904,21 @@ def bodies_special(summary, zerocopy=None, notes=(), sizes=BODY_SIZES):
     return out
 
 
+def run_cells(summary, load, server, with_mib=False):
+    """The figure columns of one server's row: req/s [MiB/s] errors p50 p99 CPU other steal."""
+    s = summary[load][server]
+    cells = [fmt_range(s.get("rps"), 0)]
+    if with_mib:
+        cells.append(fmt_range(s.get("mib_per_s"), 0))
+    cells += [fmt(s["errors"]["max"], 0) if "errors" in s else "-",
+              fmt(med(summary, load, server, "p50_ms"), 2),
+              fmt(med(summary, load, server, "p99_ms"), 2),
+              fmt_range(s.get("cpu_us_per_req"), 2),
+              fmt(s["other_pct"]["max"], 0) if "other_pct" in s else "-",
+              fmt(s["steal_pct"]["max"], 0) if "steal_pct" in s else "-"]
+    return " | ".join(cells)
+
+
 def describe_bodies(b, summary):
     out = [f"- ours (send-zc): `--send-zc={min(BODY_SIZES)}`, every size sent with IORING_OP_SEND_ZC "
            "(the shipped default starts at 128 KiB); ours (copy): `--send-zc=0`. Both build the body per request. nginx (sendfile): the same N bytes "
@@ -929,15 +938,9 @@ def describe_bodies(b, summary):
     out.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for size in b.get("sizes", []):
         load = size["load"]
-        for server, s in summary.get(load, {}).items():
-            out.append(f"| {size_text(size['bytes'])} | {server} | {fmt_range(s.get('rps'), 0)} | "
-                       f"{fmt_range(s.get('mib_per_s'), 0)} | "
-                       f"{fmt(s['errors']['max'], 0) if 'errors' in s else '-'} | "
-                       f"{fmt(med(summary, load, server, 'p50_ms'), 2)} | "
-                       f"{fmt(med(summary, load, server, 'p99_ms'), 2)} | "
-                       f"{fmt_range(s.get('cpu_us_per_req'), 2)} | "
-                       f"{fmt(s['other_pct']['max'], 0) if 'other_pct' in s else '-'} | "
-                       f"{fmt(s['steal_pct']['max'], 0) if 'steal_pct' in s else '-'} |")
+        for server in summary.get(load, {}):
+            out.append(f"| {size_text(size['bytes'])} | {server} | "
+                       f"{run_cells(summary, load, server, with_mib=True)} |")
     rows = [f"| {size_text(size['bytes'])} | {name} | {fmt(r['rps'], 2)}x | {fmt(r['cpu_us_per_req'], 2)}x |"
             for size in b.get("sizes", []) for name, r in size["ratios"].items()]
     if rows:
