@@ -1,4 +1,4 @@
-// ParseRequest on the requests the load generators send. items/s is parsed
+// ParseRequestHead on the requests the load generators send. items/s is parsed
 // requests per second on one core; compare with the server's requests/s to
 // see what share of a core the parser costs.
 //
@@ -43,7 +43,7 @@ void ParseOne(benchmark::State& state, std::string_view request) {
   for (auto _ : state) {
     std::string_view data = request;
     benchmark::DoNotOptimize(data.data());
-    const ParseResult r = ParseRequest(data, limits, &out, headers, 64);
+    const ParseResult r = ParseRequestHead(data, limits, &out, headers, 64);
     benchmark::DoNotOptimize(r);
     benchmark::DoNotOptimize(out);
     if (r.status != ParseStatus::kComplete) {
@@ -72,7 +72,7 @@ void BM_ParsePipeline16(benchmark::State& state) {
     std::string_view data = buffer;
     benchmark::DoNotOptimize(data.data());
     while (!data.empty()) {
-      const ParseResult r = ParseRequest(data, limits, &out, headers, 64);
+      const ParseResult r = ParseRequestHead(data, limits, &out, headers, 64);
       benchmark::DoNotOptimize(out);
       if (r.status != ParseStatus::kComplete) {
         state.SkipWithError("pipeline did not parse");

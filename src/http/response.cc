@@ -61,8 +61,7 @@ class Writer {
   size_t len_ = 0;
 };
 
-void WriteHead(Writer& w, int status, std::string_view header_lines, size_t body_size,
-               bool keep_alive, bool keep_alive_header) {
+void WriteStatusLine(Writer& w, int status, std::string_view header_lines) {
   w.Put("HTTP/1.1 ");
   w.PutNumber(static_cast<size_t>(status));
   w.Put(" ");
@@ -71,18 +70,60 @@ void WriteHead(Writer& w, int status, std::string_view header_lines, size_t body
   w.Put(kServer);
   w.Put(DateLine());
   w.Put(header_lines);
-  // 1xx and 204 responses carry no Content-Length (RFC 9110 8.6).
-  if (status >= 200 && status != 204) {
-    w.Put("Content-Length: ");
-    w.PutNumber(body_size);
-    w.Put("\r\n");
-  }
+}
+
+void WriteConnection(Writer& w, bool keep_alive, bool keep_alive_header) {
   if (!keep_alive) {
     w.Put("Connection: close\r\n");
   } else if (keep_alive_header) {
     w.Put("Connection: keep-alive\r\n");
   }
   w.Put("\r\n");
+}
+
+void WriteHead(Writer& w, int status, std::string_view header_lines, size_t body_size,
+               bool keep_alive, bool keep_alive_header) {
+  WriteStatusLine(w, status, header_lines);
+  // 1xx and 204 responses carry no Content-Length (RFC 9110 8.6).
+  if (status >= 200 && status != 204) {
+    w.Put("Content-Length: ");
+    w.PutNumber(body_size);
+    w.Put("\r\n");
+  }
+  WriteConnection(w, keep_alive, keep_alive_header);
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
+  if (a.size() != lower.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
+    if (c != lower[i]) return false;
+  }
+  return true;
+}
+
+// Headers that frame the message or manage the connection: the server
+// writes them, and a handler's copy would contradict it (RFC 9112 6, 9.6;
+// RFC 9110 7.6.1).
+bool IsServerOwned(std::string_view name) {
+  for (std::string_view owned : {"content-length", "transfer-encoding", "connection", "keep-alive",
+                                 "upgrade", "trailer", "te", "proxy-connection"}) {
+    if (EqualsIgnoreCase(name, owned)) return true;
+  }
+  return false;
+}
+
+// "Name: value\r\n" into out when the field is acceptable (see AddHeader).
+bool ValidField(std::string_view name, std::string_view value) {
+  if (name.empty() || IsServerOwned(name)) return false;
+  for (unsigned char c : name) {
+    if (!IsTokenChar(c)) return false;
+  }
+  for (unsigned char c : value) {
+    if (c == '\r' || c == '\n' || c == '\0') return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -122,13 +163,7 @@ std::string_view ReasonPhrase(int status) {
 }
 
 bool Response::AddHeader(std::string_view name, std::string_view value) {
-  if (name.empty()) return false;
-  for (unsigned char c : name) {
-    if (!IsTokenChar(c)) return false;
-  }
-  for (unsigned char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0') return false;
-  }
+  if (!ValidField(name, value)) return false;
   const size_t need = name.size() + 2 + value.size() + 2;
   if (headers_len_ + need > kHeaderStorage) return false;
   char* p = headers_ + headers_len_;
@@ -144,17 +179,81 @@ bool Response::AddHeader(std::string_view name, std::string_view value) {
   return true;
 }
 
+bool Response::Write(std::string_view data) {
+  if (stream_ != nullptr) return stream_->Write(*this, data);
+  // Not streamed (a FAST handler): the pieces make up the buffered body,
+  // after a static body if one was set.
+  if (has_static_body_) {
+    body_.assign(static_body_);
+    static_body_ = {};
+    has_static_body_ = false;
+  }
+  body_.append(data);
+  return true;
+}
+
+bool Response::AddTrailer(std::string_view name, std::string_view value) {
+  if (!ValidField(name, value) || trailers_.size() + name.size() + value.size() > kHeaderStorage) {
+    return false;
+  }
+  trailers_.append(name).append(": ").append(value).append("\r\n");
+  return true;
+}
+
 size_t SerializeResponse(const Response& response, const SerializeOptions& options, char* out,
                          size_t capacity) {
   Writer w(out, capacity);
   const std::string_view body = response.body_view();
   WriteHead(w, response.status(), response.header_lines(), body.size(), options.keep_alive,
             options.keep_alive_header);
-  if (!options.head_only && response.status() >= 200 && response.status() != 204 &&
-      response.status() != 304) {
-    w.Put(body);
-  }
+  if (!options.head_only && StatusHasBody(response.status())) w.Put(body);
   return w.size();
+}
+
+size_t SerializeStreamHead(const Response& response, const SerializeOptions& options,
+                           StreamFraming framing, uint64_t length, char* out, size_t capacity) {
+  Writer w(out, capacity);
+  WriteStatusLine(w, response.status(), response.header_lines());
+  bool keep_alive = options.keep_alive;
+  if (response.status() != 204) {
+    switch (framing) {
+      case StreamFraming::kContentLength:
+        w.Put("Content-Length: ");
+        w.PutNumber(length);
+        w.Put("\r\n");
+        break;
+      case StreamFraming::kChunked:
+        // 304 states no framing of its own (it has no body): nothing to say.
+        if (response.status() != 304) w.Put("Transfer-Encoding: chunked\r\n");
+        break;
+      case StreamFraming::kClose:
+        keep_alive = false;  // the end of the body is the end of the connection
+        break;
+    }
+  }
+  WriteConnection(w, keep_alive, options.keep_alive_header);
+  return w.size();
+}
+
+size_t ChunkHeader(uint64_t size, char out[18]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  char digits[16];
+  size_t n = 0;
+  do {
+    digits[n++] = kHex[size & 0xf];
+    size >>= 4;
+  } while (size != 0);
+  for (size_t i = 0; i < n; ++i) out[i] = digits[n - 1 - i];
+  out[n] = '\r';
+  out[n + 1] = '\n';
+  return n + 2;
+}
+
+std::string LastChunk(std::string_view trailer_lines) {
+  std::string out = "0\r\n";
+  out.append(trailer_lines);
+  out.append("\r\n");
+  return out;
 }
 
 size_t SerializedSize(const Response& response, const SerializeOptions& options) {

@@ -3,9 +3,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <thread>
 
+#include "src/io/kernel_features.h"
 #include "src/io/uring_compat.h"
 
 namespace uring_http::io {
@@ -18,26 +20,31 @@ int SendRingless(int target_ring_fd, uint64_t user_data, int32_t res) {
   return ret < 0 ? -errno : 0;
 }
 
-bool ProbeRingless() {
-  io_uring ring;
-  if (io_uring_queue_init(4, &ring, 0) < 0) return false;
-  bool ok = SendRingless(ring.ring_fd, 0x5eed, 7) == 0;
-  if (ok) {
-    io_uring_cqe* cqe = nullptr;
-    ok = io_uring_peek_cqe(&ring, &cqe) == 0 && cqe->user_data == 0x5eed && cqe->res == 7;
+std::atomic<int> injected_error{0};
+std::atomic<int> injected_count{0};
+
+// Takes one injected failure, if any are left.
+int TakeInjectedFailure() {
+  int left = injected_count.load(std::memory_order_relaxed);
+  while (left > 0) {
+    if (injected_count.compare_exchange_weak(left, left - 1, std::memory_order_acq_rel)) {
+      return injected_error.load(std::memory_order_relaxed);
+    }
   }
-  io_uring_queue_exit(&ring);
-  return ok;
+  return 0;
 }
 
 }  // namespace
 
-bool MsgRingSender::RinglessSupported() {
-  static const bool supported = ProbeRingless();
-  return supported;
+bool MsgRingSender::RinglessSupported() { return RinglessMsgRingSupported(); }
+
+void MsgRingSender::InjectFailuresForTest(int error, int count) {
+  injected_error.store(error, std::memory_order_relaxed);
+  injected_count.store(count, std::memory_order_release);
 }
 
 int MsgRingSender::SendOnce(int target_ring_fd, uint64_t user_data, int32_t res) {
+  if (const int injected = TakeInjectedFailure(); injected != 0) [[unlikely]] return -injected;
   if (RinglessSupported()) return SendRingless(target_ring_fd, user_data, res);
   if (private_ring_ == nullptr) {
     RingOptions options;
@@ -62,6 +69,7 @@ int MsgRingSender::SendOnce(int target_ring_fd, uint64_t user_data, int32_t res)
 }
 
 MsgRingSender::Result MsgRingSender::Send(int target_ring_fd, uint64_t user_data, int32_t res) {
+  int shortages = 0;
   for (;;) {
     int ret = SendOnce(target_ring_fd, user_data, res);
     if (ret >= 0) return Result::kSent;
@@ -70,6 +78,12 @@ MsgRingSender::Result MsgRingSender::Send(int target_ring_fd, uint64_t user_data
       // than lose a result a connection is waiting for.
       ++overflow_retries_;
       std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    if ((ret == -ENOMEM || ret == -ENOBUFS) && ++shortages <= 8) {
+      // Memory for the message (or the private ring's request) may come
+      // back in a moment; if it does not, the caller's fallback takes over.
+      std::this_thread::sleep_for(std::chrono::microseconds(100 << shortages));
       continue;
     }
     if (ret == -EOWNERDEAD || ret == -EBADFD || ret == -EBADF) return Result::kTargetGone;

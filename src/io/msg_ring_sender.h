@@ -28,12 +28,19 @@ class MsgRingSender {
 
   enum class Result { kSent, kTargetGone, kFailed };
   // Posts a CQE with `user_data` and res = `res` on the ring `target_ring_fd`.
-  // A full target CQ (-EOVERFLOW) is retried after a short pause until it
-  // drains: the message is never dropped while the target ring lives.
+  // A full target CQ (-EOVERFLOW, -EAGAIN, -EINTR) is retried after a short
+  // pause until it drains: the message is never dropped while the target
+  // ring lives. A transient shortage (-ENOMEM, -ENOBUFS) is retried a few
+  // times; if it persists, or for any other error, kFailed: the caller must
+  // deliver the message another way (worker::Mailbox).
   Result Send(int target_ring_fd, uint64_t user_data, int32_t res);
 
   // Messages that had to be retried because the target CQ was full.
   uint64_t overflow_retries() const { return overflow_retries_; }
+
+  // Tests: the next `count` sends from any thread fail with -error before
+  // reaching the kernel (e.g. ENOMEM), as a kernel under pressure would.
+  static void InjectFailuresForTest(int error, int count);
 
  private:
   int SendOnce(int target_ring_fd, uint64_t user_data, int32_t res);

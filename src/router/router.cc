@@ -11,20 +11,66 @@ absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data
 }  // namespace
 
 absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_view path,
-                         Handler handler) {
+                         Handler handler, RouteOptions options) {
+  if (!handler) return absl::InvalidArgumentError("route handler is empty");
+  if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FAST route ", AbslView(method), " ", AbslView(path),
+        " cannot block reading a streamed body: use FastStream (a BodySink) or a SLOW route"));
+  }
+  Route route;
+  route.method = std::string(method);
+  route.path = std::string(path);
+  route.kind = kind;
+  route.handler = std::move(handler);
+  route.options = options;
+  return Insert(std::move(route));
+}
+
+absl::Status Router::FastStream(std::string_view method, std::string_view path,
+                                BodySinkFactory sink, uint64_t max_body_bytes) {
+  if (!sink) return absl::InvalidArgumentError("route body sink factory is empty");
+  Route route;
+  route.method = std::string(method);
+  route.path = std::string(path);
+  route.kind = HandlerKind::kFast;
+  route.sink = std::move(sink);
+  route.options.body = BodyMode::kStreamed;
+  route.options.max_body_bytes = max_body_bytes;
+  return Insert(std::move(route));
+}
+
+absl::Status Router::SetFallback(HandlerKind kind, Handler handler, RouteOptions options) {
+  if (!handler) return absl::InvalidArgumentError("fallback handler is empty");
+  if (fallback_ != nullptr) return absl::AlreadyExistsError("a fallback route is already set");
+  if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
+    return absl::InvalidArgumentError("a FAST fallback cannot stream its body");
+  }
+  fallback_ = std::make_unique<Route>();
+  fallback_->method = "*";
+  fallback_->path = "*";
+  fallback_->kind = kind;
+  fallback_->handler = std::move(handler);
+  fallback_->options = options;
+  fallback_->id = count_++;
+  return absl::OkStatus();
+}
+
+absl::Status Router::Insert(Route route) {
+  const std::string& path = route.path;
+  const std::string& method = route.method;
   if (path.empty() || path.front() != '/') {
-    return absl::InvalidArgumentError(absl::StrCat("route path must start with '/': ", AbslView(path)));
+    return absl::InvalidArgumentError(absl::StrCat("route path must start with '/': ", path));
   }
   if (method.empty()) return absl::InvalidArgumentError("route method is empty");
-  if (!handler) return absl::InvalidArgumentError("route handler is empty");
-  PathRoutes& entry = paths_[std::string(path)];
+  PathRoutes& entry = paths_[path];
   for (const Route& r : entry.routes) {
     if (r.method == method) {
-      return absl::AlreadyExistsError(absl::StrCat("duplicate route ", AbslView(method), " ", AbslView(path)));
+      return absl::AlreadyExistsError(absl::StrCat("duplicate route ", method, " ", path));
     }
   }
-  entry.routes.push_back(
-      Route{std::string(method), std::string(path), kind, std::move(handler), count_++});
+  route.id = count_++;
+  entry.routes.push_back(std::move(route));
   // Allow lists what Find() accepts, including the implicit HEAD.
   entry.allow.clear();
   bool has_get = false, has_head = false;
@@ -44,13 +90,17 @@ std::vector<const Route*> Router::Routes() const {
   for (const auto& [path, entry] : paths_) {
     for (const Route& r : entry.routes) all[r.id] = &r;
   }
+  if (fallback_ != nullptr) all[fallback_->id] = fallback_.get();
   return all;
 }
 
 Match Router::Find(std::string_view method, std::string_view path) const {
   Match match;
   auto it = paths_.find(AbslView(path));
-  if (it == paths_.end()) return match;
+  if (it == paths_.end()) {
+    match.route = fallback_.get();
+    return match;
+  }
   match.path_known = true;
   match.allow = it->second.allow;
   const Route* get = nullptr;
@@ -62,6 +112,7 @@ Match Router::Find(std::string_view method, std::string_view path) const {
     if (r.method == "GET") get = &r;
   }
   if (method == "HEAD") match.route = get;
+  if (match.route == nullptr && fallback_ != nullptr) match.route = fallback_.get();
   return match;
 }
 

@@ -1,5 +1,11 @@
 // Router: maps (method, path) to a handler and says whether it runs inline on
-// the ring thread (FAST: must not block) or on a worker (SLOW: may block).
+// the ring thread (FAST: must not block) or on a worker (SLOW: may block),
+// and how the route takes its request body: buffered whole before the
+// handler runs (the default, up to --max-body-bytes or the route's own
+// limit), or streamed as it arrives (a SLOW handler reads it with
+// Request::ReadBody on its worker; a FAST route gets it through a BodySink
+// on the ring thread). A route may also answer paths no other route claims
+// (SetFallback).
 //
 // Routes are registered before the server starts and never change after, so
 // lookups from every ring thread and worker need no lock. HEAD is served by
@@ -11,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,13 +31,42 @@ namespace uring_http::router {
 
 using Handler = std::function<void(const http::Request&, http::Response&)>;
 
+// A FAST route's streamed request body, on the ring thread: OnData for each
+// piece as it arrives, then OnEnd to answer, or OnAbort if the body never
+// completes (the client left, or sent a malformed or oversized body). The
+// request given to the factory and to OnEnd is valid during that call only.
+class BodySink {
+ public:
+  virtual ~BodySink() = default;
+  virtual void OnData(std::string_view piece) = 0;
+  virtual void OnEnd(const http::Request& request, http::Response& response) = 0;
+  virtual void OnAbort() {}
+};
+using BodySinkFactory = std::function<std::unique_ptr<BodySink>(const http::Request&)>;
+
 enum class HandlerKind { kFast, kSlow };
+
+enum class BodyMode : uint8_t {
+  kBuffered,  // the whole body is in Request::body when the handler runs
+  kStreamed,  // read as it arrives (Request::ReadBody, or a BodySink)
+};
+
+// No limit on a route's body (streamed routes: the memory stays bounded).
+inline constexpr uint64_t kUnlimitedBody = UINT64_MAX;
+
+struct RouteOptions {
+  BodyMode body = BodyMode::kBuffered;
+  // Largest body accepted (413 beyond it); 0: the server's --max-body-bytes.
+  uint64_t max_body_bytes = 0;
+};
 
 struct Route {
   std::string method;
   std::string path;
   HandlerKind kind;
   Handler handler;
+  BodySinkFactory sink;  // FAST routes with a streamed body
+  RouteOptions options;
   uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
 };
 
@@ -42,15 +78,24 @@ struct Match {
 
 class Router {
  public:
-  // Fails on a duplicate (method, path) or a path not starting with '/'.
+  // Fails on a duplicate (method, path), a path not starting with '/', or a
+  // FAST handler asked to stream its body (a FAST route streams through a
+  // BodySink: FastStream).
   absl::Status Add(HandlerKind kind, std::string_view method, std::string_view path,
-                   Handler handler);
-  absl::Status Fast(std::string_view method, std::string_view path, Handler handler) {
-    return Add(HandlerKind::kFast, method, path, std::move(handler));
+                   Handler handler, RouteOptions options = {});
+  absl::Status Fast(std::string_view method, std::string_view path, Handler handler,
+                    RouteOptions options = {}) {
+    return Add(HandlerKind::kFast, method, path, std::move(handler), options);
   }
-  absl::Status Slow(std::string_view method, std::string_view path, Handler handler) {
-    return Add(HandlerKind::kSlow, method, path, std::move(handler));
+  absl::Status Slow(std::string_view method, std::string_view path, Handler handler,
+                    RouteOptions options = {}) {
+    return Add(HandlerKind::kSlow, method, path, std::move(handler), options);
   }
+  // A FAST route whose body streams into a sink the factory makes per request.
+  absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+                          uint64_t max_body_bytes = kUnlimitedBody);
+  // Answers every request no route matches (instead of 404/405), any method.
+  absl::Status SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
 
   Match Find(std::string_view method, std::string_view path) const;
 
@@ -59,11 +104,14 @@ class Router {
   std::vector<const Route*> Routes() const;
 
  private:
+  absl::Status Insert(Route route);
+
   struct PathRoutes {
     std::vector<Route> routes;  // a handful per path: a linear scan wins
     std::string allow;
   };
   absl::flat_hash_map<std::string, PathRoutes> paths_;
+  std::unique_ptr<Route> fallback_;
   uint32_t count_ = 0;
 };
 

@@ -22,6 +22,7 @@ struct ServerConfig {
 
   // Timeouts in milliseconds (0 disables one).
   uint32_t header_timeout_ms = 10'000;    // first byte to end of headers: 408
+  uint32_t body_timeout_ms = 60'000;      // no byte of a request body for this long: 408
   uint32_t idle_timeout_ms = 60'000;      // keep-alive between requests
   uint32_t send_timeout_ms = 30'000;      // peer not reading our response
   uint32_t shutdown_timeout_ms = 30'000;  // drain on stop

@@ -1,14 +1,19 @@
 // EventLoop: one accept thread. It owns one io_uring ring, its listening
 // socket (SO_REUSEPORT), a preallocated pool of connection slots, and one
-// arena from which its provided receive buffers and staging/response chunks
-// are carved. Every socket operation of its connections and every timer is an
-// SQE on its ring.
+// arena from which its provided receive buffers and chunks are carved. Every
+// socket operation of its connections and every timer is an SQE on its ring.
 //
-// Bytes flow one way: a multishot receive fills a provided buffer; the parser
-// turns it into a request; the router picks a handler; a FAST handler runs
-// here and its response is appended to the connection's output; a SLOW one
-// goes to the worker pool and comes back as a MSG_RING completion; the output
-// leaves with a send on the same ring.
+// The loop itself does little: it dispatches completions (to accept, to the
+// connection a completion names, to the timer wheel, to stop), accepts, and
+// carries out what connections ask of it through ConnectionHost (SQEs for
+// receives, sends, shutdowns and closes; wheel entries; worker tasks). What a
+// connection does with its bytes is src/http1/connection.h.
+//
+// Bytes flow one way: a multishot receive fills a provided buffer; the
+// connection turns it into requests; a FAST handler runs here and its
+// response joins the connection's output; a SLOW one goes to the worker pool
+// and comes back as a MSG_RING completion; the output leaves with a send on
+// the same ring.
 //
 // Thread-safety: Init() and Run() on the loop's own thread (the ring is
 // single-issuer); ring_fd(), stats() and the Stop message from anywhere.
@@ -16,6 +21,8 @@
 #define URING_HTTP_SRC_SERVING_EVENT_LOOP_H_
 
 #include <liburing.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <cstdint>
@@ -25,21 +32,23 @@
 
 #include "absl/status/status.h"
 #include "src/http/parser.h"
-#include "src/http/response.h"
+#include "src/http1/connection.h"
+#include "src/http1/connection_host.h"
 #include "src/io/arena.h"
 #include "src/io/buffer_ring.h"
 #include "src/io/ring.h"
 #include "src/router/router.h"
 #include "src/serving/access_log.h"
 #include "src/serving/config.h"
-#include "src/serving/connection.h"
 #include "src/serving/loop_stats.h"
 #include "src/serving/timer_wheel.h"
+#include "src/serving/user_data.h"
+#include "src/worker/mailbox.h"
 #include "src/worker/worker_pool.h"
 
 namespace uring_http::serving {
 
-class EventLoop {
+class EventLoop final : private http1::ConnectionHost {
  public:
   // `signal_fd` >= 0: this loop reads it and calls on_signal (one loop only).
   EventLoop(int index, const ServerConfig& config, const router::Router& router,
@@ -65,74 +74,53 @@ class EventLoop {
   uint32_t file_table_size() const { return file_table_size_; }
 
  private:
-  // Completion handlers.
+  // One slot of the connection pool. Reused only after every operation
+  // that names it has completed (see Connection::Freeable): a completion
+  // always finds the slot it was issued for, and the generation in its
+  // user_data is checked all the same.
+  struct Slot {
+    uint32_t generation = 0;
+    uint32_t file_index = 0;  // io_uring direct descriptor
+    uint32_t next_free = 0;   // free-list link while unused
+    bool in_use = false;
+    msghdr msg{};             // a gathered send's header (valid until it completes)
+    http1::Connection conn;
+  };
+
+  // ---- ConnectionHost
+  void ArmRecv(uint32_t slot) override;
+  void CancelRecv(uint32_t slot) override;
+  void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy) override;
+  void ShutdownWrite(uint32_t slot) override;
+  void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
+  void SetDeadline(uint32_t slot, uint64_t tick) override;
+  bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
+                int64_t started_ns) override;
+  void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
+
+  // Completions.
   void OnAccept(const io_uring_cqe* cqe);
-  void OnRecv(Connection& c, uint32_t slot, const io_uring_cqe* cqe);
-  void OnSend(Connection& c, uint32_t slot, const io_uring_cqe* cqe);
-  void OnSendNotification(Connection& c, uint32_t slot, const io_uring_cqe* cqe);
-  void OnTaskDone(uint32_t slot, uint32_t generation);
+  void OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe);
+  void OnWorkerMessage(Op op, uint32_t slot, uint32_t generation);
   void OnTimerTick();
   void OnSignal(int res);
   void OnStop();
+  // Frees the slot once its connection holds nothing the kernel or a worker
+  // may still use.
+  void MaybeFree(uint32_t slot);
 
   // Arming.
   void EnsureAccepts();
-  void ArmRecv(Connection& c, uint32_t slot);
   void ArmTimerTick();
   void ArmSignalRead();
-
-  // Request processing.
-  void HandleInput(Connection& c, uint32_t slot, const char* data, size_t len);
-  size_t ProcessRequests(Connection& c, uint32_t slot, const char* data, size_t len);
-  void ProcessStaged(Connection& c, uint32_t slot);
-  bool CanProcess(const Connection& c) const;
-  // Whether `data` starts with a whole request (or a bad one): draining uses
-  // it to find the last request already received.
-  bool CompleteRequestAt(const char* data, size_t len);
-  void RunInline(Connection& c, const http::Request& request, const router::Route& route,
-                 const http::SerializeOptions& options, int64_t started_ns);
-  bool DispatchSlow(Connection& c, uint32_t slot, const char* raw, size_t raw_len,
-                    const router::Route& route, const http::SerializeOptions& options,
-                    int64_t started_ns);
-  void AppendError(Connection& c, int status, const http::SerializeOptions& options,
-                   uint32_t route_id, int64_t started_ns, std::string_view allow = {});
-  void CountStatus(uint32_t route_id, int status, int64_t started_ns);
-  // Access log: the peer's address (fetched at accept) and one line per response.
-  void FetchPeerAddress(uint32_t slot, uint32_t file_index);
-  void LogResponse(uint32_t slot, std::string_view request_line, int status,
-                   const char* response, size_t len, bool head_only);
-
-  // Buffers.
-  char* ReserveOutput(Connection& c, size_t bytes);
-  // Whether `out` is the buffer of a zero-copy send the kernel still reads.
-  static bool OutPinned(const Connection& c) { return c.zc_notif_pending && c.zc_hold == nullptr; }
-  // Frees an output buffer, or hands it to zc_hold if the kernel still has it.
-  void ReleaseOutputBuffer(Connection& c, char* buffer);
-  void AppendOutput(Connection& c, const char* data, size_t len);
-  bool StageInput(Connection& c, const char* data, size_t len);
-  void ReleaseInput(Connection& c);
-
-  // Output and closing.
-  void Flush(Connection& c, uint32_t slot);
-  void AfterProgress(Connection& c, uint32_t slot);
-  void StartGracefulClose(Connection& c, uint32_t slot);
-  void Abort(Connection& c, uint32_t slot);
-  void SubmitClose(Connection& c, uint32_t slot);
-  void IssueClose(Connection& c, uint32_t slot);
-  void MaybeFree(Connection& c, uint32_t slot);
   void Refuse(int file_index);
+  void FetchPeerAddress(uint32_t slot, uint32_t file_index);
 
-  // Timers.
-  enum TimerKind : uint8_t { kTimerNone, kTimerIdle, kTimerHeader, kTimerSend, kTimerLinger };
-  void SetTimer(Connection& c, uint32_t slot, TimerKind kind);
-  void OnTimerExpired(uint32_t slot);
   uint64_t NowTick() const;
-
   io_uring_sqe* Sqe() { return ring_->GetSqe(); }
-  uint32_t SlotOf(const Connection& c) const {
-    return static_cast<uint32_t>(&c - connections_.get());
+  uint64_t UserData(Op op, uint32_t slot) const {
+    return PackUserData(op, slot, slots_[slot].generation);
   }
-  static std::string_view RequestLine(const http::Request& request);
 
   const int index_;
   const ServerConfig& config_;
@@ -147,15 +135,16 @@ class EventLoop {
   io::Arena arena_;
   io::BufferRing buffers_;
   io::ChunkPool chunks_;
-  std::unique_ptr<Connection[]> connections_;
+  std::unique_ptr<Slot[]> slots_;
   uint32_t capacity_ = 0;
   uint32_t file_table_size_ = 0;
   uint32_t free_head_ = 0;
   uint32_t free_count_ = 0;
   std::unique_ptr<http::Header[]> headers_;
-  size_t headers_capacity_ = 0;
+  http1::ConnectionConfig conn_config_;
+  http1::ConnectionEnv env_;
+  std::unique_ptr<worker::Mailbox> mailbox_;
   TimerWheel timers_;
-  uint64_t now_tick_ = 0;  // read once per batch of completions
   __kernel_timespec tick_interval_{};
   __kernel_timespec accept_backoff_{};
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS
@@ -170,7 +159,6 @@ class EventLoop {
   bool accept_error_logged_ = false;
   bool stopping_ = false;
   bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
-  uint64_t zc_paused_until_tick_ = 0;  // after ENOMEM (memlock limit): plain sends
   uint64_t stop_deadline_tick_ = 0;
   char signal_buf_[128];  // a signalfd_siginfo
 
@@ -178,9 +166,7 @@ class EventLoop {
   const int access_log_fd_;
   AccessLog access_log_;
   std::unique_ptr<sockaddr_in[]> peers_;  // per slot, only with an access log
-  std::string_view current_request_line_;  // of the request being answered (logging)
   std::unique_ptr<RouteStats[]> route_stats_;
-  uint32_t unmatched_route_ = 0;
 };
 
 }  // namespace uring_http::serving

@@ -7,21 +7,11 @@
 #include <atomic>
 #include <cstdint>
 
+#include "src/http1/connection_host.h"
+
 namespace uring_http::serving {
 
-class Counter {
- public:
-  void Add(uint64_t n = 1) {
-    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  void Sub(uint64_t n = 1) {
-    value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
-  }
-  uint64_t Get() const { return value_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> value_{0};
-};
+using http1::Counter;
 
 // Latency histogram bounds (upper, inclusive) in microseconds; one more
 // bucket counts everything above the last bound.
@@ -50,23 +40,16 @@ struct alignas(64) LoopStats {
   Counter accepted;
   Counter refused;          // pool full: answered 503 and closed
   Counter active;           // connections currently holding a slot
-  Counter requests;         // complete requests parsed
   Counter responses_2xx;
   Counter responses_4xx;
   Counter responses_5xx;
-  Counter bad_requests;     // parse errors (4xx/5xx from the parser)
-  Counter slow_dispatched;  // SLOW tasks pushed to the workers
-  Counter slow_completed;   // their MSG_RING completions
-  Counter slow_rejected;    // queue full: 503
   Counter results_dropped;  // task result for a slot that moved on (never expected)
-  Counter timeouts;         // connections closed by a timer
   Counter recv_nobufs;      // receive ran out of provided buffers
   Counter accept_errors;    // EMFILE/ENFILE and other accept failures
   Counter chunk_heap_fallbacks;
   Counter cq_overflows;     // waits that found completions held beyond the CQ
-  Counter sends_zc;         // sends issued as IORING_OP_SEND_ZC
-  Counter sends_zc_copied;  // of those, the kernel copied after all (e.g. loopback)
-  Counter sends_zc_refused; // ENOMEM (memlock limit): sent again by copying
+  Counter mailbox_messages; // worker messages that came through the mailbox
+  http1::ConnectionStats conn;  // what the loop's connections count
 };
 
 }  // namespace uring_http::serving

@@ -19,6 +19,7 @@ enum LongOnly {
   kMaxHeaders,
   kMaxBodyBytes,
   kHeaderTimeout,
+  kBodyTimeout,
   kIdleTimeout,
   kSendTimeout,
   kShutdownTimeout,
@@ -49,6 +50,7 @@ const option kLongOptions[] = {
     {"max-headers", required_argument, nullptr, kMaxHeaders},
     {"max-body-bytes", required_argument, nullptr, kMaxBodyBytes},
     {"header-timeout", required_argument, nullptr, kHeaderTimeout},
+    {"body-timeout", required_argument, nullptr, kBodyTimeout},
     {"idle-timeout", required_argument, nullptr, kIdleTimeout},
     {"send-timeout", required_argument, nullptr, kSendTimeout},
     {"shutdown-timeout", required_argument, nullptr, kShutdownTimeout},
@@ -144,11 +146,13 @@ std::string UsageText(const char* program) {
       "      --max-request-line=bytes   8192 (414)\n"
       "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
       "      --max-headers=num          100 (431)\n"
-      "      --max-body-bytes=bytes     1048576 (413)\n\n"
+      "      --max-body-bytes=bytes     1048576: a buffered request body, Content-Length\n"
+      "                                 or chunked (413); routes may set their own\n\n"
       "Timeouts (seconds, or with a unit: 500ms, 30s, 2m; 0 disables):\n"
       "      --header-timeout=t     10s: first byte to end of headers (408, close)\n"
+      "      --body-timeout=t       60s: no byte of a request body for this long (408, close)\n"
       "      --idle-timeout=t       60s: keep-alive connection between requests (close)\n"
-      "      --send-timeout=t       30s: peer not reading the response (close)\n"
+      "      --send-timeout=t       30s: peer taking none of our output for this long (close)\n"
       "      --shutdown-timeout=t   30s: drain on SIGTERM/SIGINT, then close the rest\n\n"
       "io_uring:\n"
       "      --sqpoll               Kernel submission-queue polling thread per ring\n"
@@ -257,12 +261,14 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         options.config.limits.max_body_bytes = *n;
         break;
       case kHeaderTimeout:
+      case kBodyTimeout:
       case kIdleTimeout:
       case kSendTimeout:
       case kShutdownTimeout: {
         absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
         if (!ms.ok()) return ms.status();
         uint32_t* target = code == kHeaderTimeout  ? &options.config.header_timeout_ms
+                           : code == kBodyTimeout ? &options.config.body_timeout_ms
                            : code == kIdleTimeout ? &options.config.idle_timeout_ms
                            : code == kSendTimeout ? &options.config.send_timeout_ms
                                                   : &options.config.shutdown_timeout_ms;

@@ -42,6 +42,8 @@ struct ServerStats {
   uint64_t slow_dispatched = 0, slow_completed = 0, slow_rejected = 0, results_dropped = 0;
   uint64_t timeouts = 0, recv_nobufs = 0, accept_errors = 0, chunk_heap_fallbacks = 0;
   uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0, cq_overflows = 0;
+  uint64_t chunked_bodies = 0, streamed_requests = 0, streamed_responses = 0;
+  uint64_t aborted_streams = 0, lingering_closes = 0, mailbox_messages = 0;
   worker::WorkerPoolStats workers;
 };
 

@@ -1,21 +1,31 @@
 // SlowTask and TaskBuffer: how a SLOW request travels to a worker and its
 // response travels back.
 //
-// The ring thread copies the request's bytes into a TaskBuffer that the
-// connection slot owns (a chunk of the thread's arena, or the heap for a
-// request larger than a chunk), pushes a small fixed-size SlowTask onto the
-// MPMC queue, and forgets about it until the worker's MSG_RING completion
-// arrives. The worker re-parses the bytes, runs the handler, serializes the
-// response into the same buffer (the request is dead by then) and publishes
-// it with a release store on `state` before posting the completion; the ring
-// thread's acquire load pairs with it. The syscall between them orders memory
-// for the hardware, but neither the C++ memory model nor ThreadSanitizer can
-// see that, hence the atomic.
+// The ring thread copies the request's head (and its buffered body) into a
+// TaskBuffer that the connection owns (a chunk of the thread's arena, or the
+// heap when larger), pushes a small fixed-size SlowTask onto the MPMC queue,
+// and forgets about it until the worker's MSG_RING completion arrives. The
+// worker parses the head again (into views of the TaskBuffer), runs the
+// handler and leaves the result in the TaskBuffer as structured data (a
+// Response: status, headers, body), published with a release store on
+// `state` before posting the completion; the ring thread's acquire load pairs
+// with it and serializes the response itself (it alone decides keep-alive and
+// framing). The syscall between them orders memory for the hardware, but
+// neither the C++ memory model nor ThreadSanitizer can see that, hence the
+// atomic.
+//
+// Streams cross in BodyPipes: a streamed request body in `request_body`
+// (created by the ring), a streamed response in `response_body` (created by
+// the worker at the handler's first Write, then owned by the ring). Progress
+// on either is announced with a kStreamNotify MSG_RING to `notify_user_data`.
 #ifndef URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 #define URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 
 #include <atomic>
 #include <cstdint>
+
+#include "src/http/response.h"
+#include "src/worker/body_pipe.h"
 
 namespace uring_http::router {
 struct Route;
@@ -23,36 +33,53 @@ struct Route;
 
 namespace uring_http::worker {
 
+class Mailbox;
+
+// Where a worker's messages for a ring go: MSG_RING to ring_fd, or the
+// ring's mailbox when the kernel refuses (see Mailbox).
+struct RingAddress {
+  int ring_fd = -1;
+  Mailbox* mailbox = nullptr;
+};
+
 struct TaskBuffer {
   enum State : uint32_t { kPending = 0, kDone = 1 };
 
   std::atomic<uint32_t> state{kPending};
-  uint32_t request_len = 0;
-  uint32_t capacity = 0;       // bytes available at data()
-  uint32_t response_len = 0;
-  char* heap_response = nullptr;  // set when the response outgrew capacity (malloc)
-  // Ring-thread decisions the ring applies when the response comes back (the
-  // worker writes no Connection header).
-  bool keep_alive = true;
-  bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in the response
-  bool head_only = false;          // read by the worker
-  // Ring-thread bookkeeping, untouched by the worker (metrics).
-  uint32_t route_id = 0;
-  int64_t started_ns = 0;
-  // The request line for the access log, kept past data() + capacity where
-  // the worker does not write.
-  uint32_t log_len = 0;
+
+  // ---- request, written by the ring thread before the push
+  uint32_t head_len = 0;    // the request head at data()
+  uint64_t body_len = 0;    // a buffered body right after it
+  uint32_t capacity = 0;    // bytes at data()
+  bool head_only = false;   // HEAD: a streamed response sends no body
+  bool keep_alive = true;   // the request allows keep-alive (the ring decides at the end)
+  bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in a streamed head
+  bool http10 = false;      // no chunked framing: a streamed body is close-delimited
+  BodyPipe* request_body = nullptr;  // streamed request body, or null
+  RingAddress ring;
+  uint64_t notify_user_data = 0;     // kStreamNotify for this connection
+
+  // ---- result, written by the worker
+  http::Response response;  // sent by the ring unless the body was streamed
+  // A streamed response: the pipe the worker writes its bytes into (head,
+  // framing and all), published with a release store. Owned by the ring once
+  // seen.
+  std::atomic<BodyPipe*> response_body{nullptr};
+  // The stream ended without a complete body (the handler threw, or wrote
+  // fewer bytes than its Content-Length): the ring closes the connection
+  // after what was sent, since the client cannot tell the body is short.
+  bool stream_broken = false;
+  // The streamed response is close-delimited (HTTP/1.0): the ring closes
+  // after it.
+  bool stream_closes = false;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
-  const char* response() { return heap_response != nullptr ? heap_response : data(); }
-  const char* log_line() { return data() + capacity; }
 };
 
 struct SlowTask {
   const router::Route* route = nullptr;
   TaskBuffer* buffer = nullptr;
-  int ring_fd = -1;        // the ring that owns the connection
-  uint64_t user_data = 0;  // names the connection slot and its generation
+  uint64_t user_data = 0;  // kTaskDone: names the connection slot and its generation
   int64_t enqueued_ns = 0; // steady clock, for the queue-wait metric
 };
 

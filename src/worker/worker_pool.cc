@@ -7,9 +7,12 @@
 #include <cstring>
 #include <memory>
 
+#include <vector>
+
 #include "src/http/response.h"
-#include "src/io/msg_ring_sender.h"
 #include "src/router/router.h"
+#include "src/worker/ring_post.h"
+#include "src/worker/task_streams.h"
 
 namespace uring_http::worker {
 namespace {
@@ -63,47 +66,53 @@ void WorkerPool::Stop() {
 
 void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) {
   TaskBuffer* buf = task.buffer;
-  http::Response response;
-  {
-    // The bytes were validated on the ring thread; parsing them again here
-    // is cheaper than shipping a Request full of pointers across threads.
-    http::Header headers[256];
-    http::Request request;
-    http::ParseResult parsed =
-        http::ParseRequest(std::string_view(buf->data(), buf->request_len), limits, &request,
-                           headers, sizeof(headers) / sizeof(headers[0]));
-    if (parsed.status != http::ParseStatus::kComplete) {
-      response.set_status(500);
+  http::Response& response = buf->response;
+  // Room for every header the ring thread accepted (--max-headers), kept
+  // per thread so that a task allocates nothing for it.
+  thread_local std::vector<http::Header> headers;
+  const size_t capacity = limits.max_headers > 0 ? limits.max_headers : 1;
+  if (headers.size() < capacity) headers.resize(capacity);
+  http::Request request;
+  // The head was validated on the ring thread; parsing it again here is
+  // cheaper than shipping a Request full of pointers across threads.
+  const http::ParseResult parsed = http::ParseRequestHead(
+      std::string_view(buf->data(), buf->head_len), limits, &request, headers.data(), capacity);
+  if (parsed.status != http::ParseStatus::kComplete || parsed.consumed != buf->head_len) {
+    response.set_status(500);
+    buf->state.store(TaskBuffer::kDone, std::memory_order_release);
+    return;
+  }
+  PipeBodyReader reader(buf);
+  if (buf->request_body != nullptr) {
+    request.body_reader = &reader;
+  } else {
+    request.body = std::string_view(buf->data() + buf->head_len, buf->body_len);
+  }
+  PipeResponseStream stream(buf);
+  response.AttachStream(&stream);
+  try {
+    task.route->handler(request, response);
+    if (response.has_producer()) stream.RunProducer(response);
+  } catch (...) {
+    // A handler that throws must not take the worker down with it. Before
+    // its first Write the answer is a 500; after it, the head is gone and
+    // the connection ends after what was sent.
+    if (stream.started()) {
+      stream.Break();
     } else {
-      try {
-        task.route->handler(request, response);
-      } catch (...) {
-        // A handler that throws must not take the worker down with it.
-        response = http::Response();
-        response.set_status(500);
-      }
+      response = http::Response();
+      response.set_status(500);
     }
   }
-  // No Connection header: whether the connection stays open is decided by
-  // the ring thread when the response arrives (the server may have begun
-  // draining meanwhile); it inserts the header then.
-  http::SerializeOptions options;
-  options.keep_alive = true;
-  options.keep_alive_header = false;
-  options.head_only = buf->head_only;
-  size_t size = http::SerializeResponse(response, options, buf->data(), buf->capacity);
-  if (size > buf->capacity) {
-    buf->heap_response = static_cast<char*>(std::malloc(size));
-    http::SerializeResponse(response, options, buf->heap_response, size);
-  }
-  buf->response_len = static_cast<uint32_t>(size);
-  // Publishes the response bytes to the ring thread (see slow_task.h).
+  response.AttachStream(nullptr);
+  if (stream.started()) stream.Finish(response);
+  // Publishes the response (and the pipe's last bytes) to the ring thread
+  // (see slow_task.h).
   buf->state.store(TaskBuffer::kDone, std::memory_order_release);
 }
 
 void WorkerPool::WorkerMain(size_t index) {
   pthread_setname_np(pthread_self(), "uring-worker");
-  io::MsgRingSender sender;
   WorkerStats& stats = stats_[index];
   for (;;) {
     while (sem_wait(&tokens_) != 0) {
@@ -124,22 +133,19 @@ void WorkerPool::WorkerMain(size_t index) {
             static_cast<uint64_t>(started - task.enqueued_ns),
         std::memory_order_relaxed);
     stats.running.store(true, std::memory_order_relaxed);
+    // Read before the result is published: the ring may free the buffer
+    // as soon as it sees it.
+    const RingAddress ring = task.buffer->ring;
     RunTask(task, limits_);
     stats.running.store(false, std::memory_order_relaxed);
     stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
-    const uint64_t retries_before = sender.overflow_retries();
-    io::MsgRingSender::Result result = sender.Send(task.ring_fd, task.user_data, 0);
-    if (result == io::MsgRingSender::Result::kSent) {
-      stats.msg_ring_sent.store(stats.msg_ring_sent.load(std::memory_order_relaxed) + 1,
-                                std::memory_order_relaxed);
-    } else {
-      stats.results_dropped.store(stats.results_dropped.load(std::memory_order_relaxed) + 1,
-                                  std::memory_order_relaxed);
-    }
-    stats.msg_ring_retries.store(stats.msg_ring_retries.load(std::memory_order_relaxed) +
-                                     (sender.overflow_retries() - retries_before),
-                                 std::memory_order_relaxed);
+    PostToRing(ring, task.user_data);
+    const PostCounters& posted = ThreadPostCounters();
+    stats.msg_ring_sent.store(posted.sent, std::memory_order_relaxed);
+    stats.results_dropped.store(posted.dropped, std::memory_order_relaxed);
+    stats.mailbox_posts.store(posted.mailbox, std::memory_order_relaxed);
+    stats.msg_ring_retries.store(posted.overflow_retries, std::memory_order_relaxed);
   }
 }
 
@@ -153,6 +159,7 @@ WorkerPoolStats WorkerPool::Stats() const {
     s.msg_ring_sent += w.msg_ring_sent.load(std::memory_order_relaxed);
     s.msg_ring_retries += w.msg_ring_retries.load(std::memory_order_relaxed);
     s.results_dropped += w.results_dropped.load(std::memory_order_relaxed);
+    s.mailbox_posts += w.mailbox_posts.load(std::memory_order_relaxed);
     s.running += w.running.load(std::memory_order_relaxed) ? 1 : 0;
   }
   s.queued = queue_.ApproxSize();

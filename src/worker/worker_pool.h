@@ -5,7 +5,7 @@
 // workers uses no CPU. Each Submit() adds one token and wakes at most one
 // sleeping worker; a worker takes a token, pops a task (tasks are served
 // FIFO), runs it, and posts the result to the ring named in the task with
-// IORING_OP_MSG_RING. (std::counting_semaphore in libstdc++ 12 spins and
+// IORING_OP_MSG_RING (or that ring's mailbox, see ring_post.h). (std::counting_semaphore in libstdc++ 12 spins and
 // yields before it sleeps and wakes every waiter on release: with hundreds of
 // workers that herd cost more CPU than the requests.)
 //
@@ -37,6 +37,7 @@ struct WorkerPoolStats {
   uint64_t msg_ring_sent = 0;
   uint64_t msg_ring_retries = 0;  // target CQ was full; retried
   uint64_t results_dropped = 0;   // target ring gone (shutdown)
+  uint64_t mailbox_posts = 0;     // MSG_RING refused: left in the ring's mailbox
 };
 
 class WorkerPool {
@@ -57,9 +58,9 @@ class WorkerPool {
   size_t queue_capacity() const { return queue_.capacity(); }
   WorkerPoolStats Stats() const;
 
-  // Runs `task`'s handler on the calling thread and fills its TaskBuffer
-  // (exposed for workers and for the inline path of tests).
-  // The response has no Connection header; the ring thread adds it.
+  // Runs `task`'s handler on the calling thread and leaves its response in
+  // the TaskBuffer (exposed for workers and for tests). Headers: room for
+  // limits.max_headers, as the ring thread allowed.
   static void RunTask(const SlowTask& task, const http::ParseLimits& limits);
 
  private:
@@ -69,6 +70,7 @@ class WorkerPool {
     std::atomic<uint64_t> msg_ring_sent{0};
     std::atomic<uint64_t> msg_ring_retries{0};
     std::atomic<uint64_t> results_dropped{0};
+    std::atomic<uint64_t> mailbox_posts{0};
     std::atomic<bool> running{false};
   };
 

@@ -1,8 +1,9 @@
-// libFuzzer target for ParseRequest: parses the input under several limit
-// settings and checks what must hold for any input (views inside the input,
-// body and consumed consistent, only the documented error statuses) and that
-// the answer never changes as bytes arrive: every prefix of the input is
-// "incomplete" or the same error.
+// libFuzzer target for ParseRequestHead and FindHeadEnd: parses the input
+// under several limit settings and checks what must hold for any input (views
+// inside the input, framing and consumed consistent, only the documented
+// error statuses), that the answer never changes as bytes arrive (every
+// prefix of the input is "incomplete" or the same error), and that
+// FindHeadEnd finds the end of the head exactly where the parser does.
 //
 // Fuzz:   test/http/run_fuzz.sh [seconds]
 // Replay: bazel run //test/http:parser_fuzz -- FILE_OR_DIR...  (without
@@ -41,7 +42,7 @@ struct Parse {
   Parse(std::string_view input, const ParseLimits& limits, size_t capacity)
       : copy(new char[input.size()]), size(input.size()) {
     if (!input.empty()) std::memcpy(copy.get(), input.data(), input.size());
-    result = ParseRequest(data(), limits, &request, headers, capacity);
+    result = ParseRequestHead(data(), limits, &request, headers, capacity);
   }
   std::string_view data() const { return {copy.get(), size}; }
 
@@ -96,12 +97,11 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-// What must hold of a head that parsed (complete, or waiting for its body).
+// What must hold of a head that parsed.
 void CheckHead(const Parse& p, const ParseLimits& limits, size_t capacity) {
   const Request& r = p.request;
   const std::string_view in = p.data();
   FUZZ_CHECK(r.head_bytes <= in.size());
-  FUZZ_CHECK(r.content_length <= limits.max_body_bytes);
   FUZZ_CHECK(r.num_headers <= capacity && r.num_headers <= limits.max_headers);
   FUZZ_CHECK(r.num_headers == 0 || r.headers == p.headers);
   FUZZ_CHECK(!r.method.empty() && AllOf(r.method, IsTchar));
@@ -152,7 +152,12 @@ void CheckHead(const Parse& p, const ParseLimits& limits, size_t capacity) {
     FUZZ_CHECK(h.value.empty() ||
                (!IsOws(h.value.front()) && !IsOws(h.value.back())));
     FUZZ_CHECK(Inside(h.name, in) && Inside(h.value, in));
-    FUZZ_CHECK(!EqualsIgnoreCase(h.name, "transfer-encoding"));
+    if (EqualsIgnoreCase(h.name, "transfer-encoding")) {
+      // Accepted only as the one framing of an HTTP/1.1 body.
+      FUZZ_CHECK(r.framing == BodyFraming::kChunked);
+      FUZZ_CHECK(r.version == Version::kHttp11);
+      FUZZ_CHECK(r.FindHeader("content-length").empty());
+    }
     if (EqualsIgnoreCase(h.name, "host")) {
       ++hosts;
       FUZZ_CHECK(r.host.data() == h.value.data());
@@ -165,7 +170,13 @@ void CheckHead(const Parse& p, const ParseLimits& limits, size_t capacity) {
   if (r.version == Version::kHttp11) FUZZ_CHECK(hosts == 1);
   if (r.content_length > 0) {
     FUZZ_CHECK(!r.FindHeader("content-length").empty());
+    FUZZ_CHECK(r.framing == BodyFraming::kContentLength);
   }
+  if (r.framing == BodyFraming::kChunked) {
+    FUZZ_CHECK(!r.FindHeader("transfer-encoding").empty());
+    FUZZ_CHECK(r.content_length == 0);
+  }
+  FUZZ_CHECK(r.body.empty() && r.body_reader == nullptr);
 }
 
 void CheckOne(std::string_view input, const ParseLimits& limits,
@@ -176,29 +187,27 @@ void CheckOne(std::string_view input, const ParseLimits& limits,
 
   switch (r.status) {
     case ParseStatus::kError:
-      FUZZ_CHECK(r.error_status == 400 || r.error_status == 413 ||
-                 r.error_status == 414 || r.error_status == 431 ||
-                 r.error_status == 501 || r.error_status == 505);
-      FUZZ_CHECK(r.consumed == 0 && !r.head_complete);
+      FUZZ_CHECK(r.error_status == 400 || r.error_status == 414 ||
+                 r.error_status == 431 || r.error_status == 501 ||
+                 r.error_status == 505);
+      FUZZ_CHECK(r.consumed == 0);
       break;
-    case ParseStatus::kIncomplete:
+    case ParseStatus::kIncomplete: {
       FUZZ_CHECK(r.consumed == 0 && r.error_status == 0);
-      if (r.head_complete) {
-        CheckHead(full, limits, capacity);
-        FUZZ_CHECK(in.size() - full.request.head_bytes <
-                   full.request.content_length);
-        FUZZ_CHECK(full.request.body.empty());
-      }
+      // No end of head in sight, or the parser would have answered.
+      size_t scanned = 0;
+      FUZZ_CHECK(FindHeadEnd(in, &scanned) == 0);
+      FUZZ_CHECK(scanned == in.size());
       break;
+    }
     case ParseStatus::kComplete: {
-      FUZZ_CHECK(r.error_status == 0 && !r.head_complete);
+      FUZZ_CHECK(r.error_status == 0);
       CheckHead(full, limits, capacity);
       const Request& req = full.request;
-      FUZZ_CHECK(r.consumed == req.head_bytes + req.content_length);
+      FUZZ_CHECK(r.consumed == req.head_bytes);
       FUZZ_CHECK(r.consumed <= in.size());
-      FUZZ_CHECK(req.body.size() == req.content_length);
-      FUZZ_CHECK(req.body.empty() ||
-                 req.body.data() == in.data() + req.head_bytes);
+      size_t scanned = 0;
+      FUZZ_CHECK(FindHeadEnd(in, &scanned) == req.head_bytes);
       // The bytes after the request change nothing.
       Parse exact(input.substr(0, r.consumed), limits, capacity);
       FUZZ_CHECK(exact.result.status == ParseStatus::kComplete);
@@ -228,17 +237,16 @@ void CheckOne(std::string_view input, const ParseLimits& limits,
       continue;
     }
     FUZZ_CHECK(pr.status == ParseStatus::kIncomplete);
-    if (r.status == ParseStatus::kComplete) {
-      FUZZ_CHECK(pr.head_complete == (k >= full.request.head_bytes));
-      if (pr.head_complete) {
-        FUZZ_CHECK(prefix.request.head_bytes == full.request.head_bytes);
-        FUZZ_CHECK(prefix.request.content_length ==
-                   full.request.content_length);
-        FUZZ_CHECK(prefix.request.expect_continue ==
-                   full.request.expect_continue);
-      }
-    }
   }
+  // FindHeadEnd resumed over growing prefixes agrees with one call on all.
+  size_t scanned = 0, fresh = 0;
+  const size_t whole = FindHeadEnd(in, &fresh);
+  size_t found = 0;
+  for (size_t k = 0; k <= in.size() && found == 0; k += 1 + k / 8) {
+    found = FindHeadEnd(in.substr(0, k), &scanned);
+    FUZZ_CHECK(found == 0 || found == whole);
+  }
+  if (found == 0) FUZZ_CHECK(FindHeadEnd(in, &scanned) == whole);
 }
 
 }  // namespace

@@ -183,14 +183,109 @@ TEST(ResponseTest, NotModifiedHasNoBody) {
   EXPECT_EQ(BodyOf(wire), "");
 }
 
-TEST(ResponseTest, InformationalHasNoLengthAndNoBody) {
+// 1xx belong to the server (100 Continue is its to send), and a status
+// outside 200-599 would break the framing: both are sent as 500.
+TEST(ResponseTest, StatusOutsideTheHandlersRangeIsServerError) {
+  for (int status : {100, 101, 199, 600, 0, -1, 1000}) {
+    Response response;
+    response.set_status(status);
+    EXPECT_EQ(response.status(), 500) << status;
+    const std::string wire = Serialize(response);
+    EXPECT_EQ(wire.rfind("HTTP/1.1 500 Internal Server Error\r\n", 0), 0u) << status;
+  }
+  for (int status : {200, 299, 404, 599}) {
+    Response response;
+    response.set_status(status);
+    EXPECT_EQ(response.status(), status);
+  }
+}
+
+// Framing and connection headers are the server's: a handler's copy would
+// contradict the Content-Length or chunked framing the server writes.
+TEST(ResponseTest, AddHeaderRefusesTheServersFramingHeaders) {
   Response response;
-  response.set_status(100);
-  response.set_body("ignored");
+  for (const char* name : {"Content-Length", "content-length", "Transfer-Encoding",
+                           "TRANSFER-ENCODING", "Connection", "Keep-Alive", "Upgrade", "Trailer",
+                           "TE", "Proxy-Connection"}) {
+    EXPECT_FALSE(response.AddHeader(name, "1")) << name;
+    EXPECT_FALSE(response.AddTrailer(name, "1")) << name;
+  }
+  EXPECT_TRUE(response.header_lines().empty());
+  EXPECT_TRUE(response.AddHeader("Content-Type", "text/plain"));
+  EXPECT_TRUE(response.AddHeader("Content-Length-Hint", "3"));  // not the same field
   const std::string wire = Serialize(response);
-  EXPECT_EQ(wire.rfind("HTTP/1.1 100 Continue\r\n", 0), 0u);
-  EXPECT_EQ(wire.find("Content-Length"), std::string::npos);
-  EXPECT_EQ(BodyOf(wire), "");
+  EXPECT_EQ(Count(wire, "Content-Length:"), 1u) << wire;
+}
+
+TEST(ResponseTest, WriteWithoutAStreamBuildsTheBufferedBody) {
+  Response response;
+  response.set_static_body("abc");
+  EXPECT_TRUE(response.Write("def"));
+  EXPECT_TRUE(response.Write(""));
+  EXPECT_TRUE(response.Write("g"));
+  EXPECT_EQ(response.body_view(), "abcdefg");
+  EXPECT_TRUE(HasLine(Serialize(response), "Content-Length: 7"));
+}
+
+std::string StreamHead(const Response& response, StreamFraming framing, uint64_t length,
+                       const SerializeOptions& options = {}) {
+  char buffer[2048];
+  const size_t n = SerializeStreamHead(response, options, framing, length, buffer, sizeof(buffer));
+  EXPECT_LE(n, sizeof(buffer));
+  return std::string(buffer, n);
+}
+
+TEST(ResponseTest, StreamHeadsStateTheirFraming) {
+  Response response;
+  response.AddHeader("X-A", "b");
+  std::string head = StreamHead(response, StreamFraming::kChunked, 0);
+  EXPECT_TRUE(HasLine(head, "Transfer-Encoding: chunked")) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos);
+  EXPECT_EQ(head.find("Connection"), std::string::npos);
+  EXPECT_TRUE(HasLine(head, "X-A: b"));
+  EXPECT_EQ(BodyOf(head), "");
+
+  head = StreamHead(response, StreamFraming::kContentLength, 12345);
+  EXPECT_TRUE(HasLine(head, "Content-Length: 12345")) << head;
+  EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos);
+
+  // Close-delimited (HTTP/1.0): the end of the body is the end of the
+  // connection, whatever the request asked.
+  SerializeOptions keep;
+  keep.keep_alive = true;
+  keep.keep_alive_header = true;
+  head = StreamHead(response, StreamFraming::kClose, 0, keep);
+  EXPECT_TRUE(HasLine(head, "Connection: close")) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos);
+  EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos);
+
+  // 204: no framing at all.
+  response.set_status(204);
+  head = StreamHead(response, StreamFraming::kChunked, 0);
+  EXPECT_EQ(head.find("Transfer-Encoding"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+}
+
+TEST(ResponseTest, ChunkFraming) {
+  char header[18];
+  EXPECT_EQ(std::string(header, ChunkHeader(1, header)), "1\r\n");
+  EXPECT_EQ(std::string(header, ChunkHeader(255, header)), "ff\r\n");
+  EXPECT_EQ(std::string(header, ChunkHeader(4096, header)), "1000\r\n");
+  EXPECT_EQ(std::string(header, ChunkHeader(UINT64_MAX, header)), "ffffffffffffffff\r\n");
+  EXPECT_EQ(LastChunk(""), "0\r\n\r\n");
+  Response response;
+  EXPECT_TRUE(response.AddTrailer("X-Checksum", "abc"));
+  EXPECT_FALSE(response.AddTrailer("Bad Name", "x"));
+  EXPECT_FALSE(response.AddTrailer("X", "a\r\nInjected: 1"));
+  EXPECT_EQ(LastChunk(response.trailer_lines()), "0\r\nX-Checksum: abc\r\n\r\n");
+}
+
+TEST(ResponseTest, ErrorBodySizeMatchesTheBody) {
+  for (int status : {400, 404, 413, 500, 503}) {
+    char buffer[1024];
+    const size_t n = SerializeError(status, {}, {}, buffer, sizeof(buffer));
+    EXPECT_EQ(BodyOf(std::string(buffer, n)).size(), ErrorBodySize(status)) << status;
+  }
 }
 
 TEST(ResponseTest, AddedHeadersAppearInOrder) {

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds the HTTP parser fuzz target with --config=fuzz (clang-14, libFuzzer,
-# ASan+UBSan) and fuzzes it for a bounded time on a scratch copy of the
-# checked-in corpus, so that new inputs do not land in the source tree.
-# Exits non-zero if the fuzzer finds a crash, a leak or a failed check.
+# Builds a fuzz target of //test/http (the HTTP parser's by default) with
+# --config=fuzz (clang-14, libFuzzer, ASan+UBSan) and fuzzes it for a bounded
+# time on a scratch copy of its checked-in corpus, test/http/<target>_corpus,
+# so that new inputs do not land in the source tree. Exits non-zero if the
+# fuzzer finds a crash, a leak or a failed check; the reproducers are then
+# copied to /tmp/<target>_artifacts.
 #
-# Usage: test/http/run_fuzz.sh [seconds=60]
+# Usage: test/http/run_fuzz.sh [seconds=60] [target=parser_fuzz]
+#        e.g. test/http/run_fuzz.sh 60 chunked_fuzz
 # Env:   BAZEL (default: bazel); BAZEL_STARTUP_OPTS, e.g.
 #        "--output_base=/tmp/bazel_fuzz" to keep the clang build apart from
 #        the gcc one (switching compilers re-configures the C++ toolchain);
@@ -12,20 +15,33 @@
 set -euo pipefail
 
 seconds="${1:-60}"
+target="${2:-parser_fuzz}"
 cd "$(dirname "$0")/../.."
+
+# The name goes into a Bazel label and into paths: keep it a plain name.
+if [[ ! "$target" =~ ^[A-Za-z0-9_]+$ ]]; then
+  echo "run_fuzz.sh: bad target name '$target'" >&2
+  exit 2
+fi
+corpus="test/http/${target}_corpus"
+if [[ ! -d "$corpus" ]]; then
+  echo "run_fuzz.sh: no corpus directory $corpus for target $target" >&2
+  exit 2
+fi
+artifacts="/tmp/${target}_artifacts"
 
 bazel="${BAZEL:-bazel}"
 # shellcheck disable=SC2086
 $bazel ${BAZEL_STARTUP_OPTS:-} build --config=fuzz ${BAZEL_BUILD_OPTS:-} \
-  //test/http:parser_fuzz
+  "//test/http:${target}"
 # shellcheck disable=SC2086
 bin="$($bazel ${BAZEL_STARTUP_OPTS:-} info --config=fuzz ${BAZEL_BUILD_OPTS:-} \
-  bazel-bin)/test/http/parser_fuzz"
+  bazel-bin)/test/http/${target}"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/artifacts"
-cp test/http/parser_fuzz_corpus/* "$work/corpus/"
+cp "$corpus"/* "$work/corpus/"
 
 status=0
 "$bin" "$work/corpus" \
@@ -36,10 +52,10 @@ status=0
   -artifact_prefix="$work/artifacts/" || status=$?
 
 if ((status != 0)); then
-  mkdir -p /tmp/parser_fuzz_artifacts
-  cp "$work"/artifacts/* /tmp/parser_fuzz_artifacts/ 2>/dev/null || true
+  mkdir -p "$artifacts"
+  cp "$work"/artifacts/* "$artifacts/" 2>/dev/null || true
   echo "run_fuzz.sh: fuzzer failed (exit $status); reproducers in" \
-       "/tmp/parser_fuzz_artifacts" >&2
+       "$artifacts" >&2
   exit "$status"
 fi
 echo "run_fuzz.sh: no crash in ${seconds}s; corpus grew to" \

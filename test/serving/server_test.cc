@@ -442,7 +442,19 @@ TEST_F(ServerTest, BadRequestsGetStatusAndClose) {
                                "\r\n\r\n", 431},
       {"too many headers", many_headers, 431},
       {"body too large", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n", 413},
-      {"chunked", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 501},
+      {"coding before chunked",
+       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+      {"final coding not chunked",
+       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400},
+      {"chunked twice",
+       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", 400},
+      {"chunked in http/1.0",
+       "POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"bad chunk size", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "zz\r\n", 400},
+      {"chunked body too large",
+       "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+       "3e9\r\n" + std::string(1001, 'b') + "\r\n0\r\n\r\n", 413},
       {"version", "GET /fast HTTP/2.0\r\nHost: x\r\n\r\n", 505},
   };
   for (const BadCase& bad : cases) {

@@ -1,0 +1,469 @@
+// Connection, part one: the connection's life and its I/O (events from the
+// loop, output, the receive, deadlines, closing). Part two, exchange.cc,
+// reads requests and puts their answers into the output queue.
+#include "src/http1/connection.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "src/base/check.h"
+
+namespace uring_http::http1 {
+
+Connection::~Connection() {
+  // The loop is going away (its ring is gone, and with it everything the
+  // kernel held); the output queue frees its own buffers.
+  if (env_ == nullptr) return;
+  ReleaseBuffer(in_);
+  ReleaseBuffer(req_);
+  if (!task_inflight_) {
+    FreeTask();
+    req_pipe_.reset();
+  }
+}
+
+void Connection::Open(ConnectionEnv* env, uint32_t slot) {
+  env_ = env;
+  slot_ = slot;
+  out_.Init(env->chunks);
+  decoder_ = http::BodyDecoder(env->config->chunked);
+  phase_ = Phase::kOpen;
+  input_ = Input::kHead;
+  Sync();
+}
+
+uint64_t Connection::After(uint32_t ms) const {
+  if (ms == 0) return 0;
+  // +1: the tick in progress may be about to fire; never expire early.
+  const uint32_t tick = env_->config->tick_ms;
+  return env_->now_tick + (ms + tick - 1) / tick + 1;
+}
+
+// ---------------------------------------------------------------- receive
+
+void Connection::OnRecv(const char* data, size_t len) {
+  if (phase_ >= Phase::kLingering) return;  // reading only to see the peer's FIN
+  if (input_ == Input::kDone) {
+    // Bytes after the last request we will answer: dropped, and the close
+    // must linger, or they would turn it into a reset.
+    linger_ = true;
+    Sync();
+    return;
+  }
+  if (in_.len == 0) {
+    // The common case: whole requests in one receive, parsed in place.
+    const size_t used = Process(data, len, /*staged=*/false);
+    if (used < len && !StageInput(data + used, len - used)) {
+      Abort();
+      return;
+    }
+  } else {
+    if (!StageInput(data, len)) {
+      Abort();
+      return;
+    }
+    ProcessStaged();
+  }
+  Sync();
+}
+
+void Connection::OnRecvEnd(int res) {
+  recv_ = Recv::kOff;
+  if (res == 0) {
+    peer_eof_ = true;
+    if (phase_ == Phase::kLingering) {
+      IssueClose();
+      return;
+    }
+    if (phase_ <= Phase::kFinishing) PeerEndedBody();
+  } else if (res == -ENOBUFS) {
+    recv_starved_ = true;  // re-armed by OnBuffersAvailable()
+  } else if (res < 0 && res != -ECANCELED) {
+    recv_failed_ = true;  // ECONNRESET and friends: nobody to answer
+    if (phase_ == Phase::kLingering) {
+      IssueClose();
+      return;
+    }
+    if (phase_ <= Phase::kFinishing) {
+      Abort();
+      return;
+    }
+  }
+  // A cancel that lands after the pause was lifted, or after the close
+  // began lingering, re-arms here: Sync() wants a receive again.
+  Sync();
+}
+
+void Connection::OnBuffersAvailable() {
+  if (!recv_starved_) return;
+  recv_starved_ = false;
+  Sync();
+}
+
+bool Connection::WantRecv() const {
+  if (peer_eof_ || recv_failed_ || recv_starved_) return false;
+  switch (phase_) {
+    case Phase::kOpen:
+    case Phase::kFinishing:
+      // Too much staged behind a request being answered, or behind a
+      // worker's full pipe: stop until it drains.
+      return in_.len <= (recv_ == Recv::kOff ? kStagedPauseBytes / 2 : kStagedPauseBytes);
+    case Phase::kLingering:
+      return true;  // read and discard until the peer's FIN
+    default:
+      return false;
+  }
+}
+
+void Connection::SyncRecv() {
+  const bool want = WantRecv();
+  if (want && recv_ == Recv::kOff) {
+    env_->host->ArmRecv(slot_);
+    recv_ = Recv::kArmed;
+  } else if (!want && recv_ == Recv::kArmed && phase_ < Phase::kClosing) {
+    env_->host->CancelRecv(slot_);
+    recv_ = Recv::kCancelling;
+  }
+}
+
+// ---------------------------------------------------------------- output
+
+void Connection::Flush() {
+  if (out_.send_inflight() || out_.empty() || phase_ >= Phase::kCloseSubmitted) return;
+  const bool zc_allowed = env_->send_zc && env_->now_tick >= env_->zc_paused_until_tick;
+  bool zero_copy = false;
+  const unsigned n =
+      out_.PrepareSend(iov_, zc_allowed ? env_->config->send_zc_min_bytes : 0, &zero_copy);
+  if (n == 0) return;
+  zc_inflight_ = zero_copy;
+  if (zero_copy) env_->stats->sends_zc.Add();
+  env_->host->Send(slot_, iov_, n, zero_copy);
+  if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
+}
+
+void Connection::OnSend(int res, bool notification_follows) {
+  const bool was_zc = std::exchange(zc_inflight_, false);
+  if (was_zc && res == -ENOMEM && phase_ < Phase::kCloseSubmitted) {
+    // The pages a zero-copy send pins count against RLIMIT_MEMLOCK unless we
+    // hold CAP_IPC_LOCK: at the limit, copy instead (this send at once, the
+    // loop's next ones for a second) rather than fail the response.
+    env_->stats->sends_zc_refused.Add();
+    env_->zc_paused_until_tick = env_->now_tick + 1000 / env_->config->tick_ms;
+    // The refusal still comes with a notification (F_MORE): until then the
+    // bytes stay held, and the plain send below reads them meanwhile.
+    out_.OnSent(0, notification_follows);
+    Sync();
+    return;
+  }
+  if (res < 0) {
+    out_.OnSent(0, notification_follows);
+    if (phase_ < Phase::kClosing) {
+      Abort();  // EPIPE, ECONNRESET: the peer is gone
+      return;
+    }
+    return;
+  }
+  out_.OnSent(static_cast<size_t>(res), notification_follows);
+  // Progress on our output is what the send deadline measures: it moves on
+  // with every byte the peer takes, and never with what the peer sends.
+  send_deadline_ = res > 0 && !out_.empty() ? After(env_->config->send_timeout_ms)
+                                            : send_deadline_;
+  if (out_.empty()) send_deadline_ = 0;
+  Sync();
+}
+
+void Connection::OnSendNotification(bool copied) {
+  if (copied) env_->stats->sends_zc_copied.Add();
+  out_.OnNotification();
+  if (phase_ < Phase::kClosing) Sync();
+}
+
+// ---------------------------------------------------------------- the rest
+
+bool Connection::Quiet() const {
+  return ex_.answer == Answer::kNone && !task_inflight_ && out_.empty() &&
+         !out_.send_inflight() && resp_pipe_ == nullptr;
+}
+
+void Connection::Sync() {
+  if (phase_ >= Phase::kLingering) {
+    if (phase_ == Phase::kLingering) {
+      SyncRecv();
+      SyncDeadline();
+    }
+    return;
+  }
+  // Staged input that was waiting (for an answer, for output to drain, for
+  // room in a worker's pipe) may go on now.
+  if (in_.len > 0 && !in_staged_source_) ProcessStaged();
+  if (ex_.answer == Answer::kProducer) PumpProducer();
+  if (resp_pipe_ != nullptr || (task_ != nullptr && ex_.answer == Answer::kTask)) PumpPipe();
+  if (phase_ >= Phase::kLingering) {
+    if (phase_ == Phase::kLingering) {
+      SyncRecv();
+      SyncDeadline();
+    }
+    return;
+  }
+  Flush();
+  if (phase_ == Phase::kFinishing && Quiet()) {
+    StartClose(/*graceful=*/true);
+    return;
+  }
+  if (peer_eof_ && phase_ == Phase::kOpen && Quiet() && input_ == Input::kHead) {
+    // The peer is done sending and everything it asked is answered (a
+    // partial request it left can never complete).
+    StartClose(/*graceful=*/true);
+    return;
+  }
+  SyncRecv();
+  SyncDeadline();
+}
+
+void Connection::SyncDeadline() {
+  const bool idle = phase_ == Phase::kOpen && input_ == Input::kHead && in_.len == 0 &&
+                    Quiet();
+  if (!idle) {
+    idle_deadline_ = 0;
+  } else if (idle_deadline_ == 0) {
+    uint32_t ms = env_->config->idle_timeout_ms;
+    // Draining: a connection between requests gets a short grace, so that
+    // a request already on its way is answered (with Connection: close)
+    // instead of lost to our close.
+    if (env_->draining && (ms == 0 || ms > env_->config->drain_idle_ms)) {
+      ms = env_->config->drain_idle_ms;
+    }
+    idle_deadline_ = After(ms);
+  }
+  if (!out_.send_inflight() && out_.empty()) send_deadline_ = 0;
+  uint64_t next = 0;
+  for (uint64_t d : {head_deadline_, body_deadline_, send_deadline_, idle_deadline_,
+                     linger_deadline_, producer_retry_}) {
+    if (d != 0 && (next == 0 || d < next)) next = d;
+  }
+  if (next != armed_deadline_) {
+    armed_deadline_ = next;
+    env_->host->SetDeadline(slot_, next);
+  }
+}
+
+void Connection::OnDeadline() {
+  armed_deadline_ = 0;  // the loop's entry fired
+  const uint64_t now = env_->now_tick;
+  auto due = [now](uint64_t& d) {
+    if (d == 0 || d > now) return false;
+    d = 0;
+    return true;
+  };
+  if (phase_ >= Phase::kClosing) return;
+  if (due(linger_deadline_)) {
+    env_->stats->timeouts.Add();
+    phase_ = Phase::kClosing;
+    if (!shutdown_inflight_) IssueClose();
+    return;
+  }
+  if (phase_ == Phase::kLingering) {
+    SyncDeadline();
+    return;
+  }
+  if (due(send_deadline_)) {
+    // The peer has taken none of our output for --send-timeout.
+    env_->stats->timeouts.Add();
+    Abort();
+    return;
+  }
+  size_t scanned = 0;
+  if (due(head_deadline_) && input_ == Input::kHead &&
+      !(in_.len > 0 && http::FindHeadEnd(in_.view(), &scanned) != 0)) {
+    // A slowloris client: tell it why, then close (lingering: it is still
+    // sending its head). A whole head waiting behind our own output is not
+    // late: it is read once the output drains.
+    env_->stats->timeouts.Add();
+    ReleaseBuffer(in_);
+    head_scanned_ = 0;
+    RespondError(408, /*close=*/true);
+    input_ = Input::kDone;
+    phase_ = Phase::kFinishing;
+    linger_ = true;
+  }
+  if (due(body_deadline_) && input_ == Input::kBody) {
+    env_->stats->timeouts.Add();
+    if (ex_.answer == Answer::kPending) {
+      BodyFailed(408);
+    } else {
+      // The handler has the body (or answered already): it ends with an
+      // error, and so does the connection.
+      PeerEndedBody();
+      phase_ = Phase::kFinishing;
+      input_ = Input::kDone;
+      linger_ = true;
+    }
+  }
+  if (due(idle_deadline_)) {
+    StartClose(/*graceful=*/true);
+    return;
+  }
+  if (due(producer_retry_) && ex_.answer == Answer::kProducer) PumpProducer();
+  Sync();
+}
+
+void Connection::OnDrain() {
+  idle_deadline_ = 0;  // recomputed with the drain's grace
+  Sync();
+}
+
+void Connection::Abort() {
+  if (phase_ >= Phase::kClosing) return;
+  out_.DiscardUnsent();
+  StartClose(/*graceful=*/false);
+}
+
+void Connection::StartClose(bool graceful) {
+  if (phase_ >= Phase::kLingering) return;
+  // Anything staged, or a body not read to its end, is input left unread.
+  if (in_.len > 0 || (ex_.answer != Answer::kNone && !ex_.body_done)) linger_ = true;
+  ReleaseBuffer(in_);
+  head_scanned_ = 0;
+  // A worker blocked on one of this connection's pipes gives up now.
+  const bool live_stream = (req_pipe_ != nullptr && !req_pipe_->finished()) ||
+                           (resp_pipe_ != nullptr && !resp_pipe_->finished()) ||
+                           sink_ != nullptr || ex_.answer == Answer::kProducer;
+  if (live_stream && (!graceful || !Quiet())) env_->stats->aborted_streams.Add();
+  if (req_pipe_ != nullptr) req_pipe_->Abort();
+  if (resp_pipe_ != nullptr) resp_pipe_->Abort();
+  if (task_ != nullptr && !task_inflight_) FreeTask();
+  if (sink_ != nullptr) {
+    sink_->OnAbort();
+    sink_.reset();
+  }
+  producer_ = nullptr;
+  head_deadline_ = body_deadline_ = idle_deadline_ = producer_retry_ = 0;
+  if (graceful && linger_ && !peer_eof_ && !recv_failed_) {
+    // Lingering close, for a peer whose input we left unread: our FIN goes
+    // now, but we keep reading and discarding until the peer's, because
+    // closing with unread input sends a reset that can destroy the response
+    // still on its way to the peer. The receive is re-armed if it was
+    // paused or being cancelled (WantRecv).
+    env_->stats->lingering_closes.Add();
+    phase_ = Phase::kLingering;
+    shutdown_inflight_ = true;
+    env_->host->ShutdownWrite(slot_);
+    linger_deadline_ = After(env_->config->linger_timeout_ms);
+    send_deadline_ = 0;
+    SyncRecv();
+    SyncDeadline();
+    return;
+  }
+  phase_ = Phase::kClosing;
+  // IORING_OP_SHUTDOWN runs asynchronously and resolves the descriptor late:
+  // closing before it completes would free the table entry, the next accept
+  // could reuse it, and our SHUT_WR would hit that new connection.
+  if (!shutdown_inflight_) IssueClose();
+}
+
+void Connection::OnShutdownDone() {
+  shutdown_inflight_ = false;
+  if (phase_ == Phase::kClosing) IssueClose();
+}
+
+void Connection::IssueClose() {
+  if (phase_ >= Phase::kCloseSubmitted) return;
+  if (shutdown_inflight_) {
+    phase_ = Phase::kClosing;  // OnShutdownDone() comes back here
+    return;
+  }
+  phase_ = Phase::kCloseSubmitted;
+  ReleaseBuffer(in_);
+  if (req_pipe_ != nullptr) req_pipe_->Abort();
+  if (resp_pipe_ != nullptr) resp_pipe_->Abort();
+  out_.DiscardUnsent();
+  head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
+  linger_deadline_ = producer_retry_ = 0;
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = 0;
+    env_->host->SetDeadline(slot_, 0);
+  }
+  env_->host->Close(slot_, recv_ != Recv::kOff, out_.send_inflight());
+}
+
+void Connection::OnClosed() {
+  phase_ = Phase::kClosed;
+  // A close cancels what was armed; their completions are still to come.
+}
+
+bool Connection::Freeable() const {
+  return phase_ == Phase::kClosed && recv_ == Recv::kOff && !out_.send_inflight() &&
+         !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_;
+}
+
+void Connection::Release() {
+  URING_CHECK(!task_inflight_);
+  ReleaseBuffer(in_);
+  ReleaseBuffer(req_);
+  FreeTask();
+  out_.DiscardUnsent();  // frees the rest: nothing is in flight any more
+  URING_CHECK(out_.idle());
+  ex_ = Exchange();
+  req_pipe_.reset();
+  resp_pipe_.reset();
+  pipe_queued_ = 0;
+  sink_.reset();
+  producer_ = nullptr;
+  trailers_.clear();
+  ex_ = Exchange();
+  unparsed_ = {};
+  phase_ = Phase::kOpen;
+  input_ = Input::kHead;
+  recv_ = Recv::kOff;
+  recv_starved_ = peer_eof_ = recv_failed_ = shutdown_inflight_ = false;
+  linger_ = in_staged_source_ = zc_inflight_ = false;
+  head_scanned_ = 0;
+  head_line_checked_ = false;
+  head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
+  linger_deadline_ = producer_retry_ = armed_deadline_ = 0;
+}
+
+// ---------------------------------------------------------------- buffers
+
+bool Connection::Reserve(Buffer& b, size_t total) {
+  if (total <= b.cap) return true;
+  if (total > UINT32_MAX) return false;
+  io::ChunkPool* chunks = env_->chunks;
+  if (b.data == nullptr && total <= chunks->chunk_size()) {
+    b.data = chunks->Acquire();
+    b.cap = static_cast<uint32_t>(chunks->chunk_size());
+    return true;
+  }
+  size_t cap = b.cap == 0 ? total : std::max<size_t>(size_t{b.cap} * 2, total);
+  if (cap > UINT32_MAX) cap = total;
+  char* grown = static_cast<char*>(std::malloc(cap));
+  if (grown == nullptr) return false;
+  if (b.len > 0) std::memcpy(grown, b.data, b.len);
+  if (b.data != nullptr) chunks->Release(b.data);  // the pool tells heap from chunks
+  b.data = grown;
+  b.cap = static_cast<uint32_t>(cap);
+  return true;
+}
+
+void Connection::ReleaseBuffer(Buffer& b) {
+  if (b.data != nullptr) env_->chunks->Release(b.data);
+  b = Buffer();
+}
+
+bool Connection::StageInput(const char* data, size_t len) {
+  // Bounded by what a head may take plus the pause threshold and what the
+  // receives already in flight when it paused may bring; beyond that the
+  // peer is not one we can be serving honestly.
+  const http::ParseLimits& limits = env_->config->limits;
+  const size_t hard_limit =
+      limits.max_request_line + limits.max_header_bytes + 4 * kStagedPauseBytes;
+  const size_t need = size_t{in_.len} + len;
+  if (need > hard_limit || !Reserve(in_, need)) return false;
+  std::memcpy(in_.data + in_.len, data, len);
+  in_.len = static_cast<uint32_t>(need);
+  return true;
+}
+
+}  // namespace uring_http::http1

@@ -1,0 +1,245 @@
+// Connection: one HTTP/1.1 connection as a state machine that takes bytes
+// and completions and says what to send, receive, pause, dispatch and close.
+// It knows nothing of io_uring: everything it wants done goes through its
+// loop's ConnectionHost, and everything that happens comes back as one of the
+// On*() events below. A test drives it byte by byte and completion by
+// completion, in any order (test/http1/connection_test.cc).
+//
+// Four small machines, each with its own named state:
+//   Phase   the connection's life: open, finishing (answer what is queued,
+//           then close), lingering (our FIN is out, reading until the
+//           peer's), closing (waits for that FIN's SHUT_WR to complete),
+//           close submitted, closed.
+//   Input   what the next received byte is: part of a request head, of the
+//           current request's body, held back (the current response comes
+//           first), or past the last request we will answer (discarded).
+//   Answer  where the current request's response is: not yet (its body is
+//           being buffered), with a worker, streaming from a producer or a
+//           worker's pipe, or complete in the output queue.
+//   Recv    the multishot receive as the kernel sees it: off, armed, or
+//           being cancelled. What we want (read, or pause because too much
+//           is staged) is computed after every event and the two are
+//           reconciled, so no order of completions can leave a connection
+//           that wants to read without a receive armed.
+// Output lives in an OutputQueue, which owns every buffer until the kernel is
+// done with it. Deadlines (head, body, send progress, idle, linger) are kept
+// apart and the loop is asked for the earliest.
+//
+// Requests are answered strictly in order. While a request is answered by a
+// worker or streams its response, the next one waits (its bytes are staged,
+// and reading pauses once too many are). A request body is buffered for the
+// handler (up to the route's limit), streamed to it (a worker's pipe or a
+// FAST BodySink), or discarded (after an error answered before the body).
+//
+// Thread-safety: owned by its loop's ring thread.
+#ifndef URING_HTTP_SRC_HTTP1_CONNECTION_H_
+#define URING_HTTP_SRC_HTTP1_CONNECTION_H_
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "src/http/body_decoder.h"
+#include "src/http/parser.h"
+#include "src/http/response.h"
+#include "src/http1/connection_host.h"
+#include "src/http1/output_queue.h"
+#include "src/router/router.h"
+#include "src/worker/body_pipe.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::http1 {
+
+// Bytes a connection may hold back while the current request is answered
+// (or a worker's pipe is full) before it stops receiving.
+inline constexpr size_t kStagedPauseBytes = 64 * 1024;
+// Output queued beyond which no further request is read and a producer is
+// not called: a client that pipelines but never reads must not grow memory.
+inline constexpr size_t kOutputHighWater = 64 * 1024;
+
+class Connection final : private ExternalOwner {
+ public:
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+
+  // The slot holds a new socket: starts reading.
+  void Open(ConnectionEnv* env, uint32_t slot);
+
+  // ---- events (from the loop; each ends with the connection's requests
+  // to its host queued)
+  // Received bytes; the buffer goes back to the kernel after the call.
+  void OnRecv(const char* data, size_t len);
+  // The multishot receive ended: res > 0 after data (a plain end), 0 the
+  // peer's FIN, -ENOBUFS (no provided buffer: wait for OnBuffersAvailable),
+  // -ECANCELED (we cancelled it), another -errno (the socket failed).
+  void OnRecvEnd(int res);
+  void OnBuffersAvailable();
+  // A send completed: res bytes, or -errno. `notification_follows`: a
+  // zero-copy send whose bytes the kernel holds until OnSendNotification.
+  void OnSend(int res, bool notification_follows);
+  void OnSendNotification(bool copied);
+  void OnShutdownDone();
+  void OnClosed();
+  // The SLOW handler returned (its MSG_RING completion).
+  void OnTaskDone();
+  // A worker made progress on a stream of this connection.
+  void OnStreamNotify();
+  // The deadline last given to SetDeadline has passed.
+  void OnDeadline();
+  // The server began draining (env->draining is set).
+  void OnDrain();
+  // Close now, whatever is pending (the drain's time is up).
+  void Abort();
+
+  // Nothing the kernel or a worker holds refers to this connection any
+  // more: the slot may be reused (after Release()).
+  bool Freeable() const;
+  // Frees whatever it still holds; the slot is then as new.
+  void Release();
+
+  bool open() const { return phase_ < Phase::kClosing; }
+  // For tests and /metrics.
+  size_t staged_bytes() const { return in_.len; }
+  size_t output_pending() const { return out_.pending(); }
+  bool receiving() const { return recv_ == Recv::kArmed; }
+
+ private:
+  enum class Phase : uint8_t { kOpen, kFinishing, kLingering, kClosing, kCloseSubmitted, kClosed };
+  enum class Input : uint8_t { kHead, kBody, kWait, kDone };
+  enum class Answer : uint8_t { kNone, kPending, kTask, kProducer, kPipe, kSent };
+  enum class Recv : uint8_t { kOff, kArmed, kCancelling };
+  enum class BodyMode : uint8_t { kBuffer, kPipe, kSink, kDiscard };
+
+  // A byte buffer in a chunk of the loop's pool, or the heap when larger.
+  struct Buffer {
+    char* data = nullptr;
+    uint32_t len = 0;
+    uint32_t cap = 0;
+    std::string_view view() const { return {data, len}; }
+  };
+
+  // The request being answered (its head has been read).
+  struct Exchange {
+    const router::Route* route = nullptr;
+    uint32_t route_id = 0;
+    int64_t started_ns = 0;
+    BodyMode body = BodyMode::kBuffer;
+    Answer answer = Answer::kNone;
+    bool keep_alive = false;         // the request allows keep-alive
+    bool http10 = false;
+    bool head = false;               // HEAD: no body in the response
+    bool body_done = true;
+    bool body_failed = false;        // the body will never complete
+    bool close_after = false;        // the response ends the connection
+    bool head_kept = false;          // the head is in req_ (else: still in the source)
+    bool slow = false;               // a worker answers it
+    const char* head_ptr = nullptr;  // where the head is now (source, req_ or the task)
+    int status = 0;
+    uint64_t response_bytes = 0;
+    uint32_t head_len = 0;
+  };
+
+  // ---- input (exchange.cc)
+  // Consumes what it can of data[0..len) and returns how much.
+  size_t Process(const char* data, size_t len, bool staged);
+  void ProcessStaged();
+  bool CanStartRequest() const;
+  // A request head at data[0..len): false while incomplete.
+  bool ReadHead(const char* data, size_t len, bool staged, size_t* used);
+  void BeginExchange(http::Request& request, const char* data, size_t len, size_t* used);
+  size_t FeedBody(const char* data, size_t len);
+  bool DeliverBody(std::string_view piece);
+  void BodyEnded();
+  void BodyFailed(int status);
+  void PeerEndedBody();
+  bool KeepHead(const char* head, size_t len);
+  bool ReparseHead(http::Request* request);
+  // ---- answers (exchange.cc)
+  void RunHandler(const http::Request& request);
+  void Dispatch(const http::Request& request, std::string_view head, std::string_view body);
+  void Respond(http::Response& response);
+  void RespondError(int status, bool close, std::string_view allow = {});
+  void BadRequest(int status);
+  void StartProducer(http::Response& response);
+  void PumpProducer();
+  void PumpPipe();
+  void Answered();
+  void MaybeFinishExchange();
+  bool KeepAliveNow() const;
+  bool MoreRequestsWaiting() const;
+  std::string_view RequestLine() const;
+  void FreeTask();
+  void FreePipes();
+  void ReleaseOutput(size_t bytes) override;
+
+  // ---- I/O and life (connection.cc)
+  // After every event: drives output, closes when done, reconciles the
+  // receive and the deadline with what the state now wants.
+  void Sync();
+  void Flush();
+  void SyncRecv();
+  void SyncDeadline();
+  bool Quiet() const;
+  bool WantRecv() const;
+  void StartClose(bool graceful);
+  void IssueClose();
+  uint64_t After(uint32_t ms) const;
+  bool StageInput(const char* data, size_t len);
+  void ReleaseBuffer(Buffer& b);
+  bool Reserve(Buffer& b, size_t total);
+
+  ConnectionEnv* env_ = nullptr;
+  uint32_t slot_ = 0;
+  Phase phase_ = Phase::kOpen;
+  Input input_ = Input::kHead;
+  Recv recv_ = Recv::kOff;
+  bool recv_starved_ = false;     // ENOBUFS: re-armed when buffers return
+  bool peer_eof_ = false;         // the peer's FIN arrived
+  bool recv_failed_ = false;      // the receive failed (reset, ...)
+  bool shutdown_inflight_ = false;
+  bool task_inflight_ = false;    // a worker holds task_
+  bool linger_ = false;           // input was left unread: the close lingers
+  bool in_staged_source_ = false; // Process() is working on in_ itself
+  bool zc_inflight_ = false;      // the send in flight is zero-copy
+
+  Buffer in_;                     // staged input, not yet processed
+  size_t head_scanned_ = 0;       // FindHeadEnd's progress over in_
+  bool head_line_checked_ = false;// in_'s request line was parsed (early errors)
+  Buffer req_;                    // the exchange's head and buffered body
+  Exchange ex_;
+  http::BodyDecoder decoder_;
+  std::string_view unparsed_;     // the source's bytes after the current request
+  worker::TaskBuffer* task_ = nullptr;
+  std::unique_ptr<worker::BodyPipe> req_pipe_;   // streamed request body
+  std::unique_ptr<worker::BodyPipe> resp_pipe_;  // a worker's streamed response
+  size_t pipe_queued_ = 0;        // resp_pipe_ bytes handed to out_, not yet freed
+  std::unique_ptr<router::BodySink> sink_;
+  http::BodyProducer producer_;
+  std::string trailers_;          // a producer's trailer lines
+  uint64_t produced_ = 0;         // a producer's body bytes so far
+  uint64_t produce_length_ = 0;   // its Content-Length, if it set one
+  http::StreamFraming produce_framing_ = http::StreamFraming::kChunked;
+  OutputQueue out_;
+  iovec iov_[OutputQueue::kMaxIov];
+
+  // Deadlines in ticks; 0: not running.
+  uint64_t head_deadline_ = 0;
+  uint64_t body_deadline_ = 0;
+  uint64_t send_deadline_ = 0;
+  uint64_t idle_deadline_ = 0;
+  uint64_t linger_deadline_ = 0;
+  uint64_t producer_retry_ = 0;
+  uint64_t armed_deadline_ = 0;
+
+  friend class ProducerOutput;
+};
+
+}  // namespace uring_http::http1
+
+#endif  // URING_HTTP_SRC_HTTP1_CONNECTION_H_

@@ -1,0 +1,144 @@
+// What an HTTP/1 connection needs from the loop that owns its socket, and
+// what it shares with the other connections of that loop.
+//
+// ConnectionHost is the narrow waist between HTTP and I/O: the connection
+// says "receive", "send these bytes", "close", "run this task", "wake me at
+// tick T", and the loop turns each into an io_uring SQE (or a wheel entry, or
+// a queue push). Every call only queues work: none calls back into a
+// connection before it returns. A unit test implements it with a recorder and
+// drives completions by hand, in any order (test/http1/).
+//
+// Thread-safety: all of it belongs to the loop's ring thread.
+#ifndef URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
+#define URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "src/http/chunked_decoder.h"
+#include "src/http/parser.h"
+#include "src/io/arena.h"
+#include "src/router/router.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::http1 {
+
+class ConnectionHost {
+ public:
+  // A multishot receive into the loop's provided buffers. Its completions
+  // come back as Connection::OnRecv (with F_MORE) and, when it ends, OnRecvEnd.
+  virtual void ArmRecv(uint32_t slot) = 0;
+  // Ends that receive early; it then completes with OnRecvEnd(-ECANCELED)
+  // (or another final result if it was ending anyway).
+  virtual void CancelRecv(uint32_t slot) = 0;
+  // One send of the iovecs (count >= 1; their memory stays valid until it
+  // completes: OnSend). `zero_copy`: IORING_OP_SEND_ZC of the one iovec, whose
+  // bytes the kernel may read until OnSendNotification.
+  virtual void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy) = 0;
+  // Our FIN (shutdown SHUT_WR); completes with OnShutdownDone.
+  virtual void ShutdownWrite(uint32_t slot) = 0;
+  // Closes the descriptor, first cancelling what is still armed on it (a
+  // close alone would not end them); completes with OnClosed.
+  virtual void Close(uint32_t slot, bool recv_armed, bool send_inflight) = 0;
+  // The connection's next deadline, in ticks (0: none). The loop calls
+  // OnDeadline at or after it.
+  virtual void SetDeadline(uint32_t slot, uint64_t tick) = 0;
+  // Hands a SLOW task to the workers; false when the queue is full. The
+  // loop fills in how results reach this connection (ring address, user
+  // data for the completion and for stream progress).
+  virtual bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
+                        int64_t started_ns) = 0;
+
+  // One request answered (its response is complete in the output queue):
+  // metrics and the access log. `request_line` is valid during the call.
+  struct Exchange {
+    uint32_t route_id = 0;
+    int status = 0;
+    int64_t started_ns = 0;
+    std::string_view request_line;
+    uint64_t body_bytes = 0;  // response body bytes (0 for HEAD)
+  };
+  virtual void ExchangeDone(uint32_t slot, const Exchange& exchange) = 0;
+
+ protected:
+  ~ConnectionHost() = default;
+};
+
+struct ConnectionConfig {
+  http::ParseLimits limits;
+  http::ChunkedLimits chunked;
+  // Milliseconds; 0 turns one off.
+  uint32_t header_timeout_ms = 10'000;  // first byte of a head to its end: 408
+  uint32_t body_timeout_ms = 60'000;    // no body byte for this long: 408
+  uint32_t idle_timeout_ms = 60'000;    // keep-alive, between requests
+  uint32_t send_timeout_ms = 30'000;    // no progress on our output for this long
+  uint32_t linger_timeout_ms = 5'000;   // after our FIN, wait for the peer's
+  uint32_t drain_idle_ms = 1'000;       // draining: grace for an idle connection
+  uint32_t tick_ms = 100;               // the loop's timer resolution
+  // Sends of a segment this large go zero-copy (0: never).
+  uint32_t send_zc_min_bytes = 0;
+  // The bound on a streamed request body held for a worker, per connection.
+  size_t request_pipe_bytes = 256 * 1024;
+};
+
+// Counters the connections of one loop keep (one writer: the ring thread;
+// readers sum over loops, see Counter).
+class Counter {
+ public:
+  void Add(uint64_t n = 1) {
+    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  void Sub(uint64_t n = 1) {
+    value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+  }
+  uint64_t Get() const { return value_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> value_{0};
+};
+
+struct ConnectionStats {
+  Counter requests;         // request heads parsed
+  Counter bad_requests;     // answered 4xx/5xx by the parser or the body decoder
+  Counter slow_dispatched;  // SLOW tasks pushed to the workers
+  Counter slow_completed;   // their completions
+  Counter slow_rejected;    // queue full: 503
+  Counter timeouts;         // deadlines that ended a connection or a request
+  Counter chunked_bodies;   // request bodies with chunked framing
+  Counter streamed_requests;   // request bodies streamed to a handler
+  Counter streamed_responses;  // responses streamed (worker pipe or producer)
+  Counter aborted_streams;     // streams cut short (the peer left, bad framing)
+  Counter sends_zc;         // sends issued as IORING_OP_SEND_ZC
+  Counter sends_zc_copied;  // of those, the kernel copied after all (e.g. loopback)
+  Counter sends_zc_refused; // ENOMEM (memlock limit): sent again by copying
+  Counter lingering_closes; // closes that waited for the peer's FIN
+};
+
+// Everything the connections of one loop share. The loop updates now_tick
+// once per batch of completions and draining once.
+struct ConnectionEnv {
+  const ConnectionConfig* config = nullptr;
+  const router::Router* router = nullptr;
+  io::ChunkPool* chunks = nullptr;
+  ConnectionHost* host = nullptr;
+  ConnectionStats* stats = nullptr;
+  // Parse scratch: room for config->limits.max_headers headers. One request
+  // is parsed at a time on a ring thread, so one array serves them all.
+  http::Header* headers = nullptr;
+  size_t headers_capacity = 0;
+  uint32_t unmatched_route = 0;  // metrics index for requests no route matched
+  bool has_workers = true;       // false: SLOW handlers run inline (--workers=0)
+  bool access_log = false;       // keep request lines for Exchange::request_line
+  uint64_t now_tick = 0;
+  bool draining = false;
+  bool send_zc = false;          // zero-copy sends now (kernel has them, not paused)
+  uint64_t zc_paused_until_tick = 0;
+};
+
+}  // namespace uring_http::http1
+
+#endif  // URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_

@@ -1,0 +1,150 @@
+#include "src/worker/body_pipe.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace uring_http::worker {
+namespace {
+
+// A raw futex rather than std::atomic::wait: libstdc++ 12 spins and yields
+// before it sleeps, which on a 2-core machine takes CPU from the ring thread
+// the worker is waiting for.
+void FutexWait(std::atomic<uint32_t>* word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void FutexWake(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr,
+          0);
+}
+
+}  // namespace
+
+BodyPipe::BodyPipe(size_t capacity)
+    : mask_(std::bit_ceil(std::max<size_t>(capacity, 64)) - 1),
+      buffer_(std::make_unique<char[]>(mask_ + 1)) {}
+
+size_t BodyPipe::Write(const char* data, size_t n) {
+  const uint64_t w = write_pos_.load(std::memory_order_relaxed);
+  // Acquire: the consumer is done with the bytes it freed before we reuse them.
+  const uint64_t r = read_pos_.load(std::memory_order_acquire);
+  const size_t room = capacity() - static_cast<size_t>(w - r);
+  n = std::min(n, room);
+  if (n == 0) return 0;
+  const size_t at = static_cast<size_t>(w & mask_);
+  const size_t first = std::min(n, capacity() - at);
+  std::memcpy(buffer_.get() + at, data, first);
+  if (n > first) std::memcpy(buffer_.get(), data + first, n - first);
+  // seq_cst: pairs with ArmNotify()'s store-then-load on the other side and
+  // with a sleeper's check (see Wake()).
+  write_pos_.store(w + n, std::memory_order_seq_cst);
+  Wake();
+  return n;
+}
+
+void BodyPipe::Finish() {
+  finished_.store(true, std::memory_order_seq_cst);
+  Wake();
+}
+
+std::string_view BodyPipe::PeekAt(size_t offset) const {
+  const uint64_t r = read_pos_.load(std::memory_order_relaxed) + offset;
+  const uint64_t w = write_pos_.load(std::memory_order_acquire);
+  if (w <= r) return {};
+  const size_t at = static_cast<size_t>(r & mask_);
+  const size_t n = std::min(static_cast<size_t>(w - r), capacity() - at);
+  return {buffer_.get() + at, n};
+}
+
+size_t BodyPipe::Read(char* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const std::string_view piece = PeekAt(0);
+    if (piece.empty()) break;
+    const size_t take = std::min(piece.size(), n - done);
+    std::memcpy(out + done, piece.data(), take);
+    Consume(take);
+    done += take;
+  }
+  return done;
+}
+
+void BodyPipe::Consume(size_t n) {
+  if (n == 0) return;
+  const uint64_t r = read_pos_.load(std::memory_order_relaxed);
+  // Release: our reads of the freed bytes happen before the producer's
+  // writes into them. seq_cst for the same reason as in Write().
+  read_pos_.store(r + n, std::memory_order_seq_cst);
+  Wake();
+}
+
+void BodyPipe::Abort() {
+  aborted_.store(true, std::memory_order_seq_cst);
+  Wake();
+}
+
+void BodyPipe::Wake() {
+  // The change above is ordered before this increment; a sleeper either sees
+  // the change when it re-checks after setting waiting_, or is asleep with
+  // the old sequence and is woken here (or finds the sequence moved on).
+  seq_.fetch_add(1, std::memory_order_seq_cst);
+  if (waiting_.load(std::memory_order_seq_cst) != 0) FutexWake(&seq_);
+}
+
+void BodyPipe::WaitUntil(bool (BodyPipe::*ready)(size_t) const, size_t arg) {
+  for (;;) {
+    const uint32_t seq = seq_.load(std::memory_order_seq_cst);
+    if ((this->*ready)(arg)) return;
+    waiting_.store(1, std::memory_order_seq_cst);
+    if ((this->*ready)(arg)) {
+      waiting_.store(0, std::memory_order_relaxed);
+      return;
+    }
+    FutexWait(&seq_, seq);
+    waiting_.store(0, std::memory_order_relaxed);
+  }
+}
+
+void BodyPipe::WaitReadable() { WaitUntil(&BodyPipe::ReadyToRead, 0); }
+
+void BodyPipe::WaitWritable(size_t n) {
+  WaitUntil(&BodyPipe::ReadyToWrite, std::min(n, capacity()));
+}
+
+bool BodyPipe::NotifyReady(uint64_t wants) const {
+  if (aborted()) return true;
+  const uint64_t value = wants & kNotifyValue;
+  if (wants & kReadNotify) return readable() > value || finished();
+  return writable() >= value;
+}
+
+bool BodyPipe::Arm(uint64_t wants) {
+  // seq_cst store, then the check: the worker stores its progress, then
+  // loads this. One of us sees the other (see TakeNotify()).
+  ring_wants_.store(wants, std::memory_order_seq_cst);
+  if (!NotifyReady(wants)) return true;
+  // Already there. If the worker took the request meanwhile it posts a
+  // message anyway, which the ring finds harmless (it re-checks the pipe).
+  ring_wants_.store(0, std::memory_order_relaxed);
+  return false;
+}
+
+bool BodyPipe::ArmReadNotify(size_t have) { return Arm(kReadNotify | have); }
+
+bool BodyPipe::ArmWriteNotify(size_t min_writable) {
+  return Arm(kWriteNotify | std::min(min_writable, capacity()));
+}
+
+bool BodyPipe::TakeNotify() {
+  uint64_t wants = ring_wants_.load(std::memory_order_seq_cst);
+  if (wants == 0 || !NotifyReady(wants)) return false;
+  return ring_wants_.compare_exchange_strong(wants, 0, std::memory_order_seq_cst);
+}
+
+}  // namespace uring_http::worker

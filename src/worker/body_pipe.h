@@ -1,0 +1,119 @@
+// BodyPipe: a bounded byte FIFO between a connection's ring thread and the
+// worker running that connection's SLOW handler. It carries a streamed
+// request body (the ring writes what it receives, the handler reads) or a
+// streamed response (the handler writes, the ring sends straight from the
+// pipe's memory and frees the space once the kernel is done with it).
+//
+// The bound is the backpressure: a worker writing into a full pipe sleeps
+// until the peer has taken bytes; a ring whose request pipe is full stops
+// receiving until the handler has read. The ring thread never blocks here.
+// The worker blocks on a futex, and only after saying so (waiting_), so the
+// ring's side costs no syscall unless a worker really sleeps. The ring is
+// told of the worker's progress by a MSG_RING message that the worker posts
+// only when the ring asked for one (ArmNotify), so a stream costs about one
+// message per send round trip, not one per write.
+//
+// Either side may Abort(): every later or blocked Write/Read on the other
+// side then fails at once (the peer left, or the handler gave up).
+//
+// Thread-safety: one producer thread and one consumer thread, plus Abort()
+// from either. ArmNotify() is the ring thread's; TakeNotify() the worker's.
+#ifndef URING_HTTP_SRC_WORKER_BODY_PIPE_H_
+#define URING_HTTP_SRC_WORKER_BODY_PIPE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+namespace uring_http::worker {
+
+class BodyPipe {
+ public:
+  // `capacity` is rounded up to a power of two.
+  explicit BodyPipe(size_t capacity);
+  BodyPipe(const BodyPipe&) = delete;
+  BodyPipe& operator=(const BodyPipe&) = delete;
+
+  size_t capacity() const { return mask_ + 1; }
+
+  // ---- producer
+  // Copies as much of data[0..n) as fits; returns how much (never blocks).
+  size_t Write(const char* data, size_t n);
+  size_t writable() const { return capacity() - readable(); }
+  // No more bytes will be written.
+  void Finish();
+
+  // ---- consumer
+  size_t readable() const {
+    return static_cast<size_t>(write_pos_.load(std::memory_order_acquire) -
+                               read_pos_.load(std::memory_order_relaxed));
+  }
+  // The contiguous readable bytes starting `offset` bytes past the front
+  // (shorter than readable() - offset where they wrap around the buffer).
+  std::string_view PeekAt(size_t offset) const;
+  // Copies up to n bytes out and consumes them; returns how many.
+  size_t Read(char* out, size_t n);
+  // Frees the first n readable bytes for the producer.
+  void Consume(size_t n);
+  // The producer called Finish() (readable bytes may remain).
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+  // ---- either side
+  void Abort();
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+
+  // ---- blocking, for the worker side
+  // Until readable() > 0, finished() or aborted().
+  void WaitReadable();
+  // Until writable() >= min(n, capacity()) or aborted().
+  void WaitWritable(size_t n);
+
+  // ---- telling the ring
+  // The ring asks to be messaged when the worker has made progress. As the
+  // reader: once more than `have` bytes are readable (the ring has the rest
+  // queued for sending already), or the stream finished or was aborted. As
+  // the writer: once at least `min_writable` bytes are free. Each returns
+  // false, asking nothing, when that already holds: the ring goes on at once.
+  bool ArmReadNotify(size_t have);
+  bool ArmWriteNotify(size_t min_writable);
+  // The worker, after writing, consuming or finishing: true when the ring
+  // asked and the progress is what it waits for; the caller then posts the
+  // message (exactly once per ArmNotify).
+  bool TakeNotify();
+
+ private:
+  bool Readable() const {
+    return readable() > 0 || finished() || aborted();
+  }
+  // What the ring's request in ring_wants_ waits for.
+  bool NotifyReady(uint64_t wants) const;
+  bool Arm(uint64_t wants);
+  // Wakes a worker sleeping in WaitReadable/WaitWritable, if one is.
+  void Wake();
+  void WaitUntil(bool (BodyPipe::*ready)(size_t) const, size_t arg);
+  bool ReadyToRead(size_t) const { return Readable(); }
+  bool ReadyToWrite(size_t n) const { return aborted() || writable() >= n; }
+
+  const size_t mask_;
+  std::unique_ptr<char[]> buffer_;
+  // Monotonic byte counts; the buffer index is pos & mask_.
+  alignas(64) std::atomic<uint64_t> write_pos_{0};
+  alignas(64) std::atomic<uint64_t> read_pos_{0};
+  alignas(64) std::atomic<bool> finished_{false};
+  std::atomic<bool> aborted_{false};
+  // Futex word: bumped on every change the sleeping side may wait for.
+  std::atomic<uint32_t> seq_{0};
+  std::atomic<uint32_t> waiting_{0};
+  // The ring's request for a message: 0 none; kReadNotify | have; or
+  // kWriteNotify | min_writable.
+  static constexpr uint64_t kReadNotify = uint64_t{1} << 63;
+  static constexpr uint64_t kWriteNotify = uint64_t{1} << 62;
+  static constexpr uint64_t kNotifyValue = kWriteNotify - 1;
+  std::atomic<uint64_t> ring_wants_{0};
+};
+
+}  // namespace uring_http::worker
+
+#endif  // URING_HTTP_SRC_WORKER_BODY_PIPE_H_

@@ -1,0 +1,177 @@
+#include "src/worker/task_streams.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "src/worker/ring_post.h"
+
+namespace uring_http::worker {
+namespace {
+
+void Notify(TaskBuffer* task) { PostToRing(task->ring, task->notify_user_data); }
+
+}  // namespace
+
+long PipeBodyReader::Read(char* buf, size_t len) {
+  BodyPipe* pipe = task_->request_body;
+  if (pipe == nullptr) return -1;
+  if (len == 0) return 0;
+  for (;;) {
+    if (pipe->aborted()) return -1;
+    const size_t n = pipe->Read(buf, len);
+    if (n > 0) {
+      // The ring may be waiting for room to feed more of the body.
+      if (pipe->TakeNotify()) Notify(task_);
+      return static_cast<long>(n);
+    }
+    if (pipe->finished()) {
+      // Bytes written just before Finish() are read above on the next turn.
+      if (pipe->readable() == 0) return pipe->aborted() ? -1 : 0;
+      continue;
+    }
+    pipe->WaitReadable();
+  }
+}
+
+bool PipeResponseStream::Start(http::Response& response) {
+  const int status = response.status();
+  discard_body_ = task_->head_only || !http::StatusHasBody(status);
+  if (response.has_content_length()) {
+    framing_ = http::StreamFraming::kContentLength;
+    length_ = response.content_length();
+  } else if (task_->http10) {
+    framing_ = http::StreamFraming::kClose;
+  } else {
+    framing_ = http::StreamFraming::kChunked;
+  }
+  if (framing_ == http::StreamFraming::kClose) task_->stream_closes = true;
+  http::SerializeOptions options;
+  options.keep_alive = task_->keep_alive;
+  options.keep_alive_header = task_->keep_alive_header;
+  options.head_only = task_->head_only;
+  std::string head(512, '\0');
+  size_t size = http::SerializeStreamHead(response, options, framing_, length_, head.data(),
+                                          head.size());
+  if (size > head.size()) {
+    head.resize(size);
+    size = http::SerializeStreamHead(response, options, framing_, length_, head.data(), size);
+  }
+  head.resize(size);
+  auto pipe = std::make_unique<BodyPipe>(kResponsePipeBytes);
+  pipe_ = pipe.get();
+  // The head fits (a head is at most a few KiB; the pipe is 256 KiB).
+  pipe_->Write(head.data(), head.size());
+  // Release: the ring reads the pipe and the head through this pointer.
+  task_->response_body.store(pipe.release(), std::memory_order_release);
+  // The ring cannot have asked about a pipe it did not know: tell it now.
+  Notify(task_);
+  return true;
+}
+
+bool PipeResponseStream::Put(std::string_view bytes) {
+  while (!bytes.empty()) {
+    if (pipe_->aborted()) return false;
+    const size_t n = pipe_->Write(bytes.data(), bytes.size());
+    bytes.remove_prefix(n);
+    if (n > 0 && pipe_->TakeNotify()) Notify(task_);
+    // Full: wait until the ring has sent a good part of it (half, so that a
+    // steady stream moves in large steps rather than byte by byte).
+    if (!bytes.empty()) pipe_->WaitWritable(std::min(bytes.size(), pipe_->capacity() / 2));
+  }
+  return !pipe_->aborted();
+}
+
+bool PipeResponseStream::Write(http::Response& response, std::string_view data) {
+  if (broken_) return false;
+  if (!started() && !Start(response)) return false;
+  if (pipe_->aborted()) return false;
+  if (discard_body_ || data.empty()) return true;
+  switch (framing_) {
+    case http::StreamFraming::kContentLength:
+      if (data.size() > length_ - written_) {
+        // More than promised would corrupt the next response on the
+        // connection: refuse it, and end the connection after this one.
+        Break();
+        return false;
+      }
+      if (!Put(data)) return false;
+      break;
+    case http::StreamFraming::kChunked: {
+      char header[18];
+      const size_t n = http::ChunkHeader(data.size(), header);
+      if (!Put({header, n}) || !Put(data) || !Put("\r\n")) return false;
+      break;
+    }
+    case http::StreamFraming::kClose:
+      if (!Put(data)) return false;
+      break;
+  }
+  written_ += data.size();
+  return true;
+}
+
+namespace {
+
+class PipeBodyOutput final : public http::BodyOutput {
+ public:
+  PipeBodyOutput(PipeResponseStream* stream, http::Response* response)
+      : stream_(stream), response_(response) {}
+  bool Write(std::string_view data) override {
+    wrote_ = wrote_ || !data.empty();
+    return stream_->Write(*response_, data);
+  }
+  size_t room() const override { return kResponsePipeBytes / 2; }
+  bool TakeWrote() { return std::exchange(wrote_, false); }
+
+ private:
+  PipeResponseStream* stream_;
+  http::Response* response_;
+  bool wrote_ = false;
+};
+
+}  // namespace
+
+void PipeResponseStream::RunProducer(http::Response& response) {
+  PipeBodyOutput out(this, &response);
+  for (;;) {
+    if (response.producer()(out)) break;
+    if (started() && pipe_->aborted()) break;
+    // Nothing to write yet: a producer on a worker may simply wait.
+    if (!out.TakeWrote()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!started()) Start(response);  // an empty streamed body still has a head
+}
+
+void PipeResponseStream::Finish(http::Response& response) {
+  if (!broken_ && !pipe_->aborted()) {
+    // Whatever the handler left in body() after streaming is the rest.
+    const std::string_view rest = response.body_view();
+    if (!rest.empty()) Write(response, rest);
+  }
+  if (!broken_ && !pipe_->aborted() && !discard_body_) {
+    switch (framing_) {
+      case http::StreamFraming::kContentLength:
+        if (written_ != length_) Break();
+        break;
+      case http::StreamFraming::kChunked:
+        Put(http::LastChunk(response.trailer_lines()));
+        break;
+      case http::StreamFraming::kClose:
+        break;
+    }
+  }
+  // No message: the task's completion follows at once and the ring reads
+  // the rest of the pipe then.
+  pipe_->Finish();
+}
+
+void PipeResponseStream::Break() {
+  broken_ = true;
+  task_->stream_broken = true;
+}
+
+}  // namespace uring_http::worker

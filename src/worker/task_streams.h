@@ -1,0 +1,73 @@
+// The worker's ends of a SLOW task's streams (see slow_task.h):
+//
+// PipeBodyReader is what Request::ReadBody() reads a streamed request body
+// from: it blocks on the task's request pipe until the ring has fed bytes.
+//
+// PipeResponseStream is what Response::Write() streams through: the first
+// write creates the response pipe and puts the head in it; every write adds
+// its bytes with their framing (chunked, Content-Length or close-delimited),
+// blocking while the pipe is full; Finish() ends the body when the handler
+// returns.
+//
+// Both tell the ring of their progress only when it asked (BodyPipe's
+// ArmReadNotify/ArmWriteNotify), with a kStreamNotify message.
+//
+// Thread-safety: the worker running the task.
+#ifndef URING_HTTP_SRC_WORKER_TASK_STREAMS_H_
+#define URING_HTTP_SRC_WORKER_TASK_STREAMS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "src/http/parser.h"
+#include "src/http/response.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::worker {
+
+// The bound on a streamed response's unsent bytes, per connection.
+inline constexpr size_t kResponsePipeBytes = 256 * 1024;
+
+class PipeBodyReader final : public http::BodyReader {
+ public:
+  explicit PipeBodyReader(TaskBuffer* task) : task_(task) {}
+  long Read(char* buf, size_t len) override;
+
+ private:
+  TaskBuffer* task_;
+};
+
+class PipeResponseStream final : public http::ResponseStream {
+ public:
+  explicit PipeResponseStream(TaskBuffer* task) : task_(task) {}
+  PipeResponseStream(const PipeResponseStream&) = delete;
+  PipeResponseStream& operator=(const PipeResponseStream&) = delete;
+
+  bool Write(http::Response& response, std::string_view data) override;
+  // Runs a producer the handler set (Response::Stream) until it is done or
+  // the client is gone.
+  void RunProducer(http::Response& response);
+  // After the handler: the rest of the body and its end. Only if started().
+  void Finish(http::Response& response);
+  // The handler failed after the head went out.
+  void Break();
+  bool started() const { return pipe_ != nullptr; }
+
+ private:
+  bool Start(http::Response& response);
+  // Puts bytes into the pipe, waiting for room; false once aborted.
+  bool Put(std::string_view bytes);
+
+  TaskBuffer* task_;
+  BodyPipe* pipe_ = nullptr;  // owned by the ring once published
+  http::StreamFraming framing_ = http::StreamFraming::kChunked;
+  bool discard_body_ = false;  // HEAD, 204, 304: the head only
+  bool broken_ = false;
+  uint64_t length_ = 0;        // kContentLength: what was promised
+  uint64_t written_ = 0;       // body bytes written
+};
+
+}  // namespace uring_http::worker
+
+#endif  // URING_HTTP_SRC_WORKER_TASK_STREAMS_H_

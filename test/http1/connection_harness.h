@@ -1,0 +1,388 @@
+// A kernel-less stand-in for a connection's loop: FakeHost records what the
+// connection asks (receives, sends, shutdown, close, deadlines, tasks) and a
+// test completes each by hand, in whatever order it wants to try.
+//
+// It also plays the kernel's part for buffers: the bytes of every send are
+// copied when the send is submitted and compared with the memory again when
+// it completes (and, for a zero-copy send, at its notification). A buffer
+// released and reused while "the kernel" still reads it shows up as changed
+// bytes: Harness::Check() fails.
+#ifndef URING_HTTP_TEST_HTTP1_CONNECTION_HARNESS_H_
+#define URING_HTTP_TEST_HTTP1_CONNECTION_HARNESS_H_
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/http1/connection.h"
+#include "src/http1/connection_host.h"
+#include "src/io/arena.h"
+#include "src/router/router.h"
+#include "src/worker/worker_pool.h"
+
+namespace uring_http::http1::testing {
+
+class FakeHost final : public ConnectionHost {
+ public:
+  struct SendCall {
+    std::vector<iovec> iov;
+    std::string bytes;  // what the iovecs held at submission
+    bool zero_copy = false;
+  };
+  struct Done {
+    uint32_t route_id;
+    int status;
+    std::string request_line;
+    uint64_t body_bytes;
+  };
+
+  void ArmRecv(uint32_t) override {
+    ++recv_arms;
+    if (recv_armed) violations.push_back("a second receive armed while one is live");
+    recv_armed = true;
+  }
+  void CancelRecv(uint32_t) override {
+    ++recv_cancels;
+    if (!recv_armed) violations.push_back("cancel of a receive that is not armed");
+    cancel_pending = true;
+  }
+  void Send(uint32_t, const iovec* iov, unsigned count, bool zero_copy) override {
+    if (send.has_value()) violations.push_back("a second send while one is in flight");
+    if (closed) violations.push_back("send after close");
+    SendCall s;
+    s.iov.assign(iov, iov + count);
+    for (unsigned i = 0; i < count; ++i) {
+      s.bytes.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+    }
+    s.zero_copy = zero_copy;
+    if (zero_copy && zc_held.has_value()) {
+      violations.push_back("a second zero-copy send before the first one's notification");
+    }
+    send = std::move(s);
+    ++sends;
+  }
+  void ShutdownWrite(uint32_t) override {
+    if (shutdown_pending || shutdown_done) violations.push_back("a second shutdown");
+    shutdown_pending = true;
+  }
+  void Close(uint32_t, bool recv_armed_said, bool send_inflight_said) override {
+    if (closed) violations.push_back("a second close");
+    if (shutdown_pending) violations.push_back("close before the shutdown completed");
+    if (recv_armed_said != recv_armed) violations.push_back("close: receive state disagrees");
+    if (send_inflight_said != send.has_value()) violations.push_back("close: send state disagrees");
+    closed = true;
+  }
+  void SetDeadline(uint32_t, uint64_t tick) override { deadline = tick; }
+  bool Dispatch(uint32_t, worker::TaskBuffer* task, const router::Route& route,
+                int64_t) override {
+    if (refuse_tasks) return false;
+    task->ring.ring_fd = -1;  // the worker's messages go nowhere: the test delivers them
+    tasks.push_back({task, &route});
+    return true;
+  }
+  void ExchangeDone(uint32_t, const Exchange& e) override {
+    done.push_back({e.route_id, e.status, std::string(e.request_line), e.body_bytes});
+  }
+
+  // Checks that the memory behind `s` still holds what was submitted.
+  bool Intact(const SendCall& s) const {
+    std::string now;
+    for (const iovec& v : s.iov) now.append(static_cast<const char*>(v.iov_base), v.iov_len);
+    return now == s.bytes;
+  }
+
+  int recv_arms = 0;
+  int recv_cancels = 0;
+  bool recv_armed = false;
+  bool cancel_pending = false;
+  std::optional<SendCall> send;
+  std::optional<SendCall> zc_held;
+  int sends = 0;
+  bool shutdown_pending = false;
+  bool shutdown_done = false;
+  bool closed = false;
+  bool refuse_tasks = false;
+  uint64_t deadline = 0;
+  struct Task {
+    worker::TaskBuffer* buffer;
+    const router::Route* route;
+  };
+  std::deque<Task> tasks;
+  std::vector<Done> done;
+  std::vector<std::string> violations;
+};
+
+struct Reply {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+  bool chunked = false;
+  std::string Header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
+
+// Parses the responses in `wire` (Content-Length, chunked, or a final
+// close-delimited one); `heads` lists which requests were HEAD, in order.
+inline std::vector<Reply> ParseReplies(std::string wire, const std::vector<bool>& heads = {},
+                                       bool closed = false) {
+  std::vector<Reply> out;
+  size_t index = 0;
+  while (!wire.empty()) {
+    const size_t end = wire.find("\r\n\r\n");
+    if (end == std::string::npos) break;
+    Reply r;
+    r.status = std::atoi(wire.c_str() + 9);
+    size_t pos = wire.find("\r\n") + 2;
+    while (pos < end) {
+      const size_t eol = wire.find("\r\n", pos);
+      const std::string line = wire.substr(pos, eol - pos);
+      const size_t colon = line.find(':');
+      std::string name = line.substr(0, colon);
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      std::string value = line.substr(colon + 1);
+      while (!value.empty() && value[0] == ' ') value.erase(0, 1);
+      r.headers[name] = value;
+      pos = eol + 2;
+    }
+    wire.erase(0, end + 4);
+    if (r.status == 100) {
+      out.push_back(r);
+      continue;
+    }
+    const bool head = index < heads.size() && heads[index];
+    ++index;
+    if (head || r.status == 204 || r.status == 304) {
+      out.push_back(r);
+      continue;
+    }
+    if (r.Header("transfer-encoding") == "chunked") {
+      r.chunked = true;
+      for (;;) {
+        const size_t eol = wire.find("\r\n");
+        if (eol == std::string::npos) return out;
+        const size_t n = std::strtoull(wire.c_str(), nullptr, 16);
+        if (n == 0) {
+          const size_t trailer_end = wire.find("\r\n\r\n");
+          if (trailer_end == std::string::npos) return out;
+          wire.erase(0, trailer_end + 4);
+          break;
+        }
+        if (wire.size() < eol + 2 + n + 2) return out;
+        r.body += wire.substr(eol + 2, n);
+        wire.erase(0, eol + 2 + n + 2);
+      }
+    } else if (!r.Header("content-length").empty()) {
+      const size_t n = std::stoull(r.Header("content-length"));
+      if (wire.size() < n) return out;
+      r.body = wire.substr(0, n);
+      wire.erase(0, n);
+    } else if (closed) {
+      r.body = wire;
+      wire.clear();
+    } else {
+      return out;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+class Harness {
+  // Declared first, destroyed last: the connection gives its memory back
+  // to this pool when it goes.
+  router::Router router_;
+  ConnectionConfig config_;
+  io::Arena arena_;
+  io::ChunkPool chunks_;
+  std::unique_ptr<http::Header[]> headers_;
+  ConnectionEnv env_;
+
+ public:
+  explicit Harness(router::Router router, ConnectionConfig config = {}, size_t chunks = 256)
+      : router_(std::move(router)), config_(config) {
+    auto arena = io::Arena::Create(chunks * 4096 + 8192);
+    arena_ = *std::move(arena);
+    (void)chunks_.Init(arena_, 4096, chunks);
+    headers_ = std::make_unique<http::Header[]>(std::max<size_t>(config_.limits.max_headers, 1));
+    env_.config = &config_;
+    env_.router = &router_;
+    env_.chunks = &chunks_;
+    env_.host = &host;
+    env_.stats = &stats;
+    env_.headers = headers_.get();
+    env_.headers_capacity = std::max<size_t>(config_.limits.max_headers, 1);
+    env_.unmatched_route = static_cast<uint32_t>(router_.size());
+    env_.access_log = true;
+    env_.now_tick = 1000;
+    env_.send_zc = config_.send_zc_min_bytes > 0;
+  }
+  ~Harness() {
+    JoinTaskThread();
+    // Tasks still queued were never run: give their memory back.
+    while (!host.tasks.empty()) RunTask();
+  }
+
+  void Open() { conn.Open(&env_, 0); }
+
+  // The kernel delivers `bytes` to the armed receive (in pieces of at most
+  // `piece` bytes, like provided buffers of that size).
+  void Recv(std::string_view bytes, size_t piece = 2048) {
+    while (!bytes.empty()) {
+      if (!host.recv_armed) host.violations.push_back("bytes delivered with no receive armed");
+      const size_t n = std::min(piece, bytes.size());
+      std::string copy(bytes.substr(0, n));  // the provided buffer
+      conn.OnRecv(copy.data(), copy.size());
+      std::fill(copy.begin(), copy.end(), '#');  // recycled: anything kept must have been copied
+      bytes.remove_prefix(n);
+    }
+  }
+  // The multishot receive's final completion (a cancel lands, EOF, error).
+  void RecvEnd(int res) {
+    host.recv_armed = false;
+    host.cancel_pending = false;
+    conn.OnRecvEnd(res);
+  }
+  // Lands a pending cancel, if any.
+  void LandCancel() {
+    if (host.cancel_pending) RecvEnd(-ECANCELED);
+  }
+
+  // Completes the send in flight with up to `n` bytes. A zero-copy send
+  // keeps its bytes until Notify().
+  size_t CompleteSend(size_t n = SIZE_MAX) {
+    if (!host.send.has_value()) return 0;
+    FakeHost::SendCall s = std::move(*host.send);
+    host.send.reset();
+    if (!host.Intact(s)) host.violations.push_back("send buffer changed before completion");
+    n = std::min(n, s.bytes.size());
+    wire += s.bytes.substr(0, n);
+    const bool zc = s.zero_copy;
+    if (zc) host.zc_held = s;
+    conn.OnSend(static_cast<int>(n), zc);
+    return n;
+  }
+  void FailSend(int error) {
+    if (!host.send.has_value()) return;
+    host.send.reset();
+    conn.OnSend(error, false);
+  }
+  void Notify() {
+    if (!host.zc_held.has_value()) return;
+    if (!host.Intact(*host.zc_held)) {
+      host.violations.push_back("zero-copy buffer changed before its notification");
+    }
+    host.zc_held.reset();
+    conn.OnSendNotification(false);
+  }
+  // Completes sends (and notifications) until nothing is in flight.
+  void Flush() {
+    for (int i = 0; i < 100000 && (host.send.has_value() || host.zc_held.has_value()); ++i) {
+      CompleteSend();
+      Notify();
+    }
+  }
+  void ShutdownDone() {
+    if (!host.shutdown_pending) return;
+    host.shutdown_pending = false;
+    host.shutdown_done = true;
+    conn.OnShutdownDone();
+  }
+  // The close completes; a live receive ends with -ECANCELED, a send too.
+  void CloseDone() {
+    conn.OnClosed();
+    if (host.send.has_value()) FailSend(-ECANCELED);
+    if (host.recv_armed) RecvEnd(-ECANCELED);
+  }
+
+  // Runs the oldest dispatched task on this thread, then its completion.
+  void RunTask() {
+    if (host.tasks.empty()) return;
+    FakeHost::Task t = host.tasks.front();
+    host.tasks.pop_front();
+    worker::SlowTask task;
+    task.route = t.route;
+    task.buffer = t.buffer;
+    worker::WorkerPool::RunTask(task, config_.limits);
+    conn.OnTaskDone();
+  }
+
+  // Runs the oldest task on a thread of its own (it may block on a pipe);
+  // Pump() plays the ring meanwhile.
+  void StartTaskThread() {
+    FakeHost::Task t = host.tasks.front();
+    host.tasks.pop_front();
+    task_done_ = false;
+    worker_ = std::thread([this, t] {
+      worker::SlowTask task;
+      task.route = t.route;
+      task.buffer = t.buffer;
+      worker::WorkerPool::RunTask(task, config_.limits);
+      task_done_.store(true, std::memory_order_release);
+    });
+  }
+  bool TaskThreadDone() const { return task_done_.load(std::memory_order_acquire); }
+  // One round of the ring: stream progress, sends; the task's completion
+  // once its thread is done. Returns whether the task finished.
+  bool Pump(size_t send_bytes = SIZE_MAX) {
+    if (worker_.joinable() && TaskThreadDone()) {
+      worker_.join();
+      conn.OnTaskDone();
+      return true;
+    }
+    conn.OnStreamNotify();
+    CompleteSend(send_bytes);
+    Notify();
+    return false;
+  }
+  void JoinTaskThread() {
+    if (worker_.joinable()) worker_.join();
+  }
+
+  // Time passes; the deadline fires if it came due.
+  void Tick(uint64_t ticks) {
+    env_.now_tick += ticks;
+    if (host.deadline != 0 && env_.now_tick >= host.deadline) {
+      host.deadline = 0;
+      conn.OnDeadline();
+    }
+  }
+  uint64_t now() const { return env_.now_tick; }
+  void SetDraining() {
+    env_.draining = true;
+    conn.OnDrain();
+  }
+
+  std::vector<Reply> Replies(const std::vector<bool>& heads = {}) const {
+    return ParseReplies(wire, heads, host.closed || host.shutdown_pending || host.shutdown_done);
+  }
+  size_t chunks_available() const { return chunks_.available(); }
+  ConnectionEnv& env() { return env_; }
+
+  FakeHost host;
+  ConnectionStats stats;
+  std::string wire;  // what the peer received
+
+ private:
+  std::thread worker_;
+  std::atomic<bool> task_done_{false};
+
+ public:
+  Connection conn;  // last: destroyed first
+};
+
+}  // namespace uring_http::http1::testing
+
+#endif  // URING_HTTP_TEST_HTTP1_CONNECTION_HARNESS_H_
