@@ -1,9 +1,17 @@
-// The shipped server: the reference design's two endpoints on the library.
+// The shipped server: the reference design's two endpoints on the library,
+// and a few more for tests and benchmarks of bodies.
 //
-//   GET /test/fast  200, answered inline on the accept thread
-//   GET /test/slow  200 after --slow-duration ms on a worker thread
+//   GET /test/fast     200, answered inline on the accept thread
+//   GET /test/slow     200 after --slow-duration ms on a worker thread
 //   GET /test/bytes?N  200 with an N-byte body (N <= 1 MiB), for measuring
-//                   large responses (--send-zc) with wrk
+//                      large responses (--send-zc) with wrk
+//   POST /test/echo    the request body back (any framing, buffered, up to
+//                      --max-body-bytes), with Content-Length
+//   POST /test/sink    a streamed body of any size, read on a worker and
+//                      discarded; answered with its length
+//   GET /test/stream?bytes=N&chunk=M  N bytes written on a worker in M-byte
+//                      writes (default 16384): chunked, or close-delimited
+//                      for HTTP/1.0
 //
 // Run: bazel run //src:server -- --workers=300
 #include <unistd.h>
@@ -12,7 +20,10 @@
 #include <chrono>
 #include <cstring>
 #include <string>
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string_view>
 #include <thread>
 
 #include "src/serving/options.h"
@@ -23,6 +34,29 @@ namespace {
 
 using uring_http::http::Request;
 using uring_http::http::Response;
+
+// `name`=<decimal> in a query string. Absent: `required` decides. A value
+// that is not a plain decimal below 2^62 is an error.
+bool ParseQueryNumber(std::string_view query, std::string_view name, uint64_t* value,
+                      bool required) {
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    if (eq == std::string_view::npos || pair.substr(0, eq) != name) continue;
+    const std::string_view digits = pair.substr(eq + 1);
+    if (digits.empty() || digits.size() > 18) return false;
+    uint64_t n = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+    }
+    *value = n;
+    return true;
+  }
+  return !required;
+}
 
 }  // namespace
 
@@ -60,6 +94,44 @@ int main(int argc, char** argv) {
       return;
     }
     response.body().assign(n, 'x');
+  });
+  (void)router.Fast("POST", "/test/echo", [](const Request& request, Response& response) {
+    response.set_content_type("application/octet-stream");
+    response.set_body(request.body);
+  });
+  uring_http::router::RouteOptions streamed;
+  streamed.body = uring_http::router::BodyMode::kStreamed;
+  streamed.max_body_bytes = uring_http::router::kUnlimitedBody;
+  (void)router.Slow(
+      "POST", "/test/sink",
+      [](const Request& request, Response& response) {
+        char buffer[64 * 1024];
+        uint64_t total = 0;
+        long n;
+        while ((n = request.ReadBody(buffer, sizeof(buffer))) > 0) total += static_cast<uint64_t>(n);
+        if (n < 0) return;  // the client left or sent a broken body: nobody to answer
+        response.set_content_type("text/plain");
+        response.set_body(std::to_string(total) + "\n");
+      },
+      streamed);
+  (void)router.Slow("GET", "/test/stream", [](const Request& request, Response& response) {
+    uint64_t bytes = 0;
+    uint64_t chunk = 16384;
+    bool ok = ParseQueryNumber(request.query, "bytes", &bytes, /*required=*/true) &&
+              ParseQueryNumber(request.query, "chunk", &chunk, /*required=*/false) &&
+              chunk >= 1 && chunk <= (uint64_t{16} << 20);
+    if (!ok) {
+      response.set_status(400);
+      response.set_body("expected /test/stream?bytes=N[&chunk=M], M in [1, 16 MiB]\n");
+      return;
+    }
+    response.set_content_type("application/octet-stream");
+    const std::string piece(static_cast<size_t>(std::min(chunk, bytes)), 'x');
+    while (bytes > 0) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, piece.size()));
+      if (!response.Write(std::string_view(piece.data(), n))) return;  // the client left
+      bytes -= n;
+    }
   });
   if (options->daemonize && daemon(/*nochdir=*/0, /*noclose=*/0) != 0) {
     std::perror("uring-http: daemon");

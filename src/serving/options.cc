@@ -163,7 +163,9 @@ std::string UsageText(const char* program) {
       "                             comma-separated defer-taskrun, single-issuer,\n"
       "                             coop-taskrun, registered-ring-fd (none)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
-      "on a worker).\n");
+      "on a worker), GET /test/bytes?N, POST /test/echo (the body back), POST /test/sink\n"
+      "(a streamed body of any size, answered with its length), GET\n"
+      "/test/stream?bytes=N&chunk=M (streamed from a worker).\n");
 }
 
 absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
