@@ -317,6 +317,12 @@ void Connection::OnDrain() {
 void Connection::Abort() {
   if (phase_ >= Phase::kClosing) return;
   out_.DiscardUnsent();
+  if (phase_ == Phase::kLingering) {
+    // Lingering: the wait for the peer's FIN is cut short.
+    phase_ = Phase::kClosing;
+    if (!shutdown_inflight_) IssueClose();
+    return;
+  }
   StartClose(/*graceful=*/false);
 }
 

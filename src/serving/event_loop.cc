@@ -630,7 +630,11 @@ void EventLoop::OnTimerTick() {
   access_log_.Flush();
   // Messages a worker could not post with MSG_RING (see worker::Mailbox).
   stats_.mailbox_messages.Add(mailbox_->Drain([this](uint64_t ud) {
-    OnWorkerMessage(UserDataOp(ud), UserDataSlot(ud), UserDataGeneration(ud));
+    if (UserDataOp(ud) == Op::kStop) {
+      OnStop();
+    } else {
+      OnWorkerMessage(UserDataOp(ud), UserDataSlot(ud), UserDataGeneration(ud));
+    }
   }));
   timers_.Advance(now, [this](uint32_t slot) {
     if (!slots_[slot].in_use) return;

@@ -63,8 +63,10 @@ class EventLoop final : private http1::ConnectionHost {
   // Serves until stopped and drained. On the loop's thread, after Init().
   void Run();
 
-  // The ring fd other threads post MSG_RING completions to (valid after Init).
+  // The ring fd other threads post MSG_RING completions to (valid after
+  // Init), and the mailbox for messages MSG_RING cannot deliver.
   int ring_fd() const { return ring_fd_.load(std::memory_order_acquire); }
+  worker::Mailbox* mailbox() const { return mailbox_.get(); }
   const LoopStats& stats() const { return stats_; }
   // Index Route::id; router.size() counts requests that matched no route.
   const RouteStats& route_stats(size_t id) const { return route_stats_[id]; }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/io/msg_ring_sender.h"
+#include "src/worker/ring_post.h"
 
 namespace uring_http::serving {
 
@@ -176,9 +177,11 @@ void Server::Stop() {
 }
 
 void Server::SendStop() {
-  io::MsgRingSender sender;
+  // Like a worker's result, the stop must not be lost to a MSG_RING the
+  // kernel refuses: the mailbox carries it then (within a tick).
   for (auto& loop : loops_) {
-    sender.Send(loop->ring_fd(), PackUserData(Op::kStop, 0, 0), 0);
+    worker::PostToRing(worker::RingAddress{loop->ring_fd(), loop->mailbox()},
+                       PackUserData(Op::kStop, 0, 0));
   }
 }
 

@@ -147,6 +147,10 @@ void PipeResponseStream::RunProducer(http::Response& response) {
 }
 
 void PipeResponseStream::Finish(http::Response& response) {
+  // A request body that failed (the client left, or sent a malformed or
+  // oversized body) leaves the answer unfinished: no last chunk, so that
+  // the client cannot take a cut-short body for a whole one.
+  if (task_->request_body != nullptr && task_->request_body->aborted()) Break();
   if (!broken_ && !pipe_->aborted()) {
     // Whatever the handler left in body() after streaming is the rest.
     const std::string_view rest = response.body_view();

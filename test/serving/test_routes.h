@@ -3,7 +3,9 @@
 #ifndef URING_HTTP_TEST_SERVING_TEST_ROUTES_H_
 #define URING_HTTP_TEST_SERVING_TEST_ROUTES_H_
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
@@ -64,6 +66,36 @@ inline router::Router MakeTestRouter(std::shared_ptr<RouteLog> log = nullptr) {
   });
   (void)r.Slow("GET", "/slowbig", [](const Request&, Response& resp) {
     resp.body().assign(100000, 's');
+  });
+  // POST /slow-echo: the body back from a worker, as a view of the request's
+  // bytes (the server must copy it before the task's memory goes).
+  (void)r.Slow("POST", "/slow-echo", [](const Request& req, Response& resp) {
+    resp.set_static_body(req.body);
+  });
+  // POST /sink: a streamed body of any size, answered with its length.
+  router::RouteOptions streamed;
+  streamed.body = router::BodyMode::kStreamed;
+  streamed.max_body_bytes = router::kUnlimitedBody;
+  (void)r.Slow("POST", "/sink", [](const Request& req, Response& resp) {
+    char buf[65536];
+    uint64_t total = 0;
+    long n;
+    while ((n = req.ReadBody(buf, sizeof buf)) > 0) total += static_cast<uint64_t>(n);
+    if (n < 0) {
+      resp.set_status(400);
+      return;
+    }
+    resp.set_body(std::to_string(total));
+  }, streamed);
+  // GET /stream?<n>: n bytes written from a worker in 64 KiB pieces.
+  (void)r.Slow("GET", "/stream", [](const Request& req, Response& resp) {
+    uint64_t n = std::strtoull(std::string(req.query).c_str(), nullptr, 10);
+    const std::string piece(65536, 'w');
+    while (n > 0) {
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, piece.size()));
+      if (!resp.Write(std::string_view(piece.data(), k))) return;
+      n -= k;
+    }
   });
   return r;
 }
