@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Builds a fuzz target of //test/http (the HTTP parser's by default) with
-# --config=fuzz (clang-14, libFuzzer, ASan+UBSan) and fuzzes it for a bounded
-# time on a scratch copy of its checked-in corpus, test/http/<target>_corpus,
-# so that new inputs do not land in the source tree. Exits non-zero if the
-# fuzzer finds a crash, a leak or a failed check; the reproducers are then
-# copied to /tmp/<target>_artifacts.
+# Builds a fuzz target with --config=fuzz (clang-14, libFuzzer, ASan+UBSan)
+# and fuzzes it for a bounded time on a scratch copy of its checked-in corpus
+# (the directory <target>_corpus beside it), so that new inputs do not land
+# in the source tree. Exits non-zero if the fuzzer finds a crash, a leak or a
+# failed check; the reproducers are then copied to /tmp/<name>_artifacts.
 #
-# Usage: test/http/run_fuzz.sh [seconds=60] [target=parser_fuzz]
-#        e.g. test/http/run_fuzz.sh 60 chunked_fuzz
+# Usage: test/fuzz/run_fuzz.sh [seconds=60] [target=//test/http:parser_fuzz]
+#        e.g. test/fuzz/run_fuzz.sh 60 //test/http1:connection_fuzz
+#        (a plain name means //test/http:<name>)
 # Env:   BAZEL (default: bazel); BAZEL_STARTUP_OPTS, e.g.
 #        "--output_base=/tmp/bazel_fuzz" to keep the clang build apart from
 #        the gcc one (switching compilers re-configures the C++ toolchain);
@@ -15,17 +15,20 @@
 set -euo pipefail
 
 seconds="${1:-60}"
-target="${2:-parser_fuzz}"
+label="${2:-//test/http:parser_fuzz}"
 cd "$(dirname "$0")/../.."
 
-# The name goes into a Bazel label and into paths: keep it a plain name.
-if [[ ! "$target" =~ ^[A-Za-z0-9_]+$ ]]; then
-  echo "run_fuzz.sh: bad target name '$target'" >&2
+[[ "$label" == //* ]] || label="//test/http:${label}"
+# The label goes into paths: keep it a plain package and name.
+if [[ ! "$label" =~ ^//([A-Za-z0-9_/]+):([A-Za-z0-9_]+)$ ]]; then
+  echo "run_fuzz.sh: bad target '$label'" >&2
   exit 2
 fi
-corpus="test/http/${target}_corpus"
+package="${BASH_REMATCH[1]}"
+target="${BASH_REMATCH[2]}"
+corpus="${package}/${target}_corpus"
 if [[ ! -d "$corpus" ]]; then
-  echo "run_fuzz.sh: no corpus directory $corpus for target $target" >&2
+  echo "run_fuzz.sh: no corpus directory $corpus for $label" >&2
   exit 2
 fi
 artifacts="/tmp/${target}_artifacts"
@@ -33,10 +36,10 @@ artifacts="/tmp/${target}_artifacts"
 bazel="${BAZEL:-bazel}"
 # shellcheck disable=SC2086
 $bazel ${BAZEL_STARTUP_OPTS:-} build --config=fuzz ${BAZEL_BUILD_OPTS:-} \
-  "//test/http:${target}"
+  "$label"
 # shellcheck disable=SC2086
 bin="$($bazel ${BAZEL_STARTUP_OPTS:-} info --config=fuzz ${BAZEL_BUILD_OPTS:-} \
-  bazel-bin)/test/http/${target}"
+  bazel-bin)/${package}/${target}"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -7,7 +7,7 @@
 // Each is done under the default limits, small ones, and limits chosen by
 // the fuzzer from the first bytes.
 //
-// Fuzz:   test/http/run_fuzz.sh [seconds] chunked_fuzz
+// Fuzz:   test/fuzz/run_fuzz.sh [seconds] chunked_fuzz
 // Replay: bazel run //test/http:chunked_fuzz -- FILE_OR_DIR...  (without
 //         --config=fuzz the main at the bottom replays instead of fuzzing)
 #include <cstdint>
@@ -23,18 +23,12 @@
 #include <vector>
 
 #include "src/http/chunked_decoder.h"
+// FUZZ_CHECK, and the corpus-replaying main used without --config=fuzz.
+#include "test/fuzz/replay_main.h"
 
 namespace uring_http::http {
 namespace {
 
-#define FUZZ_CHECK(cond)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                 \
-      std::abort();                                                        \
-    }                                                                      \
-  } while (0)
 
 using Status = ChunkedDecoder::Status;
 
@@ -401,47 +395,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-// Replays files (and the files in directories) given as arguments. Weak,
-// because -fsanitize=fuzzer links libFuzzer's main as a whole archive: with
-// it, libFuzzer's main wins (and runs files given by name just the same);
-// without it (gcc, the sanitizer configs) this one does.
-namespace {
-
-bool Replay(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  const std::string bytes((std::istreambuf_iterator<char>(file)),
-                          std::istreambuf_iterator<char>());
-  // An exact-size heap copy: a read past the input is an ASan report.
-  std::unique_ptr<uint8_t[]> copy(new uint8_t[bytes.size()]);
-  if (!bytes.empty()) std::memcpy(copy.get(), bytes.data(), bytes.size());
-  LLVMFuzzerTestOneInput(copy.get(), bytes.size());
-  return true;
-}
-
-}  // namespace
-
-__attribute__((weak)) int main(int argc, char** argv) {
-  size_t replayed = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::filesystem::path arg(argv[i]);
-    std::vector<std::filesystem::path> files;
-    if (std::filesystem::is_directory(arg)) {
-      for (const auto& entry : std::filesystem::directory_iterator(arg)) {
-        if (entry.is_regular_file()) files.push_back(entry.path());
-      }
-    } else {
-      files.push_back(arg);
-    }
-    for (const auto& f : files) {
-      if (!Replay(f)) {
-        std::fprintf(stderr, "cannot read %s\n", f.c_str());
-        return 1;
-      }
-      ++replayed;
-    }
-  }
-  std::printf("replayed %zu inputs\n", replayed);
-  // Nothing replayed means a broken corpus path, not a pass.
-  return replayed > 0 ? 0 : 1;
-}

@@ -5,7 +5,7 @@
 // prefix of the input is "incomplete" or the same error), and that
 // FindHeadEnd finds the end of the head exactly where the parser does.
 //
-// Fuzz:   test/http/run_fuzz.sh [seconds]
+// Fuzz:   test/fuzz/run_fuzz.sh [seconds]
 // Replay: bazel run //test/http:parser_fuzz -- FILE_OR_DIR...  (without
 //         --config=fuzz the main at the bottom replays instead of fuzzing)
 #include <cstdint>
@@ -20,19 +20,14 @@
 #include <string_view>
 #include <vector>
 
+#include "src/http/body_decoder.h"
 #include "src/http/parser.h"
+// FUZZ_CHECK, and the corpus-replaying main used without --config=fuzz.
+#include "test/fuzz/replay_main.h"
 
 namespace uring_http::http {
 namespace {
 
-#define FUZZ_CHECK(cond)                                                   \
-  do {                                                                     \
-    if (!(cond)) {                                                         \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                 \
-      std::abort();                                                        \
-    }                                                                      \
-  } while (0)
 
 constexpr size_t kMaxCapacity = 128;
 
@@ -249,6 +244,54 @@ void CheckOne(std::string_view input, const ParseLimits& limits,
   if (found == 0) FUZZ_CHECK(FindHeadEnd(in, &scanned) == whole);
 }
 
+// The whole request stream, as a connection reads it: a head, its body
+// (Content-Length bytes, or chunked through the BodyDecoder), the next head,
+// until the input ends or an answer ends the stream. Each step consumes
+// something, stays inside the input, and every body keeps to its limit.
+void CheckStream(std::string_view input, const ParseLimits& limits) {
+  Header headers[kMaxCapacity];
+  http::BodyDecoder body;
+  size_t pos = 0;
+  int requests = 0;
+  while (pos < input.size()) {
+    Request request;
+    const ParseResult r = ParseRequestHead(input.substr(pos), limits, &request, headers, 64);
+    if (r.status != ParseStatus::kComplete) break;  // incomplete, or answered and closed
+    FUZZ_CHECK(r.consumed > 0 && r.consumed <= input.size() - pos);
+    pos += r.consumed;
+    ++requests;
+    body.Start(request.framing, request.content_length, limits.max_body_bytes);
+    if (request.framing == BodyFraming::kContentLength &&
+        request.content_length > limits.max_body_bytes) {
+      break;  // 413 without reading the body
+    }
+    bool ended = body.done();
+    while (!ended && pos < input.size()) {
+      const http::BodyDecoder::Result b = body.Decode(input.substr(pos));
+      FUZZ_CHECK(b.consumed <= input.size() - pos);
+      if (b.status == http::BodyDecoder::Status::kData) {
+        FUZZ_CHECK(!b.data.empty());
+        FUZZ_CHECK(b.data.data() >= input.data() + pos &&
+                   b.data.data() + b.data.size() <= input.data() + pos + b.consumed);
+      }
+      pos += b.consumed;
+      FUZZ_CHECK(body.received() <= limits.max_body_bytes);
+      if (b.status == http::BodyDecoder::Status::kError) {
+        FUZZ_CHECK(b.error_status == 400 || b.error_status == 413 || b.error_status == 431);
+        return;  // answered and closed
+      }
+      if (b.status == http::BodyDecoder::Status::kNeedMore) {
+        FUZZ_CHECK(pos == input.size());
+        return;
+      }
+      ended = body.done();
+    }
+    if (!ended) return;
+    if (!request.keep_alive) return;  // nothing after it is read
+  }
+  FUZZ_CHECK(static_cast<size_t>(requests) <= input.size());
+}
+
 }  // namespace
 }  // namespace uring_http::http
 
@@ -260,6 +303,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   CheckOne(input, ParseLimits{}, 64);
   CheckOne(input, ParseLimits{}, 2);  // the array, not the limit, binds
+  ParseLimits stream_limits;
+  stream_limits.max_body_bytes = 64;
+  uring_http::http::CheckStream(input, ParseLimits{});
+  uring_http::http::CheckStream(input, stream_limits);
 
   ParseLimits small;
   small.max_request_line = 32;
@@ -288,47 +335,3 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return 0;
 }
 
-// Replays files (and the files in directories) given as arguments. Weak,
-// because -fsanitize=fuzzer links libFuzzer's main as a whole archive: with
-// it, libFuzzer's main wins (and runs files given by name just the same);
-// without it (gcc, the sanitizer configs) this one does.
-namespace {
-
-bool Replay(const std::filesystem::path& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return false;
-  const std::string bytes((std::istreambuf_iterator<char>(file)),
-                          std::istreambuf_iterator<char>());
-  // An exact-size heap copy: a read past the input is an ASan report.
-  std::unique_ptr<uint8_t[]> copy(new uint8_t[bytes.size()]);
-  if (!bytes.empty()) std::memcpy(copy.get(), bytes.data(), bytes.size());
-  LLVMFuzzerTestOneInput(copy.get(), bytes.size());
-  return true;
-}
-
-}  // namespace
-
-__attribute__((weak)) int main(int argc, char** argv) {
-  size_t replayed = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::filesystem::path arg(argv[i]);
-    std::vector<std::filesystem::path> files;
-    if (std::filesystem::is_directory(arg)) {
-      for (const auto& entry : std::filesystem::directory_iterator(arg)) {
-        if (entry.is_regular_file()) files.push_back(entry.path());
-      }
-    } else {
-      files.push_back(arg);
-    }
-    for (const auto& f : files) {
-      if (!Replay(f)) {
-        std::fprintf(stderr, "cannot read %s\n", f.c_str());
-        return 1;
-      }
-      ++replayed;
-    }
-  }
-  std::printf("replayed %zu inputs\n", replayed);
-  // Nothing replayed means a broken corpus path, not a pass.
-  return replayed > 0 ? 0 : 1;
-}
