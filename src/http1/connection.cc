@@ -1,6 +1,7 @@
 // Connection, part one: the connection's life and its I/O (events from the
-// loop, output, the receive, deadlines, closing). Part two, exchange.cc,
-// reads requests and puts their answers into the output queue.
+// loop, output, the receive, deadlines, closing). Part two, requests.cc,
+// reads requests; part three, answers.cc, puts their answers into the
+// output queue.
 #include "src/http1/connection.h"
 
 #include <cerrno>

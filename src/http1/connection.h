@@ -145,7 +145,7 @@ class Connection final : private ExternalOwner {
     uint32_t head_len = 0;
   };
 
-  // ---- input (exchange.cc)
+  // ---- input (requests.cc)
   // Consumes what it can of data[0..len) and returns how much.
   size_t Process(const char* data, size_t len, bool staged);
   void ProcessStaged();
@@ -160,7 +160,7 @@ class Connection final : private ExternalOwner {
   void PeerEndedBody();
   bool KeepHead(const char* head, size_t len);
   bool ReparseHead(http::Request* request);
-  // ---- answers (exchange.cc)
+  // ---- answers (answers.cc)
   void RunHandler(const http::Request& request);
   void Dispatch(const http::Request& request, std::string_view head, std::string_view body);
   void Respond(http::Response& response);

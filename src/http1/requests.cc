@@ -1,0 +1,447 @@
+// Connection, part two: reading requests. A head is parsed once its end has
+// arrived (or an early error is possible); its route decides how its body is
+// taken: buffered for the handler, streamed into a worker's pipe or a FAST
+// BodySink, or discarded after an early answer. Part one, connection.cc, is
+// the connection's life and I/O; part three, answers.cc, puts the answers in
+// the output queue.
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "src/base/check.h"
+#include "src/http1/connection.h"
+
+namespace uring_http::http1 {
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+bool Connection::CanStartRequest() const {
+  return phase_ == Phase::kOpen && ex_.answer == Answer::kNone && !task_inflight_ &&
+         resp_pipe_ == nullptr && out_.pending() < kOutputHighWater && out_.room() >= 4;
+}
+
+size_t Connection::Process(const char* data, size_t len, bool staged) {
+  size_t pos = 0;
+  while (pos < len) {
+    if (phase_ >= Phase::kLingering) return len;
+    unparsed_ = std::string_view(data + pos, len - pos);
+    if (input_ == Input::kDone) {
+      // Past the last request we answer: dropped (and the close lingers).
+      linger_ = true;
+      pos = len;
+      break;
+    }
+    if (input_ == Input::kWait) break;
+    if (input_ == Input::kBody) {
+      const size_t n = FeedBody(data + pos, len - pos);
+      pos += n;
+      if (input_ == Input::kBody) break;  // needs more bytes, or the worker's pipe is full
+      continue;
+    }
+    if (!CanStartRequest()) {
+      // Held back by our own output: the head's clock runs all the same
+      // (a whole one is not held to it, see OnDeadline).
+      if (head_deadline_ == 0) head_deadline_ = After(env_->config->header_timeout_ms);
+      break;
+    }
+    size_t used = 0;
+    if (!ReadHead(data + pos, len - pos, staged, &used)) break;
+    pos += used;
+  }
+  unparsed_ = {};
+  return pos;
+}
+
+void Connection::ProcessStaged() {
+  if (in_.len == 0 || in_staged_source_) return;
+  in_staged_source_ = true;
+  const size_t used = Process(in_.data, in_.len, /*staged=*/true);
+  in_staged_source_ = false;
+  if (in_.data == nullptr) return;  // the connection closed meanwhile
+  if (used >= in_.len) {
+    ReleaseBuffer(in_);
+    head_scanned_ = 0;
+    head_line_checked_ = false;
+  } else if (used > 0) {
+    // Whole requests went; what is left starts a head (head_scanned_ was
+    // reset when the last one ended, and counts from here).
+    std::memmove(in_.data, in_.data + used, in_.len - used);
+    in_.len -= static_cast<uint32_t>(used);
+  }
+}
+
+bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* used) {
+  const http::ParseLimits& limits = env_->config->limits;
+  const std::string_view bytes(data, len);
+  if (staged && http::FindHeadEnd(bytes, &head_scanned_) == 0) {
+    // No end of head yet: parse only where an early answer exists (a
+    // request line just completed, which may be malformed; a line or head
+    // past its limit). Otherwise each receive costs O(new bytes).
+    bool parse = false;
+    if (!head_line_checked_ && std::memchr(data, '\n', len) != nullptr) {
+      head_line_checked_ = true;
+      parse = true;
+    } else if (!head_line_checked_ && len > limits.max_request_line + 1) {
+      parse = true;
+    } else if (len > limits.max_request_line + limits.max_header_bytes + 4) {
+      parse = true;
+    }
+    if (!parse) {
+      if (head_deadline_ == 0) head_deadline_ = After(env_->config->header_timeout_ms);
+      return false;
+    }
+  }
+  http::Request request;
+  const http::ParseResult r = http::ParseRequestHead(bytes, limits, &request, env_->headers,
+                                                     env_->headers_capacity);
+  if (r.status == http::ParseStatus::kIncomplete) {
+    if (head_deadline_ == 0) head_deadline_ = After(env_->config->header_timeout_ms);
+    return false;
+  }
+  head_deadline_ = 0;
+  head_scanned_ = 0;
+  head_line_checked_ = false;
+  if (r.status == http::ParseStatus::kError) {
+    // The stream cannot be trusted past a bad request: answer and close.
+    *used = len;
+    BadRequest(r.error_status);
+    return true;
+  }
+  *used = r.consumed;
+  BeginExchange(request, data, len, used);
+  return true;
+}
+
+void Connection::BeginExchange(http::Request& request, const char* data, size_t len,
+                               size_t* used) {
+  ConnectionStats& stats = *env_->stats;
+  const ConnectionConfig& config = *env_->config;
+  stats.requests.Add();
+  ex_ = Exchange();
+  ex_.started_ns = NowNs();
+  ex_.keep_alive = request.keep_alive;
+  ex_.http10 = request.version != http::Version::kHttp11;
+  ex_.head = request.method_id == http::Method::kHead;
+  ex_.head_len = static_cast<uint32_t>(*used);
+  ex_.head_ptr = data;
+  ex_.route_id = env_->unmatched_route;
+  ex_.answer = Answer::kPending;
+  const bool has_body = request.framing != http::BodyFraming::kNone;
+  if (request.framing == http::BodyFraming::kChunked) stats.chunked_bodies.Add();
+  const std::string_view head(data, *used);
+  unparsed_ = std::string_view(data + *used, len - *used);
+
+  const router::Match match = env_->router->Find(request.method, request.path);
+  const router::Route* route = match.route;
+  uint64_t limit = config.limits.max_body_bytes;
+  if (route == nullptr) {
+    const int status = match.path_known ? 405 : 404;
+    if (has_body && !request.expect_continue) {
+      // Read the body and drop it, so that the connection goes on.
+      ex_.body = BodyMode::kDiscard;
+      ex_.body_done = false;
+      decoder_.Start(request.framing, request.content_length, limit);
+      if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
+        ex_.body_done = true;  // too much to read through: answered and closed
+        linger_ = true;
+        RespondError(413, /*close=*/true);
+        return;
+      }
+      input_ = Input::kBody;
+      body_deadline_ = After(config.body_timeout_ms);
+    }
+    // With Expect: 100-continue the client holds its body back for our
+    // word, and it will not get a 100: the answer closes the connection
+    // (lingering: it may send the body anyway).
+    if (has_body && request.expect_continue) linger_ = true;
+    RespondError(status, /*close=*/has_body && request.expect_continue, match.allow);
+    return;
+  }
+  ex_.route = route;
+  ex_.route_id = route->id;
+  if (route->options.max_body_bytes != 0) limit = route->options.max_body_bytes;
+  ex_.slow = route->kind == router::HandlerKind::kSlow && env_->has_workers;
+  const bool streamed = route->options.body == router::BodyMode::kStreamed &&
+                        (route->sink != nullptr || ex_.slow);
+  if (route->options.body == router::BodyMode::kStreamed && !streamed) {
+    // A SLOW route run inline (--workers=0) cannot block the ring on a
+    // streamed body: it gets it buffered, within the server's limit.
+    limit = std::min(limit, config.limits.max_body_bytes);
+  }
+  if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
+    // Refused without reading the body (and without a 100 Continue).
+    stats.bad_requests.Add();
+    linger_ = true;
+    RespondError(413, /*close=*/true);
+    return;
+  }
+  if (!has_body) {
+    if (route->sink != nullptr) {
+      // A streamed-body FAST route with no body: its sink sees the end at once.
+      if (!KeepHead(data, *used)) return Abort();
+      ex_.body = BodyMode::kSink;
+      sink_ = route->sink(request);
+      BodyEnded();
+    } else if (ex_.slow) {
+      Dispatch(request, head, {});
+    } else {
+      RunHandler(request);
+    }
+    return;
+  }
+  const size_t available = len - *used;
+  if (!streamed && request.framing == http::BodyFraming::kContentLength &&
+      request.content_length <= available) {
+    // The whole body is here already: no copy.
+    request.body = std::string_view(data + *used, request.content_length);
+    *used += request.content_length;
+    unparsed_ = std::string_view(data + *used, len - *used);
+    if (ex_.slow) {
+      Dispatch(request, head, request.body);
+    } else {
+      RunHandler(request);
+    }
+    return;
+  }
+  // The body comes later, or needs decoding: the head is kept.
+  if (!KeepHead(data, *used)) return Abort();
+  decoder_.Start(request.framing, request.content_length, limit);
+  ex_.body_done = false;
+  input_ = Input::kBody;
+  body_deadline_ = After(config.body_timeout_ms);
+  const bool none_here = request.framing == http::BodyFraming::kChunked
+                             ? available == 0
+                             : available < request.content_length;
+  if (request.expect_continue && none_here) {
+    // The handler will read the body: ask the client for it.
+    out_.Append(kContinue);
+  }
+  if (streamed) {
+    stats.streamed_requests.Add();
+    if (route->sink != nullptr) {
+      ex_.body = BodyMode::kSink;
+      try {
+        sink_ = route->sink(request);
+      } catch (...) {
+        sink_.reset();
+      }
+      if (sink_ == nullptr) {
+        ex_.body_done = true;
+        input_ = Input::kDone;
+        RespondError(500, /*close=*/true);
+      }
+    } else {
+      ex_.body = BodyMode::kPipe;
+      req_pipe_ = std::make_unique<worker::BodyPipe>(config.request_pipe_bytes);
+      Dispatch(request, head, {});
+    }
+    return;
+  }
+  ex_.body = BodyMode::kBuffer;
+  if (request.framing == http::BodyFraming::kContentLength &&
+      !Reserve(req_, size_t{ex_.head_len} + request.content_length)) {
+    return Abort();
+  }
+}
+
+bool Connection::KeepHead(const char* head, size_t len) {
+  if (ex_.head_kept) return true;
+  ReleaseBuffer(req_);
+  if (!Reserve(req_, len)) return false;
+  std::memcpy(req_.data, head, len);
+  req_.len = static_cast<uint32_t>(len);
+  ex_.head_kept = true;
+  ex_.head_ptr = req_.data;
+  return true;
+}
+
+bool Connection::ReparseHead(http::Request* request) {
+  const http::ParseResult r = http::ParseRequestHead(
+      std::string_view(req_.data, ex_.head_len), env_->config->limits, request, env_->headers,
+      env_->headers_capacity);
+  // The same bytes parsed complete once already.
+  URING_CHECK(r.status == http::ParseStatus::kComplete && r.consumed == ex_.head_len);
+  ex_.head_ptr = req_.data;
+  return true;
+}
+
+size_t Connection::FeedBody(const char* data, size_t len) {
+  size_t pos = 0;
+  while (pos < len && input_ == Input::kBody) {
+    std::string_view in(data + pos, len - pos);
+    if (ex_.body == BodyMode::kPipe) {
+      const size_t room = req_pipe_->writable();
+      if (req_pipe_->aborted()) return len;  // nobody reads it any more: dropped
+      if (room == 0) {
+        // The handler has not caught up: wait for it to read half the pipe
+        // (its message wakes us). Not the peer's fault: no body deadline.
+        if (req_pipe_->ArmWriteNotify(req_pipe_->capacity() / 2)) {
+          body_deadline_ = 0;
+          return pos;
+        }
+        continue;
+      }
+      // Decoding never makes data longer than its input, so every piece of
+      // it fits what is left in the pipe.
+      if (in.size() > room) in = in.substr(0, room);
+    }
+    const http::BodyDecoder::Result r = decoder_.Decode(in);
+    pos += r.consumed;
+    switch (r.status) {
+      case http::BodyDecoder::Status::kData:
+        if (!DeliverBody(r.data)) return len;
+        if (decoder_.done()) BodyEnded();
+        break;
+      case http::BodyDecoder::Status::kNeedMore:
+        break;
+      case http::BodyDecoder::Status::kDone:
+        BodyEnded();
+        break;
+      case http::BodyDecoder::Status::kError:
+        BodyFailed(r.error_status);
+        return len;
+    }
+  }
+  if (pos > 0 && input_ == Input::kBody) body_deadline_ = After(env_->config->body_timeout_ms);
+  return pos;
+}
+
+bool Connection::DeliverBody(std::string_view piece) {
+  switch (ex_.body) {
+    case BodyMode::kBuffer:
+      if (!Reserve(req_, size_t{req_.len} + piece.size())) {
+        Abort();
+        return false;
+      }
+      std::memcpy(req_.data + req_.len, piece.data(), piece.size());
+      req_.len += static_cast<uint32_t>(piece.size());
+      return true;
+    case BodyMode::kPipe:
+      // It fits (see FeedBody); the write wakes the worker if it waits.
+      URING_CHECK(req_pipe_->Write(piece.data(), piece.size()) == piece.size());
+      return true;
+    case BodyMode::kSink:
+      try {
+        sink_->OnData(piece);
+      } catch (...) {
+        BodyFailed(500);
+        return false;
+      }
+      return true;
+    case BodyMode::kDiscard:
+      return true;
+  }
+  return true;
+}
+
+void Connection::BodyEnded() {
+  ex_.body_done = true;
+  body_deadline_ = 0;
+  if (input_ == Input::kBody) input_ = Input::kWait;
+  switch (ex_.body) {
+    case BodyMode::kBuffer: {
+      http::Request request;
+      ReparseHead(&request);
+      request.body = std::string_view(req_.data + ex_.head_len, req_.len - ex_.head_len);
+      if (ex_.slow) {
+        Dispatch(request, std::string_view(req_.data, ex_.head_len), request.body);
+      } else {
+        RunHandler(request);
+      }
+      break;
+    }
+    case BodyMode::kPipe:
+      if (req_pipe_ != nullptr) req_pipe_->Finish();
+      break;
+    case BodyMode::kSink: {
+      http::Request request;
+      ReparseHead(&request);
+      http::Response response;
+      try {
+        if (sink_ != nullptr) sink_->OnEnd(request, response);
+      } catch (...) {
+        response = http::Response();
+        response.set_status(500);
+      }
+      sink_.reset();
+      if (response.has_producer()) {
+        StartProducer(response);
+      } else {
+        Respond(response);
+      }
+      break;
+    }
+    case BodyMode::kDiscard:
+      break;
+  }
+  MaybeFinishExchange();
+}
+
+void Connection::BodyFailed(int status) {
+  env_->stats->bad_requests.Add();
+  ex_.body_failed = true;
+  ex_.close_after = true;
+  body_deadline_ = 0;
+  linger_ = true;
+  input_ = Input::kDone;
+  switch (ex_.body) {
+    case BodyMode::kBuffer:
+      RespondError(status, /*close=*/true);
+      break;
+    case BodyMode::kSink:
+      if (sink_ != nullptr) sink_->OnAbort();
+      sink_.reset();
+      RespondError(status, /*close=*/true);
+      break;
+    case BodyMode::kPipe:
+      // The handler's next read fails; its answer then ends the connection.
+      env_->stats->aborted_streams.Add();
+      if (req_pipe_ != nullptr) req_pipe_->Abort();
+      break;
+    case BodyMode::kDiscard:
+      break;  // answered already
+  }
+  MaybeFinishExchange();
+}
+
+void Connection::PeerEndedBody() {
+  // The peer's FIN: a request still arriving never will.
+  if (input_ == Input::kBody && !ex_.body_done) {
+    ex_.body_failed = true;
+    ex_.close_after = true;
+    body_deadline_ = 0;
+    input_ = Input::kDone;
+    switch (ex_.body) {
+      case BodyMode::kPipe:
+        env_->stats->aborted_streams.Add();
+        if (req_pipe_ != nullptr) req_pipe_->Abort();
+        break;
+      case BodyMode::kSink:
+        env_->stats->aborted_streams.Add();
+        if (sink_ != nullptr) sink_->OnAbort();
+        sink_.reset();
+        [[fallthrough]];
+      case BodyMode::kBuffer:
+        // Nothing to answer: the request never completed.
+        ex_ = Exchange();
+        ReleaseBuffer(req_);
+        phase_ = Phase::kFinishing;
+        break;
+      case BodyMode::kDiscard:
+        break;
+    }
+    MaybeFinishExchange();
+  }
+}
+
+}  // namespace uring_http::http1
