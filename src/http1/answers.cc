@@ -36,9 +36,9 @@ class ProducerOutput final : public http::BodyOutput {
   bool Write(std::string_view data) override {
     if (failed_) return false;
     if (data.empty()) return true;
-    switch (c_->produce_framing_) {
+    switch (c_->S().produce_framing) {
       case http::StreamFraming::kContentLength:
-        if (data.size() > c_->produce_length_ - c_->produced_) {
+        if (data.size() > c_->S().produce_length - c_->S().produced) {
           failed_ = true;  // more than promised would corrupt the next response
           return false;
         }
@@ -55,7 +55,7 @@ class ProducerOutput final : public http::BodyOutput {
         bytes_.append(data);
         break;
     }
-    c_->produced_ += data.size();
+    c_->S().produced += data.size();
     return true;
   }
   size_t room() const override {
@@ -103,14 +103,14 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->keep_alive = ex_.keep_alive;
   task->keep_alive_header = ex_.keep_alive && ex_.http10;
   task->http10 = ex_.http10;
-  task->request_body = req_pipe_.get();
+  task->request_body = req_pipe();
   std::memcpy(task->data(), head.data(), head.size());
   if (!body.empty()) std::memcpy(task->data() + head.size(), body.data(), body.size());
   if (!env_->host->Dispatch(slot_, task, *ex_.route, ex_.started_ns)) {
     task->~TaskBuffer();
     chunks->Release(memory);
     env_->stats->slow_rejected.Add();
-    req_pipe_.reset();
+    if (st_) st_->req_pipe.reset();
     // Queue full: a clean 503. A body not read yet will not be: close.
     const bool unread = !ex_.body_done;
     if (unread) {
@@ -136,7 +136,7 @@ void Connection::OnTaskDone() {
   }
   task_inflight_ = false;
   env_->stats->slow_completed.Add();
-  if (req_pipe_ != nullptr) {
+  if (req_pipe() != nullptr) {
     // The handler is done with its body. If it stopped before the end, the
     // rest is not read: the connection ends after this answer.
     if (!ex_.body_done) {
@@ -145,17 +145,17 @@ void Connection::OnTaskDone() {
       input_ = Input::kDone;
       linger_ = true;
     }
-    req_pipe_.reset();
+    if (st_) st_->req_pipe.reset();
   }
   if (phase_ >= Phase::kLingering) {
-    if (resp_pipe_ == nullptr && task_->response_body.load(std::memory_order_acquire) != nullptr) {
-      resp_pipe_.reset(task_->response_body.load(std::memory_order_acquire));
+    if (resp_pipe() == nullptr && task_->response_body.load(std::memory_order_acquire) != nullptr) {
+      S().resp_pipe.reset(task_->response_body.load(std::memory_order_acquire));
     }
     FreeTask();
     FreePipes();
     return;
   }
-  if (resp_pipe_ != nullptr || task_->response_body.load(std::memory_order_acquire) != nullptr) {
+  if (resp_pipe() != nullptr || task_->response_body.load(std::memory_order_acquire) != nullptr) {
     PumpPipe();  // the stream ends once the pipe is drained
   } else {
     // Serialized here, from the worker's structured result: the ring alone
@@ -172,29 +172,29 @@ void Connection::OnStreamNotify() {
 }
 
 void Connection::PumpPipe() {
-  if (resp_pipe_ == nullptr) {
+  if (resp_pipe() == nullptr) {
     if (task_ == nullptr) return;
     worker::BodyPipe* pipe = task_->response_body.load(std::memory_order_acquire);
     if (pipe == nullptr) return;
-    resp_pipe_.reset(pipe);
+    S().resp_pipe.reset(pipe);
     ex_.answer = Answer::kPipe;
     env_->stats->streamed_responses.Add();
   }
   if (ex_.answer != Answer::kPipe) return;
   for (;;) {
     while (out_.room() >= 2) {
-      const std::string_view piece = resp_pipe_->PeekAt(pipe_queued_);
+      const std::string_view piece = resp_pipe()->PeekAt(S().pipe_queued);
       if (piece.empty()) break;
-      if (pipe_queued_ == 0 && ex_.status == 0 && piece.size() >= 12) {
+      if (S().pipe_queued == 0 && ex_.status == 0 && piece.size() >= 12) {
         // "HTTP/1.1 NNN": the status, for the metrics and the log.
         ex_.status = (piece[9] - '0') * 100 + (piece[10] - '0') * 10 + (piece[11] - '0');
       }
       out_.AppendExternal(piece.data(), piece.size(), this);
-      pipe_queued_ += piece.size();
+      S().pipe_queued += piece.size();
       ex_.response_bytes += piece.size();
     }
-    if (resp_pipe_->aborted()) return;
-    if (!task_inflight_ && resp_pipe_->finished() && resp_pipe_->readable() == pipe_queued_) {
+    if (resp_pipe()->aborted()) return;
+    if (!task_inflight_ && resp_pipe()->finished() && resp_pipe()->readable() == S().pipe_queued) {
       // The worker is done and all of it is queued: the answer is complete.
       if (task_->stream_broken || task_->stream_closes || !task_->keep_alive ||
           !KeepAliveNow()) {
@@ -205,17 +205,17 @@ void Connection::PumpPipe() {
     }
     if (out_.room() < 2) return;  // sends free segments, then Sync() comes back
     // The stream is written whole; its task's completion ends it.
-    if (resp_pipe_->finished() && resp_pipe_->readable() == pipe_queued_) return;
+    if (resp_pipe()->finished() && resp_pipe()->readable() == S().pipe_queued) return;
     // Caught up with the worker: ask for a message when it writes more, or
     // go round again if it wrote meanwhile.
-    if (resp_pipe_->ArmReadNotify(pipe_queued_)) return;
+    if (resp_pipe()->ArmReadNotify(S().pipe_queued)) return;
   }
 }
 
 void Connection::ReleaseOutput(size_t bytes) {
   // The kernel is done with the first `bytes` queued of the worker's pipe.
-  resp_pipe_->Consume(bytes);
-  pipe_queued_ -= bytes;
+  resp_pipe()->Consume(bytes);
+  S().pipe_queued -= bytes;
   FreePipes();
 }
 
@@ -279,36 +279,36 @@ void Connection::BadRequest(int status) {
 void Connection::StartProducer(http::Response& response) {
   env_->stats->streamed_responses.Add();
   if (response.has_content_length()) {
-    produce_framing_ = http::StreamFraming::kContentLength;
-    produce_length_ = response.content_length();
+    S().produce_framing = http::StreamFraming::kContentLength;
+    S().produce_length = response.content_length();
   } else {
-    produce_framing_ = ex_.http10 ? http::StreamFraming::kClose : http::StreamFraming::kChunked;
+    S().produce_framing = ex_.http10 ? http::StreamFraming::kClose : http::StreamFraming::kChunked;
   }
-  const bool keep = KeepAliveNow() && produce_framing_ != http::StreamFraming::kClose;
+  const bool keep = KeepAliveNow() && S().produce_framing != http::StreamFraming::kClose;
   if (!keep) ex_.close_after = true;
   http::SerializeOptions options;
   options.keep_alive = keep;
   options.keep_alive_header = keep && ex_.http10;
   options.head_only = ex_.head;
   char buffer[2048];
-  size_t size = http::SerializeStreamHead(response, options, produce_framing_, produce_length_,
+  size_t size = http::SerializeStreamHead(response, options, S().produce_framing, S().produce_length,
                                           buffer, sizeof(buffer));
   if (size <= sizeof(buffer)) {
     URING_CHECK(out_.Append(std::string_view(buffer, size)));
   } else {
     char* dst = out_.Reserve(size);
     URING_CHECK(dst != nullptr);
-    http::SerializeStreamHead(response, options, produce_framing_, produce_length_, dst, size);
+    http::SerializeStreamHead(response, options, S().produce_framing, S().produce_length, dst, size);
     out_.Commit(size);
   }
   ex_.status = response.status();
-  produced_ = 0;
+  S().produced = 0;
   if (ex_.head || !http::StatusHasBody(ex_.status)) {
     Answered();  // the head is all there is
     return;
   }
-  producer_ = std::move(response.producer());
-  trailers_.assign(response.trailer_lines());
+  S().producer = std::move(response.producer());
+  S().trailers.assign(response.trailer_lines());
   ex_.answer = Answer::kProducer;
   PumpProducer();
 }
@@ -320,7 +320,7 @@ void Connection::PumpProducer() {
     ProducerOutput output(this);
     bool done;
     try {
-      done = producer_(output);
+      done = S().producer(output);
     } catch (...) {
       done = true;
       ex_.close_after = true;  // the body is cut short: only a close says so
@@ -332,19 +332,18 @@ void Connection::PumpProducer() {
       ex_.close_after = true;
     }
     if (done) {
-      producer_ = nullptr;
-      switch (produce_framing_) {
+      S().producer = nullptr;
+      switch (S().produce_framing) {
         case http::StreamFraming::kContentLength:
-          if (produced_ != produce_length_) ex_.close_after = true;
+          if (S().produced != S().produce_length) ex_.close_after = true;
           break;
         case http::StreamFraming::kChunked:
-          if (!ex_.close_after) URING_CHECK(out_.Append(http::LastChunk(trailers_)));
+          if (!ex_.close_after) URING_CHECK(out_.Append(http::LastChunk(S().trailers)));
           break;
         case http::StreamFraming::kClose:
           break;
       }
-      trailers_.clear();
-      ex_.response_bytes = produced_;
+          ex_.response_bytes = S().produced;
       Answered();
       return;
     }
@@ -379,7 +378,7 @@ void Connection::MaybeFinishExchange() {
   const bool close = ex_.close_after || ex_.body_failed;
   FreeTask();
   ReleaseBuffer(req_);
-  sink_.reset();
+  if (st_) st_->sink.reset();
   ex_ = Exchange();
   FreePipes();
   if (close) {
@@ -420,11 +419,11 @@ std::string_view Connection::RequestLine() const {
 void Connection::FreeTask() {
   if (task_ == nullptr) return;
   URING_CHECK(!task_inflight_);
-  if (resp_pipe_ == nullptr) {
+  if (resp_pipe() == nullptr) {
     // A pipe the worker made but we never adopted (closed meanwhile).
     if (worker::BodyPipe* p = task_->response_body.load(std::memory_order_acquire)) {
-      resp_pipe_.reset(p);
-      resp_pipe_->Abort();
+      S().resp_pipe.reset(p);
+      resp_pipe()->Abort();
     }
   }
   task_->~TaskBuffer();
@@ -434,12 +433,20 @@ void Connection::FreeTask() {
 
 void Connection::FreePipes() {
   if (task_inflight_) return;  // the worker may still use them
-  req_pipe_.reset();
+  if (st_) st_->req_pipe.reset();
   // The response pipe goes once the kernel is done with every byte of it
   // that was queued, and the exchange it streamed is over.
-  if (resp_pipe_ != nullptr && pipe_queued_ == 0 && ex_.answer != Answer::kPipe) {
-    resp_pipe_.reset();
+  if (resp_pipe() != nullptr && S().pipe_queued == 0 && ex_.answer != Answer::kPipe) {
+    st_->resp_pipe.reset();
   }
+  MaybeReleaseStreams();
+}
+
+void Connection::MaybeReleaseStreams() {
+  // The decoder belongs to the exchange; pipes, sink and producer to
+  // whoever still uses them.
+  if (st_ == nullptr || ex_.answer != Answer::kNone || task_inflight_ || !st_->idle()) return;
+  env_->streams->Release(std::move(st_));
 }
 
 }  // namespace uring_http::http1

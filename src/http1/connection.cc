@@ -21,7 +21,7 @@ Connection::~Connection() {
   ReleaseBuffer(req_);
   if (!task_inflight_) {
     FreeTask();
-    req_pipe_.reset();
+    if (st_) st_->req_pipe.reset();
   }
 }
 
@@ -29,7 +29,6 @@ void Connection::Open(ConnectionEnv* env, uint32_t slot) {
   env_ = env;
   slot_ = slot;
   out_.Init(env->chunks);
-  decoder_ = http::BodyDecoder(env->config->chunked);
   phase_ = Phase::kOpen;
   input_ = Input::kHead;
   Sync();
@@ -136,11 +135,11 @@ void Connection::Flush() {
   const bool zc_allowed = env_->send_zc && env_->now_tick >= env_->zc_paused_until_tick;
   bool zero_copy = false;
   const unsigned n =
-      out_.PrepareSend(iov_, zc_allowed ? env_->config->send_zc_min_bytes : 0, &zero_copy);
+      out_.PrepareSend(zc_allowed ? env_->config->send_zc_min_bytes : 0, &zero_copy);
   if (n == 0) return;
   zc_inflight_ = zero_copy;
   if (zero_copy) env_->stats->sends_zc.Add();
-  env_->host->Send(slot_, iov_, n, zero_copy);
+  env_->host->Send(slot_, out_.send_iov(), n, zero_copy, out_.send_msghdr());
   if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
 
@@ -185,7 +184,7 @@ void Connection::OnSendNotification(bool copied) {
 
 bool Connection::Quiet() const {
   return ex_.answer == Answer::kNone && !task_inflight_ && out_.empty() &&
-         !out_.send_inflight() && resp_pipe_ == nullptr;
+         !out_.send_inflight() && resp_pipe() == nullptr;
 }
 
 void Connection::Sync() {
@@ -200,7 +199,7 @@ void Connection::Sync() {
   // room in a worker's pipe) may go on now.
   if (in_.len > 0 && !in_staged_source_) ProcessStaged();
   if (ex_.answer == Answer::kProducer) PumpProducer();
-  if (resp_pipe_ != nullptr || (task_ != nullptr && ex_.answer == Answer::kTask)) PumpPipe();
+  if (resp_pipe() != nullptr || (task_ != nullptr && ex_.answer == Answer::kTask)) PumpPipe();
   if (phase_ >= Phase::kLingering) {
     if (phase_ == Phase::kLingering) {
       SyncRecv();
@@ -239,6 +238,7 @@ void Connection::SyncDeadline() {
     idle_deadline_ = After(ms);
   }
   if (!out_.send_inflight() && out_.empty()) send_deadline_ = 0;
+  MaybeReleaseStreams();
   uint64_t next = 0;
   for (uint64_t d : {head_deadline_, body_deadline_, send_deadline_, idle_deadline_,
                      linger_deadline_, producer_retry_}) {
@@ -334,18 +334,18 @@ void Connection::StartClose(bool graceful) {
   ReleaseBuffer(in_);
   head_scanned_ = 0;
   // A worker blocked on one of this connection's pipes gives up now.
-  const bool live_stream = (req_pipe_ != nullptr && !req_pipe_->finished()) ||
-                           (resp_pipe_ != nullptr && !resp_pipe_->finished()) ||
-                           sink_ != nullptr || ex_.answer == Answer::kProducer;
+  const bool live_stream = (req_pipe() != nullptr && !req_pipe()->finished()) ||
+                           (resp_pipe() != nullptr && !resp_pipe()->finished()) ||
+                           sink() != nullptr || ex_.answer == Answer::kProducer;
   if (live_stream && (!graceful || !Quiet())) env_->stats->aborted_streams.Add();
-  if (req_pipe_ != nullptr) req_pipe_->Abort();
-  if (resp_pipe_ != nullptr) resp_pipe_->Abort();
+  if (req_pipe() != nullptr) req_pipe()->Abort();
+  if (resp_pipe() != nullptr) resp_pipe()->Abort();
   if (task_ != nullptr && !task_inflight_) FreeTask();
-  if (sink_ != nullptr) {
-    sink_->OnAbort();
-    sink_.reset();
+  if (sink() != nullptr) {
+    sink()->OnAbort();
+    if (st_) st_->sink.reset();
   }
-  producer_ = nullptr;
+  if (st_) st_->producer = nullptr;
   head_deadline_ = body_deadline_ = idle_deadline_ = producer_retry_ = 0;
   if (graceful && linger_ && !peer_eof_ && !recv_failed_) {
     // Lingering close, for a peer whose input we left unread: our FIN goes
@@ -383,8 +383,8 @@ void Connection::IssueClose() {
   }
   phase_ = Phase::kCloseSubmitted;
   ReleaseBuffer(in_);
-  if (req_pipe_ != nullptr) req_pipe_->Abort();
-  if (resp_pipe_ != nullptr) resp_pipe_->Abort();
+  if (req_pipe() != nullptr) req_pipe()->Abort();
+  if (resp_pipe() != nullptr) resp_pipe()->Abort();
   out_.DiscardUnsent();
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
   linger_deadline_ = producer_retry_ = 0;
@@ -413,12 +413,13 @@ void Connection::Release() {
   out_.DiscardUnsent();  // frees the rest: nothing is in flight any more
   URING_CHECK(out_.idle());
   ex_ = Exchange();
-  req_pipe_.reset();
-  resp_pipe_.reset();
-  pipe_queued_ = 0;
-  sink_.reset();
-  producer_ = nullptr;
-  trailers_.clear();
+  if (st_ != nullptr) {
+    st_->req_pipe.reset();
+    st_->resp_pipe.reset();
+    st_->sink.reset();
+    st_->producer = nullptr;
+    env_->streams->Release(std::move(st_));
+  }
   ex_ = Exchange();
   unparsed_ = {};
   phase_ = Phase::kOpen;

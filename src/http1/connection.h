@@ -48,6 +48,7 @@
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
 #include "src/http1/output_queue.h"
+#include "src/http1/stream_state.h"
 #include "src/router/router.h"
 #include "src/worker/body_pipe.h"
 #include "src/worker/slow_task.h"
@@ -193,6 +194,16 @@ class Connection final : private ExternalOwner {
   bool StageInput(const char* data, size_t len);
   void ReleaseBuffer(Buffer& b);
   bool Reserve(Buffer& b, size_t total);
+  // The stream state, taken from the loop's pool on first use.
+  StreamState& S() {
+    if (st_ == nullptr) st_ = env_->streams->Acquire();
+    return *st_;
+  }
+  worker::BodyPipe* req_pipe() const { return st_ ? st_->req_pipe.get() : nullptr; }
+  worker::BodyPipe* resp_pipe() const { return st_ ? st_->resp_pipe.get() : nullptr; }
+  router::BodySink* sink() const { return st_ ? st_->sink.get() : nullptr; }
+  // Gives the stream state back once nothing in it is in use.
+  void MaybeReleaseStreams();
 
   ConnectionEnv* env_ = nullptr;
   uint32_t slot_ = 0;
@@ -213,20 +224,10 @@ class Connection final : private ExternalOwner {
   bool head_line_checked_ = false;// in_'s request line was parsed (early errors)
   Buffer req_;                    // the exchange's head and buffered body
   Exchange ex_;
-  http::BodyDecoder decoder_;
   std::string_view unparsed_;     // the source's bytes after the current request
   worker::TaskBuffer* task_ = nullptr;
-  std::unique_ptr<worker::BodyPipe> req_pipe_;   // streamed request body
-  std::unique_ptr<worker::BodyPipe> resp_pipe_;  // a worker's streamed response
-  size_t pipe_queued_ = 0;        // resp_pipe_ bytes handed to out_, not yet freed
-  std::unique_ptr<router::BodySink> sink_;
-  http::BodyProducer producer_;
-  std::string trailers_;          // a producer's trailer lines
-  uint64_t produced_ = 0;         // a producer's body bytes so far
-  uint64_t produce_length_ = 0;   // its Content-Length, if it set one
-  http::StreamFraming produce_framing_ = http::StreamFraming::kChunked;
+  std::unique_ptr<StreamState> st_;  // while a body is read or streams (S())
   OutputQueue out_;
-  iovec iov_[OutputQueue::kMaxIov];
 
   // Deadlines in ticks; 0: not running.
   uint64_t head_deadline_ = 0;

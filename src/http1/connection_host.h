@@ -12,6 +12,7 @@
 #ifndef URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
 #define URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
 
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <atomic>
@@ -27,6 +28,8 @@
 
 namespace uring_http::http1 {
 
+class StreamStatePool;
+
 class ConnectionHost {
  public:
   // A multishot receive into the loop's provided buffers. Its completions
@@ -35,10 +38,12 @@ class ConnectionHost {
   // Ends that receive early; it then completes with OnRecvEnd(-ECANCELED)
   // (or another final result if it was ending anyway).
   virtual void CancelRecv(uint32_t slot) = 0;
-  // One send of the iovecs (count >= 1; their memory stays valid until it
-  // completes: OnSend). `zero_copy`: IORING_OP_SEND_ZC of the one iovec, whose
-  // bytes the kernel may read until OnSendNotification.
-  virtual void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy) = 0;
+  // One send of the iovecs (count >= 1; they, and `msg`, room for a
+  // gathered send's header, stay valid until it completes: OnSend).
+  // `zero_copy`: IORING_OP_SEND_ZC of the one iovec, whose bytes the kernel
+  // may read until OnSendNotification.
+  virtual void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
+                    msghdr* msg) = 0;
   // Our FIN (shutdown SHUT_WR); completes with OnShutdownDone.
   virtual void ShutdownWrite(uint32_t slot) = 0;
   // Closes the descriptor, first cancelling what is still armed on it (a
@@ -124,6 +129,7 @@ struct ConnectionEnv {
   const ConnectionConfig* config = nullptr;
   const router::Router* router = nullptr;
   io::ChunkPool* chunks = nullptr;
+  StreamStatePool* streams = nullptr;
   ConnectionHost* host = nullptr;
   ConnectionStats* stats = nullptr;
   // Parse scratch: room for config->limits.max_headers headers. One request

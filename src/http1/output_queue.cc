@@ -131,10 +131,11 @@ bool OutputQueue::AppendExternal(const char* data, size_t n, ExternalOwner* owne
   return true;
 }
 
-unsigned OutputQueue::PrepareSend(iovec* iov, size_t zc_min_bytes, bool* zero_copy) {
+unsigned OutputQueue::PrepareSend(size_t zc_min_bytes, bool* zero_copy) {
   URING_CHECK(inflight_count_ == 0);
   *zero_copy = false;
   if (discarded_ || pending_ == 0) return 0;
+  iovec* iov = space()->iov;
   unsigned n = 0;
   size_t bytes = 0;
   for (unsigned i = 0; i < count_ && n < kMaxIov; ++i) {

@@ -24,6 +24,7 @@
 #ifndef URING_HTTP_SRC_HTTP1_OUTPUT_QUEUE_H_
 #define URING_HTTP_SRC_HTTP1_OUTPUT_QUEUE_H_
 
+#include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cstddef>
@@ -84,12 +85,16 @@ class OutputQueue {
   // Segments free for appending.
   unsigned room() const { return kMaxSegments - count_; }
 
-  // Sending: at most one send in flight. Fills iov[] with the next unsent
-  // bytes (up to kMaxIov segments) and marks them in flight. A segment of at
-  // least `zc_min_bytes` (0: never) goes alone, as a zero-copy send
-  // (*zero_copy set), unless a zero-copy notification is still outstanding.
-  // Returns the iovec count (0: nothing to send).
-  unsigned PrepareSend(iovec* iov, size_t zc_min_bytes, bool* zero_copy);
+  // Sending: at most one send in flight. Describes the next unsent bytes
+  // (up to kMaxIov segments) in send_iov() and marks them in flight. A
+  // segment of at least `zc_min_bytes` (0: never) goes alone, as a zero-copy
+  // send (*zero_copy set), unless a zero-copy notification is still
+  // outstanding. Returns the iovec count (0: nothing to send).
+  unsigned PrepareSend(size_t zc_min_bytes, bool* zero_copy);
+  // The iovecs PrepareSend() filled, and room for a msghdr for a gathered
+  // send: both in the queue's table chunk, valid until the send completes.
+  const iovec* send_iov() const { return space()->iov; }
+  msghdr* send_msghdr() { return &space()->msg; }
   // The send completed with `sent` bytes (a short send leaves the rest
   // unsent; a failed one passes 0). `notification_follows`: a zero-copy send
   // whose buffer the kernel still holds until OnNotification().
@@ -119,7 +124,15 @@ class OutputQueue {
     bool zc_hold = false;    // read by a zero-copy send awaiting its notification
   };
   static_assert(sizeof(Segment) == 32);
-  static constexpr size_t kTableBytes = sizeof(Segment) * kMaxSegments;
+  // After the table, in the same chunk: what a send in flight needs.
+  struct SendSpace {
+    iovec iov[kMaxIov];
+    msghdr msg;
+  };
+  static constexpr size_t kTableBytes = (sizeof(Segment) * kMaxSegments + sizeof(SendSpace) + 63) & ~size_t{63};
+  SendSpace* space() const {
+    return reinterpret_cast<SendSpace*>(reinterpret_cast<char*>(table_) + sizeof(Segment) * kMaxSegments);
+  }
 
   Segment& At(unsigned i) { return table_[(head_ + i) % kMaxSegments]; }
   const Segment& At(unsigned i) const { return table_[(head_ + i) % kMaxSegments]; }

@@ -27,7 +27,7 @@ int64_t NowNs() {
 
 bool Connection::CanStartRequest() const {
   return phase_ == Phase::kOpen && ex_.answer == Answer::kNone && !task_inflight_ &&
-         resp_pipe_ == nullptr && out_.pending() < kOutputHighWater && out_.room() >= 4;
+         resp_pipe() == nullptr && out_.pending() < kOutputHighWater && out_.room() >= 4;
 }
 
 size_t Connection::Process(const char* data, size_t len, bool staged) {
@@ -150,7 +150,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
       // Read the body and drop it, so that the connection goes on.
       ex_.body = BodyMode::kDiscard;
       ex_.body_done = false;
-      decoder_.Start(request.framing, request.content_length, limit);
+      S().decoder.Start(request.framing, request.content_length, limit);
       if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
         ex_.body_done = true;  // too much to read through: answered and closed
         linger_ = true;
@@ -190,7 +190,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
       // A streamed-body FAST route with no body: its sink sees the end at once.
       if (!KeepHead(data, *used)) return Abort();
       ex_.body = BodyMode::kSink;
-      sink_ = route->sink(request);
+      S().sink = route->sink(request);
       BodyEnded();
     } else if (ex_.slow) {
       Dispatch(request, head, {});
@@ -215,7 +215,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   }
   // The body comes later, or needs decoding: the head is kept.
   if (!KeepHead(data, *used)) return Abort();
-  decoder_.Start(request.framing, request.content_length, limit);
+  S().decoder.Start(request.framing, request.content_length, limit);
   ex_.body_done = false;
   input_ = Input::kBody;
   body_deadline_ = After(config.body_timeout_ms);
@@ -231,18 +231,18 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     if (route->sink != nullptr) {
       ex_.body = BodyMode::kSink;
       try {
-        sink_ = route->sink(request);
+        S().sink = route->sink(request);
       } catch (...) {
-        sink_.reset();
+        if (st_) st_->sink.reset();
       }
-      if (sink_ == nullptr) {
+      if (sink() == nullptr) {
         ex_.body_done = true;
         input_ = Input::kDone;
         RespondError(500, /*close=*/true);
       }
     } else {
       ex_.body = BodyMode::kPipe;
-      req_pipe_ = std::make_unique<worker::BodyPipe>(config.request_pipe_bytes);
+      S().req_pipe = std::make_unique<worker::BodyPipe>(config.request_pipe_bytes);
       Dispatch(request, head, {});
     }
     return;
@@ -280,12 +280,12 @@ size_t Connection::FeedBody(const char* data, size_t len) {
   while (pos < len && input_ == Input::kBody) {
     std::string_view in(data + pos, len - pos);
     if (ex_.body == BodyMode::kPipe) {
-      const size_t room = req_pipe_->writable();
-      if (req_pipe_->aborted()) return len;  // nobody reads it any more: dropped
+      const size_t room = req_pipe()->writable();
+      if (req_pipe()->aborted()) return len;  // nobody reads it any more: dropped
       if (room == 0) {
         // The handler has not caught up: wait for it to read half the pipe
         // (its message wakes us). Not the peer's fault: no body deadline.
-        if (req_pipe_->ArmWriteNotify(req_pipe_->capacity() / 2)) {
+        if (req_pipe()->ArmWriteNotify(req_pipe()->capacity() / 2)) {
           body_deadline_ = 0;
           return pos;
         }
@@ -295,12 +295,12 @@ size_t Connection::FeedBody(const char* data, size_t len) {
       // it fits what is left in the pipe.
       if (in.size() > room) in = in.substr(0, room);
     }
-    const http::BodyDecoder::Result r = decoder_.Decode(in);
+    const http::BodyDecoder::Result r = S().decoder.Decode(in);
     pos += r.consumed;
     switch (r.status) {
       case http::BodyDecoder::Status::kData:
         if (!DeliverBody(r.data)) return len;
-        if (decoder_.done()) BodyEnded();
+        if (S().decoder.done()) BodyEnded();
         break;
       case http::BodyDecoder::Status::kNeedMore:
         break;
@@ -328,11 +328,11 @@ bool Connection::DeliverBody(std::string_view piece) {
       return true;
     case BodyMode::kPipe:
       // It fits (see FeedBody); the write wakes the worker if it waits.
-      URING_CHECK(req_pipe_->Write(piece.data(), piece.size()) == piece.size());
+      URING_CHECK(req_pipe()->Write(piece.data(), piece.size()) == piece.size());
       return true;
     case BodyMode::kSink:
       try {
-        sink_->OnData(piece);
+        sink()->OnData(piece);
       } catch (...) {
         BodyFailed(500);
         return false;
@@ -361,19 +361,19 @@ void Connection::BodyEnded() {
       break;
     }
     case BodyMode::kPipe:
-      if (req_pipe_ != nullptr) req_pipe_->Finish();
+      if (req_pipe() != nullptr) req_pipe()->Finish();
       break;
     case BodyMode::kSink: {
       http::Request request;
       ReparseHead(&request);
       http::Response response;
       try {
-        if (sink_ != nullptr) sink_->OnEnd(request, response);
+        if (sink() != nullptr) sink()->OnEnd(request, response);
       } catch (...) {
         response = http::Response();
         response.set_status(500);
       }
-      sink_.reset();
+      if (st_) st_->sink.reset();
       if (response.has_producer()) {
         StartProducer(response);
       } else {
@@ -399,14 +399,14 @@ void Connection::BodyFailed(int status) {
       RespondError(status, /*close=*/true);
       break;
     case BodyMode::kSink:
-      if (sink_ != nullptr) sink_->OnAbort();
-      sink_.reset();
+      if (sink() != nullptr) sink()->OnAbort();
+      if (st_) st_->sink.reset();
       RespondError(status, /*close=*/true);
       break;
     case BodyMode::kPipe:
       // The handler's next read fails; its answer then ends the connection.
       env_->stats->aborted_streams.Add();
-      if (req_pipe_ != nullptr) req_pipe_->Abort();
+      if (req_pipe() != nullptr) req_pipe()->Abort();
       break;
     case BodyMode::kDiscard:
       break;  // answered already
@@ -424,12 +424,12 @@ void Connection::PeerEndedBody() {
     switch (ex_.body) {
       case BodyMode::kPipe:
         env_->stats->aborted_streams.Add();
-        if (req_pipe_ != nullptr) req_pipe_->Abort();
+        if (req_pipe() != nullptr) req_pipe()->Abort();
         break;
       case BodyMode::kSink:
         env_->stats->aborted_streams.Add();
-        if (sink_ != nullptr) sink_->OnAbort();
-        sink_.reset();
+        if (sink() != nullptr) sink()->OnAbort();
+        if (st_) st_->sink.reset();
         [[fallthrough]];
       case BodyMode::kBuffer:
         // Nothing to answer: the request never completed.

@@ -79,7 +79,10 @@ EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router
 
 // Slots (and their connections, which give their chunks back to chunks_) go
 // before the pool they came from.
-EventLoop::~EventLoop() { slots_.reset(); }
+EventLoop::~EventLoop() {
+  slots_.reset();
+  streams_.reset();
+}
 
 uint64_t EventLoop::NowTick() const {
   timespec ts;
@@ -184,7 +187,10 @@ absl::Status EventLoop::Init() {
   conn_config_.linger_timeout_ms = config_.linger_timeout_ms;
   conn_config_.tick_ms = kTickMs;
   conn_config_.send_zc_min_bytes = config_.send_zc_min_bytes;
+  // Stream states come and go with bodies; a few hundred are kept for reuse.
+  streams_ = std::make_unique<http1::StreamStatePool>(conn_config_.chunked, 256);
   env_.config = &conn_config_;
+  env_.streams = streams_.get();
   env_.router = &router_;
   env_.chunks = &chunks_;
   env_.host = this;
@@ -543,13 +549,14 @@ void EventLoop::CancelRecv(uint32_t slot) {
   io::PrepCancel(Sqe(), UserData(Op::kRecv, slot), PackUserData(Op::kIgnore, 0, 0));
 }
 
-void EventLoop::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy) {
+void EventLoop::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
+                     msghdr* msg) {
   Slot& s = slots_[slot];
   if (zero_copy) {
     URING_CHECK(count == 1);
     io::PrepSendZc(Sqe(), s.file_index, iov[0], UserData(Op::kSend, slot));
   } else {
-    io::PrepSend(Sqe(), s.file_index, iov, count, &s.msg, UserData(Op::kSend, slot));
+    io::PrepSend(Sqe(), s.file_index, iov, count, msg, UserData(Op::kSend, slot));
   }
 }
 

@@ -34,6 +34,7 @@
 #include "src/http/parser.h"
 #include "src/http1/connection.h"
 #include "src/http1/connection_host.h"
+#include "src/http1/stream_state.h"
 #include "src/io/arena.h"
 #include "src/io/buffer_ring.h"
 #include "src/io/ring.h"
@@ -85,14 +86,14 @@ class EventLoop final : private http1::ConnectionHost {
     uint32_t file_index = 0;  // io_uring direct descriptor
     uint32_t next_free = 0;   // free-list link while unused
     bool in_use = false;
-    msghdr msg{};             // a gathered send's header (valid until it completes)
     http1::Connection conn;
   };
 
   // ---- ConnectionHost
   void ArmRecv(uint32_t slot) override;
   void CancelRecv(uint32_t slot) override;
-  void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy) override;
+  void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
+            msghdr* msg) override;
   void ShutdownWrite(uint32_t slot) override;
   void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
   void SetDeadline(uint32_t slot, uint64_t tick) override;
@@ -144,6 +145,7 @@ class EventLoop final : private http1::ConnectionHost {
   uint32_t free_count_ = 0;
   std::unique_ptr<http::Header[]> headers_;
   http1::ConnectionConfig conn_config_;
+  std::unique_ptr<http1::StreamStatePool> streams_;
   http1::ConnectionEnv env_;
   std::unique_ptr<worker::Mailbox> mailbox_;
   TimerWheel timers_;

@@ -27,6 +27,7 @@
 
 #include "src/http1/connection.h"
 #include "src/http1/connection_host.h"
+#include "src/http1/stream_state.h"
 #include "src/io/arena.h"
 #include "src/router/router.h"
 #include "src/worker/worker_pool.h"
@@ -57,7 +58,7 @@ class FakeHost final : public ConnectionHost {
     if (!recv_armed) violations.push_back("cancel of a receive that is not armed");
     cancel_pending = true;
   }
-  void Send(uint32_t, const iovec* iov, unsigned count, bool zero_copy) override {
+  void Send(uint32_t, const iovec* iov, unsigned count, bool zero_copy, msghdr*) override {
     if (send.has_value()) violations.push_back("a second send while one is in flight");
     if (closed) violations.push_back("send after close");
     SendCall s;
@@ -208,6 +209,7 @@ class Harness {
   io::Arena arena_;
   io::ChunkPool chunks_;
   std::unique_ptr<http::Header[]> headers_;
+  std::unique_ptr<StreamStatePool> streams_;
   ConnectionEnv env_;
 
  public:
@@ -217,6 +219,8 @@ class Harness {
     arena_ = *std::move(arena);
     (void)chunks_.Init(arena_, 4096, chunks);
     headers_ = std::make_unique<http::Header[]>(std::max<size_t>(config_.limits.max_headers, 1));
+    streams_ = std::make_unique<StreamStatePool>(config_.chunked, 4);
+    env_.streams = streams_.get();
     env_.config = &config_;
     env_.router = &router_;
     env_.chunks = &chunks_;

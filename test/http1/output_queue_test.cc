@@ -29,7 +29,8 @@ class OutputQueueTest : public ::testing::Test {
   // Prepares a send and returns its bytes (as the kernel would read them).
   std::string Prepare(size_t zc_min = 0, bool* zc = nullptr) {
     bool zero_copy = false;
-    count_ = queue_.PrepareSend(iov_, zc_min, &zero_copy);
+    count_ = queue_.PrepareSend(zc_min, &zero_copy);
+    iov_ = queue_.send_iov();
     if (zc != nullptr) *zc = zero_copy;
     return Gathered();
   }
@@ -45,7 +46,7 @@ class OutputQueueTest : public ::testing::Test {
   io::Arena arena_;
   io::ChunkPool chunks_;
   OutputQueue queue_;
-  iovec iov_[OutputQueue::kMaxIov];
+  const iovec* iov_ = nullptr;
   unsigned count_ = 0;
 };
 

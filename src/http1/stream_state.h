@@ -1,0 +1,69 @@
+// StreamState: what a connection needs only while a request body is being
+// read or a body streams: the body decoder, a worker's pipes, a FAST
+// handler's sink or producer. Most requests need none of it (a GET, a
+// small body that arrives with its head), so a connection holds one only
+// while it does, from its loop's pool, and an idle connection stays small:
+// a loop preallocates a slot for every connection it may hold.
+//
+// Thread-safety: owned by the loop's ring thread (the pipes are shared with
+// a worker under their own rules).
+#ifndef URING_HTTP_SRC_HTTP1_STREAM_STATE_H_
+#define URING_HTTP_SRC_HTTP1_STREAM_STATE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/http/body_decoder.h"
+#include "src/http/chunked_decoder.h"
+#include "src/http/response.h"
+#include "src/router/router.h"
+#include "src/worker/body_pipe.h"
+
+namespace uring_http::http1 {
+
+struct StreamState {
+  explicit StreamState(const http::ChunkedLimits& limits) : decoder(limits) {}
+
+  http::BodyDecoder decoder;                    // the request body being read
+  std::unique_ptr<worker::BodyPipe> req_pipe;   // ... streamed to a worker
+  std::unique_ptr<router::BodySink> sink;       // ... or to a FAST sink
+  std::unique_ptr<worker::BodyPipe> resp_pipe;  // a worker's streamed response
+  size_t pipe_queued = 0;  // resp_pipe bytes handed to the output queue, not yet freed
+  http::BodyProducer producer;                  // a FAST producer's stream
+  std::string trailers;
+  uint64_t produced = 0;        // its body bytes so far
+  uint64_t produce_length = 0;  // its Content-Length, if it set one
+  http::StreamFraming produce_framing = http::StreamFraming::kChunked;
+
+  bool idle() const { return !req_pipe && !sink && !resp_pipe && !producer; }
+};
+
+// A free list of StreamStates, kept for reuse (up to `keep` of them).
+class StreamStatePool {
+ public:
+  StreamStatePool(const http::ChunkedLimits& limits, size_t keep) : limits_(limits), keep_(keep) {}
+  std::unique_ptr<StreamState> Acquire() {
+    if (free_.empty()) return std::make_unique<StreamState>(limits_);
+    std::unique_ptr<StreamState> s = std::move(free_.back());
+    free_.pop_back();
+    return s;
+  }
+  void Release(std::unique_ptr<StreamState> s) {
+    if (free_.size() >= keep_) return;  // freed
+    s->trailers.clear();
+    s->produced = s->produce_length = s->pipe_queued = 0;
+    free_.push_back(std::move(s));
+  }
+
+ private:
+  const http::ChunkedLimits limits_;
+  const size_t keep_;
+  std::vector<std::unique_ptr<StreamState>> free_;
+};
+
+}  // namespace uring_http::http1
+
+#endif  // URING_HTTP_SRC_HTTP1_STREAM_STATE_H_
