@@ -72,6 +72,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_FALSE(c.pin_cpus);
   EXPECT_EQ(c.send_zc_min_bytes, 131072u);  // zero-copy send from 128 KiB
   EXPECT_EQ(c.header_timeout_ms, 10'000u);
+  EXPECT_EQ(c.body_timeout_ms, 60'000u);
   EXPECT_EQ(c.idle_timeout_ms, 60'000u);
   EXPECT_EQ(c.send_timeout_ms, 30'000u);
   EXPECT_EQ(c.shutdown_timeout_ms, 30'000u);
@@ -196,9 +197,10 @@ TEST(OptionsTest, RangeEdgesAreAccepted) {
 TEST(OptionsTest, Durations) {
   absl::StatusOr<Options> options =
       Parse({"--header-timeout=500ms", "--idle-timeout=30s", "--send-timeout=2m",
-             "--shutdown-timeout=0"});
+             "--shutdown-timeout=0", "--body-timeout=45s"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.header_timeout_ms, 500u);
+  EXPECT_EQ(options->config.body_timeout_ms, 45'000u);
   EXPECT_EQ(options->config.idle_timeout_ms, 30'000u);
   EXPECT_EQ(options->config.send_timeout_ms, 120'000u);
   EXPECT_EQ(options->config.shutdown_timeout_ms, 0u);
@@ -222,6 +224,7 @@ TEST(OptionsTest, BadDurations) {
   ExpectError({"--header-timeout=86401"}, "--header-timeout");  // over a day
   ExpectError({"--header-timeout=1441m"}, "--header-timeout");
   ExpectError({"--header-timeout=86400001ms"}, "--header-timeout");
+  ExpectError({"--body-timeout=x"}, "--body-timeout");
 }
 
 TEST(OptionsTest, EndpointsAndPidFile) {
