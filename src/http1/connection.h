@@ -160,6 +160,8 @@ class Connection final : private ExternalOwner {
   void BodyFailed(int status);
   void PeerEndedBody();
   bool KeepHead(const char* head, size_t len);
+  // The route's BodySink for this request; false (answered 500) if it fails.
+  bool MakeSink(const http::Request& request);
   bool ReparseHead(http::Request* request);
   // ---- answers (answers.cc)
   void RunHandler(const http::Request& request);

@@ -190,8 +190,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
       // A streamed-body FAST route with no body: its sink sees the end at once.
       if (!KeepHead(data, *used)) return Abort();
       ex_.body = BodyMode::kSink;
-      S().sink = route->sink(request);
-      BodyEnded();
+      if (MakeSink(request)) BodyEnded();
     } else if (ex_.slow) {
       Dispatch(request, head, {});
     } else {
@@ -230,16 +229,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     stats.streamed_requests.Add();
     if (route->sink != nullptr) {
       ex_.body = BodyMode::kSink;
-      try {
-        S().sink = route->sink(request);
-      } catch (...) {
-        if (st_) st_->sink.reset();
-      }
-      if (sink() == nullptr) {
-        ex_.body_done = true;
-        input_ = Input::kDone;
-        RespondError(500, /*close=*/true);
-      }
+      MakeSink(request);
     } else {
       ex_.body = BodyMode::kPipe;
       S().req_pipe = std::make_unique<worker::BodyPipe>(config.request_pipe_bytes);
@@ -248,10 +238,27 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     return;
   }
   ex_.body = BodyMode::kBuffer;
+  // Room for a small body at once; a large one grows as its bytes arrive,
+  // so that what a client merely announces costs no memory.
   if (request.framing == http::BodyFraming::kContentLength &&
-      !Reserve(req_, size_t{ex_.head_len} + request.content_length)) {
+      !Reserve(req_, ex_.head_len + std::min<uint64_t>(request.content_length, 64 * 1024))) {
     return Abort();
   }
+}
+
+bool Connection::MakeSink(const http::Request& request) {
+  try {
+    S().sink = ex_.route->sink(request);
+  } catch (...) {
+    st_->sink.reset();
+  }
+  if (sink() != nullptr) return true;
+  // No sink (the factory failed): the body is not read, the answer closes.
+  ex_.body_done = true;
+  input_ = Input::kDone;
+  linger_ = true;
+  RespondError(500, /*close=*/true);
+  return false;
 }
 
 bool Connection::KeepHead(const char* head, size_t len) {
