@@ -20,6 +20,13 @@ Phases (--only):
              zero-copy send (--send-zc=16384) and ours --send-zc=0, and nginx serving the same
              N bytes from a file (sendfile on); req/s, MiB/s, p99, CPU/req, send-zc/copy ratios.
              perf/compare --only bodies   (or --only keepalive,ab,slow,queue,mixed,bodies)
+  upload     opt-in: POST 1 GiB (Content-Length, then chunked) from a client that sends one
+             fixed 1 MiB buffer again and again (python3 compare.py --upload-client), to ours'
+             /test/sink and to nginx discarding it (return 204, client_max_body_size 0);
+             MiB/s, server and client CPU per GiB, context switches, server RSS (0.5 s samples)
+  download   opt-in: wrk -t1 -c1 GET /test/stream?bytes=67108864&chunk=65536 on ours (default
+             send-zc) and ours --send-zc=0, and nginx sending a 64 MiB file (sendfile on);
+             MiB/s, server CPU per MiB.  perf/compare --only upload,download
 
 Each load runs against each server in turn (A B C D A B C D ...) for --rounds rounds;
 the report gives the median and the min-max of every figure. Server CPU time is
@@ -35,6 +42,7 @@ import json
 import os
 import re
 import resource
+import select
 import shlex
 import signal
 import socket
@@ -42,16 +50,18 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 
 PERF_DIR = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(PERF_DIR)
 RESULTS_DIR = os.path.join(PERF_DIR, "results")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL_SERVERS = ["ours", "nginx", "h2o", "bare"]
-ALL_PHASES = ["keepalive", "ab", "slow", "queue", "mixed", "bodies"]
+ALL_PHASES = ["keepalive", "ab", "slow", "queue", "mixed", "bodies", "upload", "download"]
 # bodies takes ~5 minutes at the defaults (3 sizes x 3 servers x 3 rounds x 10 s):
-# only with --only.
+# only with --only; so are upload and download (large transfers, ~2 minutes together).
 DEFAULT_PHASES = ["keepalive", "ab", "slow", "queue", "mixed"]
 # The bodies phase: GET /test/bytes?N with wrk -t1 -cBODY_CONNECTIONS, per size.
 BODY_SIZES = [16384, 65536, 262144]
@@ -61,6 +71,24 @@ SLOW_CONCURRENCY = 100
 # nginx's echo module (Debian: libnginx-mod-http-echo) gives nginx a
 # non-blocking sleep: the second reference of the slow phase.
 NGINX_ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
+# The upload phase: POST UPLOAD_BYTES to ours' /test/sink and to nginx's
+# discarding location, once per framing. The client sends one fixed buffer of
+# UPLOAD_BUFFER bytes (raw, or UPLOAD_BUFFER / UPLOAD_CHUNK chunks) again and
+# again: it holds nothing else in memory.
+UPLOAD_BYTES = 1 << 30
+UPLOAD_FRAMINGS = ["length", "chunked"]
+UPLOAD_CHUNK = 65536
+UPLOAD_BUFFER = 1 << 20
+UPLOAD_PATH = "/test/sink"
+# Before measuring, every upload server must take this body (not a multiple of
+# UPLOAD_CHUNK: the chunked check ends with a short chunk) in both framings.
+UPLOAD_CHECK_BYTES = 3 * (1 << 20) + 1234
+# The download phase: one wrk connection fetching DOWNLOAD_BYTES again and again.
+DOWNLOAD_BYTES = 64 << 20
+DOWNLOAD_CHUNK = 65536
+DOWNLOAD_PATH = f"/test/stream?bytes={DOWNLOAD_BYTES}&chunk={DOWNLOAD_CHUNK}"
+# Server RSS is sampled this often during upload and download runs.
+RSS_INTERVAL = 0.5
 
 
 def log(msg):
@@ -150,6 +178,27 @@ class Server:
                 continue
         return total
 
+    def rss_kib(self):
+        """VmRSS of every process of the server, added up (KiB)."""
+        total = 0
+        for pid in self.pids():
+            total += proc_status_sum(f"/proc/{pid}/status", ("VmRSS:",))
+        return total
+
+    def ctx_switches(self):
+        """Voluntary and involuntary context switches of every thread of every
+        process of the server, added up."""
+        total = 0
+        for pid in self.pids():
+            try:
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tids:
+                total += proc_status_sum(f"/proc/{pid}/task/{tid}/status",
+                                         ("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"))
+        return total
+
     def stop(self):
         if self.proc is None:
             return None
@@ -181,6 +230,20 @@ class Server:
             return "\n".join("    | " + l for l in text.splitlines()[-lines:])
         except OSError:
             return ""
+
+
+def proc_status_sum(path, keys):
+    """The sum of the first number on the lines of a /proc status file that
+    start with one of keys; 0 for a process that is gone."""
+    total = 0
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(keys):
+                    total += int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return total
 
 
 def check_port_free(port, wait=10.0):
@@ -273,6 +336,12 @@ class Servers:
             if variant == "bodies":
                 return Server("nginx", "nginx (sendfile)", self.nginx_cmd(self.port(11), bodies=True),
                               self.port(11), self.workdir, pin)
+            if variant == "upload":
+                return Server("nginx", "nginx (discard)", self.nginx_cmd(self.port(12), upload=True),
+                              self.port(12), self.workdir, pin)
+            if variant == "download":
+                return Server("nginx", "nginx (sendfile)", self.nginx_cmd(self.port(13), download=True),
+                              self.port(13), self.workdir, pin)
             return Server("nginx", "nginx", self.nginx_cmd(self.port(1)), self.port(1), self.workdir, pin)
         if name == "h2o":
             return Server("h2o", "h2o", self.h2o_cmd(self.port(2)), self.port(2), self.workdir, pin)
@@ -290,8 +359,9 @@ class Servers:
             return Server("bare", "bare", [binary, str(self.port(3))], self.port(3), self.workdir, pin)
         raise ValueError(name)
 
-    def nginx_cmd(self, port, slow=False, bodies=False):
-        d = os.path.join(self.workdir, "nginx-slow" if slow else "nginx-bodies" if bodies else "nginx")
+    def nginx_cmd(self, port, slow=False, bodies=False, upload=False, download=False):
+        d = os.path.join(self.workdir, "nginx-slow" if slow else "nginx-bodies" if bodies
+                         else "nginx-upload" if upload else "nginx-download" if download else "nginx")
         os.makedirs(d, exist_ok=True)
         conf = os.path.join(d, "nginx.conf")
         # The slow reference: echo_sleep is a timer in nginx's event loop (no
@@ -316,6 +386,13 @@ class Servers:
             body_server = ("\n        sendfile on;\n        etag off;\n        open_file_cache max=16 inactive=300s;"
                            "\n        open_file_cache_valid 300s;"
                            f"\n        location = /test/bytes {{ root {files}; try_files $body_file =404; }}")
+        if upload:
+            body_server += nginx_upload_location()
+        if download:
+            files = os.path.join(d, "files")
+            os.makedirs(files, exist_ok=True)
+            write_x_file(os.path.join(files, "stream"), DOWNLOAD_BYTES)
+            body_server += nginx_download_location(files)
         with open(conf, "w") as f:
             f.write(f"""# generated by perf/compare.py
 {load_module}user root;
@@ -410,6 +487,55 @@ hosts:
             rc = server.stop()
             if server.name == "ours" and rc not in (0, None):
                 warn(f"{server.label} exited with {rc} on SIGTERM (expected 0)\n{server.tail_log()}")
+
+
+def nginx_upload_location():
+    """nginx's side of the upload phase: read the whole body and keep none of it.
+
+    `return` discards the request body (ngx_http_discard_request_body): nginx
+    recv()s every byte of it into a 4 KiB buffer on its stack and drops it
+    (Content-Length and chunked alike). It answers 204 as soon as the headers
+    are in and goes on reading; the next request on the connection is read only
+    after the last byte of the body, and that is what the upload client times
+    (it asks GET /test/fast on the same connection once its body is sent).
+    client_max_body_size 0: no limit (the default 1m answers 413 to a 1 GiB
+    Content-Length). client_body_buffer_size is not used by the discard path
+    (it sizes the buffer of a body that is read to be kept). lingering_time:
+    nginx gives a discarded body at most this long (default 30 s) before it
+    closes the connection.
+
+    The alternatives keep the body: echo_read_request_body and
+    client_body_in_file_only write whatever exceeds client_body_buffer_size to
+    a temporary file, and proxy_pass hands it to another server; they would
+    measure nginx writing a file or proxying, not reading a body."""
+    return ("\n        location = /test/sink {"
+            "\n            client_max_body_size 0;"
+            "\n            client_body_buffer_size 64k;"
+            "\n            lingering_time 300s;"
+            "\n            lingering_timeout 60s;"
+            "\n            return 204;"
+            "\n        }")
+
+
+def nginx_download_location(files):
+    """nginx's side of the download phase: DOWNLOAD_BYTES of 'x' from the file
+    files/stream (page cache after the first request) with sendfile, whatever
+    the query string; ours builds and writes its body per request."""
+    return ("\n        sendfile on;\n        etag off;\n        open_file_cache max=16 inactive=300s;"
+            "\n        open_file_cache_valid 300s;"
+            f"\n        location = /test/stream {{ root {files}; try_files /stream =404; }}")
+
+
+def write_x_file(path, n):
+    """A file of n bytes of 'x', written 1 MiB at a time (kept if it is there)."""
+    if os.path.exists(path) and os.path.getsize(path) == n:
+        return
+    piece = b"x" * (1 << 20)
+    with open(path, "wb") as f:
+        left = n
+        while left > 0:
+            f.write(piece[:min(left, len(piece))])
+            left -= min(left, len(piece))
 
 
 # ----------------------------------------------------------------------------
@@ -528,7 +654,10 @@ class Load:
         rc, out = run_to_end(cmd, timeout)
         if rc != 0:
             raise RuntimeError(f"{shlex.join(cmd)} exited with {rc}:\n{out[-2000:]}")
-        r = parse_wrk(out) if self.kind == "wrk" else parse_ab(out, csv)
+        if self.kind == "upload":
+            r = parse_upload(out)
+        else:
+            r = parse_wrk(out) if self.kind == "wrk" else parse_ab(out, csv)
         r["url"] = cmd[-1]
         return r
 
@@ -552,8 +681,8 @@ def wrk_load(conns, secs, path="/test/fast"):
 
 
 def size_text(n):
-    """16384 -> "16 KiB", 1048576 -> "1 MiB", 1000 -> "1000 B"."""
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+    """16384 -> "16 KiB", 1048576 -> "1 MiB", 1 << 30 -> "1 GiB", 1000 -> "1000 B"."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale and n % scale == 0:
             return f"{n // scale} {unit}"
     return f"{n} B"
@@ -590,6 +719,286 @@ def parse_zc_metrics(text):
         if name in names:
             out[names[name]] = int(float(value))
     return out
+
+
+def parse_counters(text, names):
+    """Counters of ours' /metrics (Prometheus text): {short name: value} for
+    the metric names (without labels) that are keys of names."""
+    out = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in names:
+            try:
+                out[names[name]] = int(float(value))
+            except ValueError:
+                pass
+    return out
+
+
+# Ours' counters read after the upload and download phases: what the
+# transfers cost in hand-offs, and whether anything went wrong.
+OURS_COUNTERS = {"uring_http_msg_ring_messages_total": "msg_ring_messages",
+                 "uring_http_streamed_request_bodies_total": "streamed_request_bodies",
+                 "uring_http_chunked_request_bodies_total": "chunked_request_bodies",
+                 "uring_http_streamed_responses_total": "streamed_responses",
+                 "uring_http_sends_zerocopy_total": "sends_zc",
+                 "uring_http_sends_zerocopy_copied_total": "sends_zc_copied",
+                 "uring_http_recv_enobufs_total": "recv_enobufs",
+                 "uring_http_aborted_streams_total": "aborted_streams",
+                 "uring_http_bad_requests_total": "bad_requests",
+                 "uring_http_timeouts_total": "timeouts",
+                 "uring_http_cq_overflows_total": "cq_overflows"}
+# Any of these above 0 after a transfer phase is called out in the report.
+OURS_TROUBLE_COUNTERS = ["aborted_streams", "bad_requests", "timeouts", "cq_overflows"]
+
+
+def read_ours_counters(started, into):
+    """OURS_COUNTERS of every ours among started, into {label: counters}."""
+    for server in started:
+        if server.name == "ours":
+            try:
+                into[server.label] = parse_counters(
+                    http_get(server.port, "/metrics")[2].decode(errors="replace"), OURS_COUNTERS)
+            except (OSError, ValueError) as e:
+                warn(f"{server.label}: no /metrics ({e})")
+
+
+class ResponseReader:
+    """Reads HTTP/1.1 responses one after the other from a connected socket;
+    bodies with Content-Length, chunked (decoded) or up to the close."""
+
+    def __init__(self, sock, recv_size=1 << 20):
+        self.sock, self.recv_size, self.buf = sock, recv_size, bytearray()
+
+    def _fill(self):
+        data = self.sock.recv(self.recv_size)
+        if not data:
+            return False
+        self.buf += data
+        return True
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line = bytes(self.buf[:i])
+                del self.buf[:i + 2]
+                return line
+            if not self._fill():
+                raise ValueError("connection closed in the middle of a chunked body")
+
+    def _take(self, n, out):
+        while n > 0:
+            if not self.buf and not self._fill():
+                raise ValueError("connection closed in the middle of a body")
+            k = min(n, len(self.buf))
+            out += self.buf[:k]
+            del self.buf[:k]
+            n -= k
+
+    def read(self):
+        """(status, headers, body) of the next response."""
+        while True:
+            i = self.buf.find(b"\r\n\r\n")
+            if i >= 0:
+                break
+            if not self._fill():
+                raise ValueError("connection closed " + ("in a response head" if self.buf else "without a response"))
+        head = bytes(self.buf[:i])
+        del self.buf[:i + 4]
+        try:
+            status = int(head.split(b" ", 2)[1])
+        except (IndexError, ValueError):
+            raise ValueError(f"not an HTTP response: {head[:80]!r}") from None
+        if 100 <= status < 200:
+            return self.read()
+        headers = parse_headers(head)
+        body = bytearray()
+        if status in (204, 304):
+            pass
+        elif "chunked" in headers.get("transfer-encoding", "").lower():
+            while True:
+                try:
+                    size = int(self._line().split(b";")[0].strip(), 16)
+                except ValueError:
+                    raise ValueError("bad chunk size line") from None
+                if size == 0:
+                    break
+                self._take(size, body)
+                if self._line() != b"":
+                    raise ValueError("chunk data not followed by CRLF")
+            while self._line() != b"":  # trailers
+                pass
+        elif "content-length" in headers:
+            self._take(int(headers["content-length"]), body)
+        else:
+            while self._fill():
+                pass
+            body += self.buf
+            self.buf.clear()
+        return status, headers, bytes(body)
+
+
+def fetch(port, path, timeout=30.0):
+    """GET path (Connection: close) -> (status, headers, decoded body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        return ResponseReader(s).read()
+
+
+def upload_buffer(framing, chunk=UPLOAD_CHUNK, size=UPLOAD_BUFFER):
+    """What the upload client sends again and again: size bytes of body ('x'),
+    raw for Content-Length, or framed as size / chunk chunks of chunk bytes."""
+    if framing == "length":
+        return b"x" * size
+    if framing == "chunked":
+        if size % chunk:
+            raise ValueError(f"buffer of {size} bytes is not a whole number of {chunk}-byte chunks")
+        return (f"{chunk:x}\r\n".encode() + b"x" * chunk + b"\r\n") * (size // chunk)
+    raise ValueError(f"unknown framing {framing}")
+
+
+def upload_client(sock, path, total, framing, host="127.0.0.1", chunk=UPLOAD_CHUNK, size=UPLOAD_BUFFER):
+    """POSTs a body of total bytes over the connected sock, Content-Length
+    (framing "length") or chunked, from one fixed buffer (upload_buffer): the
+    client holds nothing else, whatever total is. Then it reads the answer
+    and asks GET /test/fast on the same connection: that answer can only come
+    once the server has read past the last byte of the body, whenever it sent
+    the first one (nginx answers a discarded body before reading it). The
+    time runs from the first byte sent to that second answer. Returns a dict
+    (what went wrong in "error"; upload_problems judges it)."""
+    buf = memoryview(upload_buffer(framing, chunk, size))
+    framed = len(f"{chunk:x}") + 4 + chunk  # bytes per chunk on the wire
+    te = f"Content-Length: {total}" if framing == "length" else "Transfer-Encoding: chunked"
+    out = {"bytes": total, "framing": framing, "status": None, "answer": None, "answered_after_bytes": None,
+           "followup_status": None}
+    t0 = time.monotonic()
+    sent = 0
+    reader = ResponseReader(sock)
+    try:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/octet-stream\r\n"
+                     f"{te}\r\n\r\n".encode())
+        while sent < total:
+            # Readable before the body is sent: an early answer (or a close).
+            if out["answered_after_bytes"] is None and select.select([sock], [], [], 0)[0]:
+                out["answered_after_bytes"] = sent
+            n = min(size, total - sent)
+            if framing == "length":
+                sock.sendall(buf[:n])
+            else:
+                whole, rest = divmod(n, chunk)
+                if whole:
+                    sock.sendall(buf[:whole * framed])
+                if rest:
+                    sock.sendall(f"{rest:x}\r\n".encode() + b"x" * rest + b"\r\n")
+            sent += n
+        if framing == "chunked":
+            sock.sendall(b"0\r\n\r\n")
+        out["sent_s"] = time.monotonic() - t0
+        status, _, body = reader.read()
+        out["status"], out["answer"] = status, body[:200].decode(errors="replace")
+        out["answer_s"] = time.monotonic() - t0
+        sock.sendall(f"GET /test/fast HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        out["followup_status"] = reader.read()[0]
+    except (OSError, ValueError) as e:
+        out["error"] = f"{type(e).__name__}: {e} after {sent} body bytes"
+        if out["status"] is None:
+            try:  # an answer that came before the error, e.g. a 413
+                sock.settimeout(1.0)
+                out["status"], _, body = reader.read()
+                out["answer"] = body[:200].decode(errors="replace")
+            except (OSError, ValueError):
+                pass
+    out["seconds"] = time.monotonic() - t0
+    return out
+
+
+def upload_problems(result):
+    """What is wrong with an upload_client result: [] when the server took
+    the body (2xx; ours' answer is the length it read, which must be the
+    length sent) and answered the next request on the connection."""
+    problems = []
+    if result.get("error"):
+        problems.append(f"failed: {result['error']}")
+    status = result.get("status")
+    if status is not None and status not in (200, 204):
+        problems.append(f"answered {status}")
+    elif status is None and not result.get("error"):
+        problems.append("no answer")
+    answer = (result.get("answer") or "").strip()
+    if status in (200, 204) and answer and answer != str(result["bytes"]):
+        problems.append(f"answered a length of {answer[:40]!r} for {result['bytes']} bytes sent")
+    if status in (200, 204) and not result.get("error") and result.get("followup_status") != 200:
+        problems.append(f"GET /test/fast after the body answered {result.get('followup_status')}")
+    return problems
+
+
+def parse_upload(out):
+    """The JSON line of `compare.py --upload-client` -> the figures of a run."""
+    line = next((l for l in reversed(out.splitlines()) if l.startswith("{")), None)
+    if line is None:
+        raise RuntimeError("no result from the upload client:\n" + out[-2000:])
+    res = json.loads(line)
+    problems = upload_problems(res)
+    seconds = res["seconds"]
+    return {"requests": 1, "seconds": seconds, "bytes": res["bytes"],
+            "mib_per_s": res["bytes"] / 2 ** 20 / seconds if seconds > 0 and not problems else None,
+            "errors": len(problems), "problems": problems, "status": res.get("status"),
+            "answered_after_bytes": res.get("answered_after_bytes"), "sent_s": res.get("sent_s"),
+            "answer_s": res.get("answer_s")}
+
+
+def upload_client_main(argv):
+    """python3 compare.py --upload-client FRAMING BYTES URL: one upload, its
+    result as a JSON line on stdout. Blocking socket: compare.py's time-out
+    ends a hung client."""
+    framing, total, url = argv[0], int(argv[1]), argv[2]
+    u = urllib.parse.urlsplit(url)
+    try:
+        sock = socket.create_connection((u.hostname, u.port))
+    except OSError as e:
+        print(json.dumps({"bytes": total, "framing": framing, "seconds": 0.0, "error": f"connect: {e}"}))
+        return 0
+    with sock:
+        print(json.dumps(upload_client(sock, u.path or "/", total, framing, host=u.hostname)), flush=True)
+    return 0
+
+
+def upload_load(framing, n=UPLOAD_BYTES):
+    """The upload phase: one POST of n bytes, framed as framing, to /test/sink."""
+    return Load(f"upload-{framing}", f"POST {size_text(n)} {framing}", "upload",
+                lambda host, port, csv: [sys.executable, os.path.abspath(__file__), "--upload-client", framing,
+                                         str(n), f"http://{host}:{port}{UPLOAD_PATH}"])
+
+
+def download_load(secs):
+    """The download phase: one wrk connection GETting DOWNLOAD_PATH for secs."""
+    key = "download-" + size_text(DOWNLOAD_BYTES).replace(" ", "").replace("iB", "").replace("B", "").lower()
+    return Load(key, f"wrk -c1 GET {size_text(DOWNLOAD_BYTES)}", "wrk",
+                lambda host, port, csv: ["wrk", "-t1", "-c1", f"-d{secs}s", "--timeout", "30s", "--latency",
+                                         f"http://{host}:{port}{DOWNLOAD_PATH}"])
+
+
+def check_upload(server, post=None, n=UPLOAD_CHECK_BYTES):
+    """Raises RuntimeError unless the server takes a body of n bytes in both
+    framings (2xx, the length right where it answers one) and answers the
+    next request on the connection. post(port, framing, n) -> upload_client's dict."""
+    def post_socket(port, framing, n):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            return upload_client(s, UPLOAD_PATH, n, framing)
+    post = post or post_socket
+    for framing in UPLOAD_FRAMINGS:
+        problems = upload_problems(post(server.port, framing, n))
+        if problems:
+            raise RuntimeError(f"{server.label}: POST {UPLOAD_PATH} of {n} bytes ({framing}): {'; '.join(problems)}")
+
+
+def check_download(server, get=None, n=DOWNLOAD_BYTES):
+    """Raises RuntimeError unless GET DOWNLOAD_PATH answers 200 with n bytes of 'x'."""
+    status, _, body = (get or fetch)(server.port, DOWNLOAD_PATH)
+    if status != 200 or len(body) != n or body.count(b"x") != n:
+        raise RuntimeError(f"{server.label}: GET {DOWNLOAD_PATH} answered {status} with {len(body)} bytes "
+                           f"({'not all x' if len(body) == n else f'expected {n}'})")
 
 
 def ab_load(n, conc, path="/test/fast", key=None, title=None):
@@ -637,11 +1046,98 @@ def measured_run(load, server, workdir, load_cpu):
     return r
 
 
+class RssSampler:
+    """Samples the server's RSS (Server.rss_kib) every interval seconds, from
+    entering the block to leaving it, on a thread of its own."""
+
+    def __init__(self, server, interval=RSS_INTERVAL):
+        self.server, self.interval, self.samples_kib = server, interval, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while True:
+            kib = self.server.rss_kib()
+            if kib:
+                self.samples_kib.append(kib)
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        kib = self.server.rss_kib()
+        if kib:
+            self.samples_kib.append(kib)
+        return False
+
+
+def add_transfer_figures(r, ctx_switches=None, rss_kib=()):
+    """Per-byte figures of an upload or download run: server CPU s/GiB and
+    ms/MiB, the client's CPU s/GiB, the server's context switches per GiB and
+    its RSS (min, max of the samples). The bytes are the upload's body, or
+    what wrk read (Transfer/sec x time, headers and chunk framing included)."""
+    nbytes = r.get("bytes")
+    if nbytes is None and r.get("mib_per_s") is not None:
+        nbytes = r["mib_per_s"] * r["seconds"] * 2 ** 20
+        r["bytes"] = nbytes
+    if ctx_switches is not None:
+        r["ctx_switches"] = ctx_switches
+    if nbytes:
+        gib = nbytes / 2 ** 30
+        r["cpu_s_per_gib"] = r["cpu_s"] / gib
+        r["cpu_ms_per_mib"] = r["cpu_s"] * 1e3 / (nbytes / 2 ** 20)
+        if r.get("load_cpu_s") is not None:
+            r["client_cpu_s_per_gib"] = r["load_cpu_s"] / gib
+        if ctx_switches is not None:
+            r["ctx_per_gib"] = ctx_switches / gib
+    if rss_kib:
+        r["rss_min_mib"] = min(rss_kib) / 1024
+        r["rss_max_mib"] = max(rss_kib) / 1024
+        r["rss_samples"] = len(rss_kib)
+    return r
+
+
+def transfer_run(load, server, workdir, load_cpu):
+    """measured_run, and meanwhile the server's RSS every RSS_INTERVAL and its
+    context switches: the upload and download phases."""
+    ctx0 = server.ctx_switches()
+    with RssSampler(server) as rss:
+        r = measured_run(load, server, workdir, load_cpu)
+    return add_transfer_figures(r, server.ctx_switches() - ctx0, rss.samples_kib)
+
+
+def run_line(load, r):
+    """The progress line of a run of the request phases (after "round N: ")."""
+    return (f"{r['rps']:>9,.0f} req/s  "
+            f"err {r['errors']:<4} p50 {fmt(r['p50_ms'], 2):>6} ms  p99 {fmt(r['p99_ms'], 2):>6} ms  "
+            f"cpu {fmt(r['cpu_us_per_req'], 2):>6} us/req  other {r['other_pct']:3.0f}%"
+            f"  steal {r['steal_pct']:2.0f}%"
+            + (f"  {r['mib_per_s']:,.0f} MiB/s" if load.key.startswith("bodies-")
+               and r.get("mib_per_s") is not None else ""))
+
+
+def transfer_line(load, r):
+    """The progress line of an upload or download run."""
+    return (f"{fmt(r.get('mib_per_s'), 0):>6} MiB/s  err {r['errors']:<3} "
+            f"server {fmt(r.get('cpu_s_per_gib'), 2)} s/GiB ({fmt(r.get('cpu_ms_per_mib'), 2)} ms/MiB)  "
+            f"client {fmt(r.get('client_cpu_s_per_gib'), 2)} s/GiB  ctx {fmt(r.get('ctx_per_gib'), 0)}/GiB  "
+            f"RSS {fmt(r.get('rss_min_mib'), 1)}-{fmt(r.get('rss_max_mib'), 1)} MiB  "
+            f"other {r['other_pct']:3.0f}%  steal {r['steal_pct']:2.0f}%"
+            + (f"  PROBLEM: {'; '.join(r['problems'])}" if r.get("problems") else ""))
+
+
 # ----------------------------------------------------------------------------
 # Statistics and report
 # ----------------------------------------------------------------------------
 
-METRICS = ["rps", "mib_per_s", "errors", "p50_ms", "p99_ms", "cpu_us_per_req", "other_pct", "steal_pct"]
+METRICS = ["rps", "mib_per_s", "errors", "p50_ms", "p99_ms", "cpu_us_per_req", "other_pct", "steal_pct",
+           # upload and download runs only
+           "cpu_s_per_gib", "cpu_ms_per_mib", "client_cpu_s_per_gib", "ctx_per_gib", "rss_min_mib", "rss_max_mib"]
 
 
 def summarize(runs):
@@ -731,6 +1227,14 @@ def evaluate_targets(summary, special):
     t.append(("mixed: fast rps with slow load / alone",
               f"{mixed['ratio'] * 100:.1f}%" if mixed.get("ratio") is not None else "-",
               ">= 90%", None if mixed.get("ratio") is None else mixed["ratio"] >= 0.90))
+    # The upload and download phases are opt-in: their rows only when they ran.
+    for key, metric, unit, ref, limit, le in TRANSFER_TARGETS:
+        if key not in summary:
+            continue
+        a, b = med(summary, key, "ours", metric), med(summary, key, ref, metric)
+        digits = 0 if metric == "mib_per_s" else 3
+        cmp(f"{key} {unit} ours/{ref}", ratio(a, b), limit, le,
+            lambda v: f"{v:.3f}x ({fmt(a, digits)} vs {fmt(b, digits)} {unit})")
     return t
 
 
@@ -762,8 +1266,8 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
                  "steal %: the hypervisor's (max); more than a few % means a disturbed run\n")
     rows = []
     for load in loads_order:
-        if load.startswith("bodies-"):
-            continue  # their own section, with MiB/s and the send-zc/copy ratios
+        if own_section(load):
+            continue  # their own sections, with MiB/s and their ratios
         for server in summary.get(load, {}):
             rows.append(f"| {load} | {server} | {run_cells(summary, load, server)} |")
     if rows:
@@ -787,6 +1291,14 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
         lines.append(f"## Response bodies (wrk -t1 -c{BODY_CONNECTIONS} --latency /test/bytes?N)\n")
         lines.extend(describe_bodies(bodies, summary))
         lines.append("")
+    for phase in ("upload", "download"):
+        t = special.get(phase)
+        if t is None and any(key in summary for key in transfer_keys(phase)):
+            t = transfer_special(phase, summary, runs)  # the phase was interrupted: what it measured
+        if t is not None:
+            lines.append(f"## {phase.capitalize()} ({TRANSFER_TITLES[phase]})\n")
+            lines.extend(describe_transfer(phase, t, summary))
+            lines.append("")
     lines.append("## Targets\n")
     lines.append("| target | value | limit | result |")
     lines.append("| --- | --- | --- | --- |")
@@ -904,6 +1416,180 @@ def bodies_special(summary, zerocopy=None, notes=(), sizes=BODY_SIZES):
     return out
 
 
+def own_section(load):
+    """Loads the main table and its ratios leave out: they have a section of their own."""
+    return load.startswith(("bodies-", "upload-", "download-"))
+
+
+TRANSFER_TITLES = {
+    "upload": f"POST {size_text(UPLOAD_BYTES)} to {UPLOAD_PATH}, Content-Length and chunked, one connection",
+    "download": f"wrk -t1 -c1 GET {DOWNLOAD_PATH}",
+}
+# (name, numerator, denominator) of the ratio lines of each transfer phase.
+TRANSFER_RATIOS = {
+    "upload": [("ours/nginx", "ours", "nginx (discard)")],
+    "download": [("ours/nginx", "ours", "nginx (sendfile)"),
+                 ("ours/ours (copy)", "ours", "ours (copy)"),
+                 ("ours (copy)/nginx", "ours (copy)", "nginx (sendfile)")],
+}
+# (load, metric, unit, reference, limit, ok if <=): the targets of the transfer phases.
+TRANSFER_TARGETS = [(f"upload-{f}", metric, unit, "nginx (discard)", 1.0, le)
+                    for f in UPLOAD_FRAMINGS
+                    for metric, unit, le in (("mib_per_s", "MiB/s", False), ("cpu_ms_per_mib", "CPU ms/MiB", True))]
+TRANSFER_TARGETS.append((download_load(1).key, "mib_per_s", "MiB/s", "nginx (sendfile)", 0.9, False))
+
+
+def transfer_keys(phase):
+    return ([f"upload-{f}" for f in UPLOAD_FRAMINGS] if phase == "upload" else [download_load(1).key])
+
+
+def transfer_phase_specs(phase, servers):
+    """(specs, optional) of the upload or download phase. upload: ours as in
+    the fast phases, nginx discarding the body; download: ours (default
+    --send-zc) and ours --send-zc=0, nginx sending a file. nginx is optional
+    (left out with a note if it does not start or answers wrong); h2o and
+    bare are not part of these phases."""
+    specs, optional = [], []
+    if "ours" in servers:
+        specs += [("ours", None)] + ([("ours", "copy")] if phase == "download" else [])
+    if "nginx" in servers:
+        specs.append(("nginx", phase))
+        optional.append(("nginx", phase))
+    return specs, optional
+
+
+def transfer_special(phase, summary, runs=(), counters=None, notes=()):
+    """The ratios (medians of MiB/s and CPU ms/MiB) per load of a transfer
+    phase, ours' counters ({label: parse_counters(...)}) and notes: runs that
+    went wrong, servers that answered an upload before reading it, a send-zc
+    that did not happen, counters of trouble."""
+    keys = transfer_keys(phase)
+    out = {"loads": [], "counters": dict(counters or {}), "notes": list(notes)}
+    for key in keys:
+        if key not in summary:
+            continue
+        ratios = {}
+        for name, a, b in TRANSFER_RATIOS[phase]:
+            rm = ratio(med(summary, key, a, "mib_per_s"), med(summary, key, b, "mib_per_s"))
+            rc = ratio(med(summary, key, a, "cpu_ms_per_mib"), med(summary, key, b, "cpu_ms_per_mib"))
+            if rm is not None or rc is not None:
+                ratios[name] = {"mib_per_s": rm, "cpu_ms_per_mib": rc}
+        out["loads"].append({"load": key, "ratios": ratios})
+    early, runs_of = {}, {}
+    for r in runs:
+        if r.get("load") not in keys:
+            continue
+        runs_of[r["server"]] = runs_of.get(r["server"], 0) + 1
+        if r.get("problems"):
+            out["notes"].append(f"**{r['load']} {r['server']} round {r.get('round', 0) + 1}: "
+                                f"{'; '.join(r['problems'])}**")
+        if r.get("answered_after_bytes") is not None:
+            early.setdefault(r["server"], []).append(r["answered_after_bytes"])
+    for label, sent in early.items():
+        lo, hi = min(sent) / 2 ** 20, max(sent) / 2 ** 20
+        out["notes"].append(f"{label} answered before the whole body was sent (after "
+                            + (f"{lo:.0f}" if lo == hi else f"{lo:.0f}-{hi:.0f}") + " MiB) and read the rest "
+                            "after its answer: its time runs to the answer to the next request on the "
+                            "connection, like everyone's")
+    # What the client reached at all: a server below that is not held back by it.
+    for entry in out["loads"]:
+        best = max(((s.get("mib_per_s", {}).get("max"), label) for label, s in summary[entry["load"]].items()
+                    if s.get("mib_per_s")), default=None)
+        if best is not None:
+            out["notes"].append(f"{entry['load']}: the client reached {best[0]:,.0f} MiB/s at best "
+                                f"(against {best[1]}): a server below that is not held back by the client")
+    c = out["counters"]
+    if phase == "download":
+        if "ours" in c and not c["ours"].get("sends_zc"):
+            out["notes"].append("ours (default --send-zc) issued no zero-copy send in this phase (its sends are "
+                                "below the --send-zc threshold, or the kernel has no IORING_OP_SEND_ZC): "
+                                "ours and ours (copy) both copy")
+        if c.get("ours (copy)", {}).get("sends_zc"):
+            out["notes"].append("**ours (copy) issued zero-copy sends although started with --send-zc=0**")
+    for label, counts in c.items():
+        trouble = {k: counts[k] for k in OURS_TROUBLE_COUNTERS if counts.get(k)}
+        if phase == "download" and 0 < trouble.get("aborted_streams", 0) <= runs_of.get(label, 0):
+            # wrk closes its connection in the middle of a response when its time is up: one per run.
+            del trouble["aborted_streams"]
+            out["notes"].append(f"{label}: aborted_streams {counts['aborted_streams']:,}, no more than its "
+                                f"{runs_of[label]} runs: wrk closes its connection in the middle of a "
+                                "response when its time is up")
+        if trouble:
+            out["notes"].append(f"**{label}: " + ", ".join(f"{k} {v:,}" for k, v in trouble.items()) + "**")
+    return out
+
+
+def transfer_cells(summary, load, server, with_rps=False):
+    """MiB/s [responses/s] errors server-CPU(s/GiB, ms/MiB) client-CPU ctx/GiB RSS other steal."""
+    s = summary[load][server]
+    cells = [fmt_range(s.get("mib_per_s"), 0)]
+    if with_rps:
+        cells.append(fmt_range(s.get("rps"), 1))
+    rss = (f"{fmt(s['rss_min_mib']['min'], 1)}-{fmt(s['rss_max_mib']['max'], 1)}"
+           if "rss_min_mib" in s and "rss_max_mib" in s else "-")
+    cells += [fmt(s["errors"]["max"], 0) if "errors" in s else "-",
+              fmt_range(s.get("cpu_s_per_gib"), 2),
+              fmt(med(summary, load, server, "cpu_ms_per_mib"), 3),
+              fmt_range(s.get("client_cpu_s_per_gib"), 2),
+              fmt(med(summary, load, server, "ctx_per_gib"), 0),
+              rss,
+              fmt(s["other_pct"]["max"], 0) if "other_pct" in s else "-",
+              fmt(s["steal_pct"]["max"], 0) if "steal_pct" in s else "-"]
+    return " | ".join(cells)
+
+
+def describe_transfer(phase, t, summary):
+    if phase == "upload":
+        out = [f"- client: `compare.py --upload-client`, one connection (pinned like wrk), sending one fixed "
+               f"{size_text(UPLOAD_BUFFER)} buffer again and again (chunked: {UPLOAD_BUFFER // UPLOAD_CHUNK} chunks "
+               f"of {size_text(UPLOAD_CHUNK)} per buffer), then GET /test/fast on the same connection; the time "
+               "runs from the first byte to that answer, which no server can give before it has read the whole "
+               "body. MiB/s counts the body, not the chunk framing.",
+               f"- ours: POST {UPLOAD_PATH}, read on a worker (ReadBody into 64 KiB) and dropped, answered with "
+               "the length read, which must be the length sent. nginx (discard): `return 204` with "
+               "`client_max_body_size 0`: nginx recv()s the body into a 4 KiB buffer and drops it "
+               "(ngx_http_discard_request_body); nothing is written anywhere.",
+               "- CPU: utime+stime of the server's processes (all threads) over the run; client CPU: the "
+               "upload client's (a python3 process, start-up included); ctx: the server's context switches "
+               "(all threads); RSS: the server's VmRSS, sampled every "
+               f"{RSS_INTERVAL:g} s during the runs (min-max over all rounds)."]
+        header = "| framing | server | MiB/s | errors (max) | server CPU s/GiB | server CPU ms/MiB | " \
+                 "client CPU s/GiB | ctx switches/GiB | RSS MiB | other % | steal % |"
+        align = "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    else:
+        out = [f"- wrk -t1 -c1 fetches {size_text(DOWNLOAD_BYTES)} again and again on one keep-alive connection. "
+               f"ours: GET {DOWNLOAD_PATH}, written on a worker in {size_text(DOWNLOAD_CHUNK)} writes and sent "
+               "chunked; ours (copy): the same with `--send-zc=0`. nginx (sendfile): the same bytes from a file "
+               "in the page cache (sendfile on, open_file_cache), Content-Length.",
+               "- MiB/s: wrk's Transfer/sec (headers and chunk framing included); CPU per MiB of that; client "
+               "CPU: wrk's; ctx and RSS as in the upload phase."]
+        header = "| load | server | MiB/s | responses/s | errors (max) | server CPU s/GiB | server CPU ms/MiB | " \
+                 "client CPU s/GiB | ctx switches/GiB | RSS MiB | other % | steal % |"
+        align = "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    counters = t.get("counters", {})
+    if counters:
+        out.append("- ours' counters over the phase (/metrics, the checks before measuring included): "
+                   + "; ".join(f"{label}: " + ", ".join(f"{k} {v:,}" for k, v in c.items() if v)
+                               for label, c in counters.items()))
+    out += ["", header, align]
+    for entry in t.get("loads", []):
+        load = entry["load"]
+        first = load[len("upload-"):] if phase == "upload" else load
+        for server in summary.get(load, {}):
+            out.append(f"| {first} | {server} | {transfer_cells(summary, load, server, phase == 'download')} |")
+    rows = [f"| {entry['load']} | {name} | {fmt(r['mib_per_s'], 2)}x | {fmt(r['cpu_ms_per_mib'], 2)}x |"
+            for entry in t.get("loads", []) for name, r in entry["ratios"].items()]
+    if rows:
+        out.append("")
+        out.append("Ratios (medians; MiB/s higher is better, CPU/MiB lower is better):\n")
+        out += ["| load | ratio | MiB/s | CPU/MiB |", "| --- | --- | ---: | ---: |"] + rows
+    notes = t.get("notes", [])
+    if notes:
+        out.append("")
+        out += [f"- {note}" for note in notes]
+    return out
+
+
 def run_cells(summary, load, server, with_mib=False):
     """The figure columns of one server's row: req/s [MiB/s] errors p50 p99 CPU other steal."""
     s = summary[load][server]
@@ -957,8 +1643,8 @@ def describe_bodies(b, summary):
 def ratio_table(loads_order, summary):
     rows = []
     for load in loads_order:
-        if load.startswith("bodies-"):
-            continue  # send-zc/copy and the others in describe_bodies
+        if own_section(load):
+            continue  # send-zc/copy and the others in describe_bodies, describe_transfer
         servers = summary.get(load, {})
         ours = next((s for s in servers if s.startswith("ours")), None)
         if ours is None:
@@ -1096,9 +1782,10 @@ def parse_args(argv):
     p.add_argument("--ab-requests", type=int, default=20000, help="requests of every ab run (default 20000)")
     p.add_argument("--only", default=",".join(DEFAULT_PHASES),
                    help="phases, comma-separated: " + ",".join(ALL_PHASES) + " (default: all but bodies, "
-                   "which takes ~5 minutes at the defaults: --only bodies)")
+                   "which takes ~5 minutes at the defaults: --only bodies, and upload and download: "
+                   "--only upload,download)")
     p.add_argument("--servers", default=",".join(ALL_SERVERS), help="servers: " + ",".join(ALL_SERVERS))
-    p.add_argument("--port-base", type=int, default=18080, help="first of 12 loopback ports (default 18080)")
+    p.add_argument("--port-base", type=int, default=18080, help="first of 14 loopback ports (default 18080)")
     p.add_argument("--quick", action="store_true",
                    help="smoke run: 1 round, 2 s wrk runs, 2000-request ab runs (under 2 minutes)")
     p.add_argument("--allow-missing-ours", action="store_true",
@@ -1163,9 +1850,11 @@ def main(argv):
     servers = Servers(args, workdir, bin_dir)
     runs, summary, special, loads_order = [], {}, {}, []
 
-    def run_matrix(loads, specs, optional=(), notes=None, verify=None, before_stop=None):
+    def run_matrix(loads, specs, optional=(), notes=None, verify=None, before_stop=None,
+                   measure=measured_run, line=run_line):
         """Every load against every server, interleaved, --rounds times;
-        before_stop(started) runs after the last load, before the servers stop."""
+        before_stop(started) runs after the last load, before the servers stop.
+        measure(load, server, workdir, load_cpu) takes a run, line(load, r) says it."""
         started = servers.start(specs, optional, notes, verify)
         width = max([13] + [len(s.label) for s in started])
         for load in loads:
@@ -1173,16 +1862,11 @@ def main(argv):
             per_server = {s.label: [] for s in started}
             for rnd in range(args.rounds):
                 for server in started:
-                    r = measured_run(load, server, workdir, load_cpu)
+                    r = measure(load, server, workdir, load_cpu)
                     r["round"] = rnd
                     runs.append(r)
                     per_server[server.label].append(r)
-                    log(f"  {load.key:10} {server.label:{width}} round {rnd + 1}: {r['rps']:>9,.0f} req/s  "
-                        f"err {r['errors']:<4} p50 {fmt(r['p50_ms'], 2):>6} ms  p99 {fmt(r['p99_ms'], 2):>6} ms  "
-                        f"cpu {fmt(r['cpu_us_per_req'], 2):>6} us/req  other {r['other_pct']:3.0f}%"
-                        f"  steal {r['steal_pct']:2.0f}%"
-                        + (f"  {r['mib_per_s']:,.0f} MiB/s" if load.key.startswith("bodies-")
-                           and r.get("mib_per_s") is not None else ""))
+                    log(f"  {load.key:10} {server.label:{width}} round {rnd + 1}: {line(load, r)}")
             summary[load.key] = {k: summarize(v) for k, v in per_server.items()}
         if before_stop is not None:
             before_stop(started)
@@ -1242,6 +1926,22 @@ def main(argv):
                 run_matrix([body_load(n, args.duration) for n in BODY_SIZES], specs, optional, body_notes,
                            verify=check_bodies, before_stop=read_zc_counters)
                 special["bodies"] = bodies_special(summary, zerocopy, body_notes)
+        for phase in ("upload", "download"):
+            if phase not in args.only:
+                continue
+            specs, optional = transfer_phase_specs(phase, args.servers)
+            if not specs:
+                warn(f"skipping {phase}: it needs ours or nginx")
+                continue
+            log(f"== {phase} phase ({TRANSFER_TITLES[phase]}) ==")
+            loads = ([upload_load(f) for f in UPLOAD_FRAMINGS] if phase == "upload"
+                     else [download_load(args.duration)])
+            notes, counters = [], {}
+            run_matrix(loads, specs, optional, notes,
+                       verify=check_upload if phase == "upload" else check_download,
+                       before_stop=lambda started, into=counters: read_ours_counters(started, into),
+                       measure=transfer_run, line=transfer_line)
+            special[phase] = transfer_special(phase, summary, runs, counters, notes)
     except KeyboardInterrupt:
         warn("interrupted: stopping servers, writing what was measured")
         status = 130
@@ -1253,6 +1953,11 @@ def main(argv):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave servers behind
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         servers.stop_all()
+        # The logs stay in the temporary directory; the download phase's 64 MiB file does not.
+        try:
+            os.remove(os.path.join(workdir, "nginx-download", "files", "stream"))
+        except OSError:
+            pass
 
     targets = evaluate_targets(summary, special)
     draw_chart(path_base + ".png", loads_order, summary)
@@ -1349,6 +2054,9 @@ def run_mixed(args, servers, workdir, runs, summary, loads_order):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--upload-client"]:
+        # The upload phase's load generator (a child process, pinned like wrk).
+        sys.exit(upload_client_main(sys.argv[2:]))
     try:
         sys.exit(main(sys.argv[1:]))
     except RuntimeError as e:

@@ -5,9 +5,12 @@ when a change breaks the comparison script.
 """
 
 import argparse
+import json
 import os
+import socket
 import sys
 import tempfile
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -264,8 +267,8 @@ class BodiesPhaseTest(unittest.TestCase):
         self.assertEqual(compare.body_load(1000, 1).key, "bodies-1000")
 
     def test_size_text(self):
-        self.assertEqual([compare.size_text(n) for n in (16384, 262144, 1 << 20, 1000)],
-                         ["16 KiB", "256 KiB", "1 MiB", "1000 B"])
+        self.assertEqual([compare.size_text(n) for n in (16384, 262144, 1 << 20, 1000, 1 << 30, 3 << 29)],
+                         ["16 KiB", "256 KiB", "1 MiB", "1000 B", "1 GiB", "1536 MiB"])
 
     def test_specs(self):
         self.assertEqual(compare.bodies_phase_specs(compare.ALL_SERVERS),
@@ -361,6 +364,332 @@ class BodiesPhaseTest(unittest.TestCase):
         self.assertIn("| 256 KiB |" if "bodies-256k" in summary else "| 16 KiB | ours (copy) |", text)
 
 
+def serve_one_upload(sock, early=None, answer=None, received=None):
+    """The server end of a socketpair for upload_client: reads one POST (Content-Length
+    or chunked), answers it with the length read (or `answer`), then answers one GET
+    with 200. `early`: written before anything is read (an answer before the body)."""
+    reader = compare.ResponseReader(sock)  # its buffer and line helpers read requests as well
+    if early is not None:
+        sock.sendall(early)
+    while b"\r\n\r\n" not in reader.buf:
+        if not reader._fill():
+            return
+    head, _, rest = bytes(reader.buf).partition(b"\r\n\r\n")
+    reader.buf = bytearray(rest)
+    headers = compare.parse_headers(head)
+    body = bytearray()
+    if "content-length" in headers:
+        reader._take(int(headers["content-length"]), body)
+    else:
+        while True:
+            size = int(reader._line(), 16)
+            if size == 0:
+                break
+            reader._take(size, body)
+            assert reader._line() == b""
+        assert reader._line() == b""
+    if received is not None:
+        received.append(bytes(body))
+    if early is None:
+        text = (answer if answer is not None else str(len(body)) + "\n").encode()
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(text), text))
+    while b"\r\n\r\n" not in reader.buf:
+        if not reader._fill():
+            return
+    assert bytes(reader.buf).startswith(b"GET /test/fast HTTP/1.1\r\n")
+    sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+
+
+class UploadClientTest(unittest.TestCase):
+    def upload(self, framing, n, **server_args):
+        client, server = socket.socketpair()
+        received = []
+        t = threading.Thread(target=serve_one_upload, args=(server,), kwargs=dict(server_args, received=received))
+        t.start()
+        try:
+            client.settimeout(10)
+            result = compare.upload_client(client, "/test/sink", n, framing, chunk=4, size=8)
+        finally:
+            client.close()
+            t.join(10)
+            server.close()
+        return result, received
+
+    def test_buffer(self):
+        self.assertEqual(compare.upload_buffer("length", 4, 8), b"x" * 8)
+        self.assertEqual(compare.upload_buffer("chunked", 4, 8), b"4\r\nxxxx\r\n4\r\nxxxx\r\n")
+        big = compare.upload_buffer("chunked")
+        one = b"10000\r\n" + b"x" * 65536 + b"\r\n"
+        self.assertEqual(big, one * 16)  # 16 chunks of 64 KiB: 1 MiB of body per buffer
+        self.assertEqual(len(compare.upload_buffer("length")), 1 << 20)
+        with self.assertRaises(ValueError):
+            compare.upload_buffer("chunked", 4, 10)
+        with self.assertRaises(ValueError):
+            compare.upload_buffer("gzip")
+
+    def test_both_framings_send_exactly_the_body(self):
+        for framing in ("length", "chunked"):
+            for n in (0, 3, 8, 8 * 5 + 7):  # empty, one short chunk, one buffer, buffers and a short chunk
+                result, received = self.upload(framing, n)
+                self.assertEqual(received, [b"x" * n], (framing, n))
+                self.assertEqual((result["status"], result["answer"], result["followup_status"]),
+                                 (200, f"{n}\n", 200))
+                self.assertIsNone(result["answered_after_bytes"])
+                self.assertEqual(compare.upload_problems(result), [])
+                self.assertGreaterEqual(result["seconds"], result["answer_s"])
+
+    def test_answer_before_the_body_is_noticed(self):
+        result, received = self.upload("length", 8 * 4, early=b"HTTP/1.1 204 No Content\r\n\r\n")
+        self.assertEqual(result["answered_after_bytes"], 0)
+        self.assertEqual((result["status"], result["answer"], result["followup_status"]), (204, "", 200))
+        self.assertEqual(received, [b"x" * 32])  # still sent whole, and timed to the follow-up answer
+        self.assertEqual(compare.upload_problems(result), [])
+
+    def test_wrong_length(self):
+        result, _ = self.upload("chunked", 20, answer="19\n")
+        self.assertEqual(compare.upload_problems(result), ["answered a length of '19' for 20 bytes sent"])
+
+    def test_refused_body(self):
+        client, server = socket.socketpair()
+        server.sendall(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        server.close()
+        with client:
+            client.settimeout(5)
+            result = compare.upload_client(client, "/test/sink", 1 << 20, "length", chunk=4, size=8)
+        self.assertEqual(result["status"], 413)
+        problems = compare.upload_problems(result)
+        self.assertTrue(problems[0].startswith("failed: "), problems)
+        self.assertIn("answered 413", problems)
+
+    def test_problems(self):
+        ok = {"bytes": 10, "status": 204, "answer": "", "followup_status": 200}
+        self.assertEqual(compare.upload_problems(ok), [])
+        self.assertEqual(compare.upload_problems(dict(ok, status=200, answer="10\n")), [])
+        self.assertEqual(compare.upload_problems(dict(ok, followup_status=None)),
+                         ["GET /test/fast after the body answered None"])
+        self.assertEqual(compare.upload_problems(dict(ok, status=None, followup_status=None)), ["no answer"])
+        self.assertEqual(compare.upload_problems(dict(ok, status=500)), ["answered 500"])
+
+    def test_parse(self):
+        line = json.dumps({"bytes": 1 << 30, "framing": "length", "status": 200, "answer": f"{1 << 30}\n",
+                           "answered_after_bytes": None, "followup_status": 200, "sent_s": 1.9,
+                           "answer_s": 1.95, "seconds": 2.0})
+        r = compare.parse_upload("noise\n" + line + "\n")
+        self.assertEqual((r["requests"], r["errors"], r["problems"], r["bytes"]), (1, 0, [], 1 << 30))
+        self.assertAlmostEqual(r["mib_per_s"], 512.0)
+        bad = json.loads(line)
+        bad["answer"] = "5\n"
+        r = compare.parse_upload(json.dumps(bad))
+        self.assertEqual(r["errors"], 1)
+        self.assertIsNone(r["mib_per_s"])  # a run that went wrong has no throughput
+        with self.assertRaisesRegex(RuntimeError, "no result from the upload client"):
+            compare.parse_upload("Traceback ...")
+
+
+class ResponseReaderTest(unittest.TestCase):
+    def test_framings_one_after_the_other(self):
+        client, server = socket.socketpair()
+        server.sendall(b"HTTP/1.1 100 Continue\r\n\r\n"
+                       b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       b"3;ext=1\r\nabc\r\n1\r\nd\r\n0\r\nX-Trailer: 1\r\n\r\n"
+                       b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
+                       b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\nno"
+                       b"HTTP/1.0 200 OK\r\n\r\nuntil the close")
+        server.close()
+        with client:
+            reader = compare.ResponseReader(client, recv_size=7)  # responses across many receives
+            status, headers, body = reader.read()
+            self.assertEqual((status, body, headers["transfer-encoding"]), (200, b"abcd", "chunked"))
+            self.assertEqual(reader.read()[::2], (204, b""))
+            self.assertEqual(reader.read()[::2], (404, b"no"))
+            self.assertEqual(reader.read()[::2], (200, b"until the close"))
+            with self.assertRaisesRegex(ValueError, "without a response"):
+                reader.read()
+
+    def test_truncated(self):
+        client, server = socket.socketpair()
+        server.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort")
+        server.close()
+        with client, self.assertRaisesRegex(ValueError, "middle of a body"):
+            compare.ResponseReader(client).read()
+
+
+class TransferPhaseTest(unittest.TestCase):
+    def test_opt_in(self):
+        for phase in ("upload", "download"):
+            self.assertIn(phase, compare.ALL_PHASES)
+            self.assertNotIn(phase, compare.DEFAULT_PHASES)
+            self.assertNotIn(phase, compare.parse_args([]).only)
+            self.assertNotIn(phase, compare.parse_args(["--quick"]).only)
+        self.assertEqual(compare.parse_args(["--only", "upload,download"]).only, ["upload", "download"])
+
+    def test_loads(self):
+        load = compare.upload_load("chunked")
+        self.assertEqual((load.key, load.kind), ("upload-chunked", "upload"))
+        self.assertEqual(load.build_cmd("127.0.0.5", 20000, None),
+                         [sys.executable, os.path.abspath(compare.__file__), "--upload-client", "chunked",
+                          str(1 << 30), "http://127.0.0.5:20000/test/sink"])
+        self.assertEqual(compare.upload_load("length", 5).build_cmd("h", 1, None)[-3:],
+                         ["length", "5", "http://h:1/test/sink"])
+        load = compare.download_load(7)
+        self.assertEqual((load.key, load.kind), ("download-64m", "wrk"))
+        self.assertEqual(load.build_cmd("127.0.0.5", 20000, None),
+                         ["wrk", "-t1", "-c1", "-d7s", "--timeout", "30s", "--latency",
+                          "http://127.0.0.5:20000/test/stream?bytes=67108864&chunk=65536"])
+        self.assertEqual(compare.transfer_keys("upload"), ["upload-length", "upload-chunked"])
+        self.assertEqual(compare.transfer_keys("download"), ["download-64m"])
+
+    def test_specs(self):
+        self.assertEqual(compare.transfer_phase_specs("upload", compare.ALL_SERVERS),
+                         ([("ours", None), ("nginx", "upload")], [("nginx", "upload")]))
+        self.assertEqual(compare.transfer_phase_specs("download", compare.ALL_SERVERS),
+                         ([("ours", None), ("ours", "copy"), ("nginx", "download")], [("nginx", "download")]))
+        self.assertEqual(compare.transfer_phase_specs("download", ["ours", "h2o"]),
+                         ([("ours", None), ("ours", "copy")], []))
+        self.assertEqual(compare.transfer_phase_specs("upload", ["h2o", "bare"]), ([], []))
+
+    def test_checks(self):
+        class S:
+            label, port = "x", 1
+
+        ok = {"bytes": 5, "status": 200, "answer": "5\n", "followup_status": 200}
+        seen = []
+        compare.check_upload(S(), post=lambda port, framing, n: seen.append((framing, n)) or dict(ok, bytes=n), n=5)
+        self.assertEqual(seen, [("length", 5), ("chunked", 5)])
+        with self.assertRaisesRegex(RuntimeError, r"x: POST /test/sink of 5 bytes \(length\): answered 413"):
+            compare.check_upload(S(), post=lambda port, framing, n: dict(ok, status=413), n=5)
+        compare.check_download(S(), get=lambda port, path: (200, {}, b"x" * 4), n=4)
+        with self.assertRaisesRegex(RuntimeError, r"answered 200 with 3 bytes \(expected 4\)"):
+            compare.check_download(S(), get=lambda port, path: (200, {}, b"xxx"), n=4)
+        with self.assertRaisesRegex(RuntimeError, "not all x"):
+            compare.check_download(S(), get=lambda port, path: (200, {}, b"xxyx"), n=4)
+
+    def test_counters(self):
+        text = METRICS_OUTPUT + "uring_http_msg_ring_messages_total 42\nuring_http_aborted_streams_total 2\n"
+        c = compare.parse_counters(text, compare.OURS_COUNTERS)
+        self.assertEqual(c, {"sends_zc": 123456, "sends_zc_copied": 120000, "msg_ring_messages": 42,
+                             "aborted_streams": 2})
+
+    def test_figures(self):
+        r = {"bytes": 2 << 30, "cpu_s": 1.0, "load_cpu_s": 0.5}
+        compare.add_transfer_figures(r, 4096, [20480, 30720, 25600])
+        self.assertAlmostEqual(r["cpu_s_per_gib"], 0.5)
+        self.assertAlmostEqual(r["cpu_ms_per_mib"], 1000 / 2048)
+        self.assertAlmostEqual(r["client_cpu_s_per_gib"], 0.25)
+        self.assertAlmostEqual(r["ctx_per_gib"], 2048)
+        self.assertEqual((r["rss_min_mib"], r["rss_max_mib"], r["rss_samples"]), (20.0, 30.0, 3))
+        r = compare.add_transfer_figures({"mib_per_s": 512.0, "seconds": 2.0, "cpu_s": 0.5, "load_cpu_s": 0.1})
+        self.assertEqual(r["bytes"], 1 << 30)  # what wrk read
+        self.assertAlmostEqual(r["cpu_s_per_gib"], 0.5)
+        self.assertNotIn("ctx_per_gib", r)
+        self.assertNotIn("rss_min_mib", r)
+
+    def test_rss_sampler(self):
+        class S:
+            calls = 0
+
+            def rss_kib(self):
+                S.calls += 1
+                return 1024 * S.calls
+
+        with compare.RssSampler(S(), interval=0.01) as rss:
+            pass
+        self.assertGreaterEqual(len(rss.samples_kib), 2)  # at the start and at the end at least
+        self.assertEqual(rss.samples_kib, sorted(rss.samples_kib))
+
+    def summary(self):
+        def one(mib, cpu_ms, **more):
+            run = {"mib_per_s": mib, "cpu_ms_per_mib": cpu_ms, "cpu_s_per_gib": cpu_ms * 1.024,
+                   "client_cpu_s_per_gib": 0.3, "ctx_per_gib": 1000.0, "rss_min_mib": 20.0, "rss_max_mib": 25.0,
+                   "errors": 0, "other_pct": 1.0, "steal_pct": 0.0}
+            run.update(more)
+            return compare.summarize([run])
+        return {"upload-length": {"ours": one(800.0, 0.5), "nginx (discard)": one(1000.0, 0.4)},
+                "upload-chunked": {"ours": one(1200.0, 0.3), "nginx (discard)": one(1000.0, 0.4)},
+                "download-64m": {"ours": one(900.0, 0.2, rps=14.1), "ours (copy)": one(1800.0, 0.1, rps=28.0),
+                                 "nginx (sendfile)": one(1000.0, 0.4, rps=15.6)},
+                "wrk-c100": {"ours": compare.summarize([{"rps": 1.0, "errors": 0}])}}
+
+    def test_targets(self):
+        t = {d: (v, l, ok) for d, v, l, ok in compare.evaluate_targets(self.summary(), {})}
+        self.assertEqual(t["upload-length MiB/s ours/nginx (discard)"], ("0.800x (800 vs 1,000 MiB/s)", ">= 1x", False))
+        self.assertEqual(t["upload-length CPU ms/MiB ours/nginx (discard)"][1:], ("<= 1x", False))
+        self.assertTrue(t["upload-chunked MiB/s ours/nginx (discard)"][2])
+        self.assertEqual(t["upload-chunked CPU ms/MiB ours/nginx (discard)"],
+                         ("0.750x (0.300 vs 0.400 CPU ms/MiB)", "<= 1x", True))
+        self.assertEqual(t["download-64m MiB/s ours/nginx (sendfile)"], ("0.900x (900 vs 1,000 MiB/s)", ">= 0.9x", True))
+        summary = self.summary()
+        summary["download-64m"]["ours"] = summary["download-64m"]["ours"].copy()
+        summary["download-64m"]["ours"]["mib_per_s"] = {"median": 899.0, "min": 899.0, "max": 899.0}
+        t = {d: ok for d, _, _, ok in compare.evaluate_targets(summary, {})}
+        self.assertFalse(t["download-64m MiB/s ours/nginx (sendfile)"])
+        del summary["upload-length"]["nginx (discard)"]  # nginx did not run: n/a
+        t = {d: ok for d, _, _, ok in compare.evaluate_targets(summary, {})}
+        self.assertIsNone(t["upload-length MiB/s ours/nginx (discard)"])
+
+    def test_no_target_rows_when_the_phases_did_not_run(self):
+        rows = [d for d, _, _, _ in compare.evaluate_targets({"wrk-c100": self.summary()["wrk-c100"]}, {})]
+        self.assertFalse([d for d in rows if d.startswith(("upload-", "download-"))])
+
+    def test_special(self):
+        runs = [{"load": "upload-length", "server": "nginx (discard)", "answered_after_bytes": 1 << 20, "round": 0},
+                {"load": "upload-length", "server": "nginx (discard)", "answered_after_bytes": 3 << 20, "round": 1},
+                {"load": "upload-chunked", "server": "ours", "problems": ["answered 413"], "round": 2},
+                {"load": "wrk-c100", "server": "ours", "problems": ["not this phase"]}]
+        u = compare.transfer_special("upload", self.summary(), runs, {"ours": {"msg_ring_messages": 5}})
+        self.assertEqual([e["load"] for e in u["loads"]], ["upload-length", "upload-chunked"])
+        r = u["loads"][0]["ratios"]["ours/nginx"]
+        self.assertAlmostEqual(r["mib_per_s"], 0.8)
+        self.assertAlmostEqual(r["cpu_ms_per_mib"], 1.25)
+        notes = "\n".join(u["notes"])
+        self.assertIn("**upload-chunked ours round 3: answered 413**", notes)
+        self.assertNotIn("not this phase", notes)
+        self.assertIn("nginx (discard) answered before the whole body was sent (after 1-3 MiB)", notes)
+        self.assertIn("upload-chunked: the client reached 1,200 MiB/s at best (against ours)", notes)
+
+        runs = [{"load": "download-64m", "server": "ours"}, {"load": "download-64m", "server": "ours"}]
+        d = compare.transfer_special("download", self.summary(), runs,
+                                     {"ours": {"sends_zc": 0, "aborted_streams": 2},
+                                      "ours (copy)": {"sends_zc": 3, "aborted_streams": 1, "timeouts": 1}})
+        ratios = d["loads"][0]["ratios"]
+        self.assertEqual(list(ratios), ["ours/nginx", "ours/ours (copy)", "ours (copy)/nginx"])
+        self.assertAlmostEqual(ratios["ours/ours (copy)"]["mib_per_s"], 0.5)
+        self.assertAlmostEqual(ratios["ours (copy)/nginx"]["cpu_ms_per_mib"], 0.25)
+        notes = "\n".join(d["notes"])
+        self.assertIn("ours (default --send-zc) issued no zero-copy send", notes)
+        self.assertIn("**ours (copy) issued zero-copy sends although started with --send-zc=0**", notes)
+        # one abort per run is wrk stopping mid-response; more (or any timeout) is called out
+        self.assertIn("ours: aborted_streams 2, no more than its 2 runs", notes)
+        self.assertIn("**ours (copy): aborted_streams 1, timeouts 1**", notes)
+
+    def test_report_gives_the_transfers_their_own_sections(self):
+        summary = self.summary()
+        args = compare.parse_args(["--only", "upload,download"])
+        meta = {"started": "now", "machine": "m", "versions": "v"}
+        d = tempfile.mkdtemp()
+        loads = ["wrk-c100", "upload-length", "upload-chunked", "download-64m"]
+        special = {"upload": compare.transfer_special("upload", summary, [], {"ours": {"msg_ring_messages": 5}}),
+                   "download": compare.transfer_special("download", summary)}
+        for sp in (special, {}):  # {}: interrupted in the phase
+            text = compare.write_report(os.path.join(d, "r"), args, meta, loads, summary, sp,
+                                        compare.evaluate_targets(summary, sp), [])
+            main_table = text.split("## Upload")[0]
+            self.assertIn("| wrk-c100 | ours |", main_table)
+            self.assertNotIn("upload-", main_table)
+            self.assertNotIn("download-", main_table)
+            self.assertIn("## Upload (POST 1 GiB to /test/sink, Content-Length and chunked, one connection)", text)
+            self.assertIn("| length | ours | 800 | 0 | 0.51 | 0.500 | 0.30 | 1,000 | 20.0-25.0 | 1 | 0 |", text)
+            self.assertIn("| upload-length | ours/nginx | 0.80x | 1.25x |", text)
+            self.assertIn("## Download (wrk -t1 -c1 GET /test/stream?bytes=67108864&chunk=65536)", text)
+            self.assertIn("| download-64m | ours (copy) | 1,800 | 28.0 | 0 | 0.10 | 0.100 |", text)
+            self.assertIn("| download-64m | ours/ours (copy) | 0.50x | 2.00x |", text)
+            self.assertIn("| upload-chunked CPU ms/MiB ours/nginx (discard) | 0.750x (0.300 vs 0.400 CPU ms/MiB) "
+                          "| <= 1x | PASS |", text)
+        self.assertIn("ours' counters over the phase (/metrics, the checks before measuring included): "
+                      "ours: msg_ring_messages 5", compare.write_report(
+                          os.path.join(d, "r"), args, meta, loads, summary, special, [], []))
+
+
 class SummaryTest(unittest.TestCase):
     def test_median_and_range(self):
         s = compare.summarize([{"rps": 3.0, "errors": 0}, {"rps": 1.0, "errors": 2}, {"rps": 2.0, "errors": 0}])
@@ -426,12 +755,59 @@ class ConfigTest(unittest.TestCase):
         cmd = self.servers.make("nginx").cmd
         self.assertNotIn("/test/bytes", read(cmd[cmd.index("-c") + 1]))
 
+    def test_upload_and_download_servers(self):
+        nginx = self.servers.make("nginx", "upload")
+        self.assertEqual((nginx.label, nginx.port), ("nginx (discard)", 20012))
+        conf = read(nginx.cmd[nginx.cmd.index("-c") + 1])
+        # The discarding location: no body limit, nginx reads (and drops) the body, answers 204.
+        self.assertIn("location = /test/sink {\n            client_max_body_size 0;\n"
+                      "            client_body_buffer_size 64k;\n            lingering_time 300s;\n"
+                      "            lingering_timeout 60s;\n            return 204;\n        }", conf)
+        self.assertNotIn("echo_read_request_body", conf)
+        self.assertNotIn("client_body_in_file_only", conf)
+        self.assertNotIn("proxy_pass", conf)
+        self.assertNotIn("load_module", conf)
+        self.assertIn('location = /test/fast { return 200 ""; }', conf)  # the readiness check
+        self.assertIn("listen 20012 ", conf)
+        self.assertIn(os.path.join(self.dir, "nginx-upload"), conf)  # own pid file, logs, temp paths
+
+        nginx = self.servers.make("nginx", "download")
+        self.assertEqual((nginx.label, nginx.port), ("nginx (sendfile)", 20013))
+        conf_path = nginx.cmd[nginx.cmd.index("-c") + 1]
+        conf = read(conf_path)
+        files = os.path.join(os.path.dirname(conf_path), "files")
+        self.assertIn(f"location = /test/stream {{ root {files}; try_files /stream =404; }}", conf)
+        self.assertIn("sendfile on;", conf)
+        self.assertIn("listen 20013 ", conf)
+        stream = os.path.join(files, "stream")
+        self.assertEqual(os.path.getsize(stream), compare.DOWNLOAD_BYTES)
+        with open(stream, "rb") as f:
+            self.assertEqual(f.read(1 << 20), b"x" * (1 << 20))
+            f.seek(-(1 << 20), os.SEEK_END)
+            self.assertEqual(f.read(), b"x" * (1 << 20))
+        plain = read(self.servers.make("nginx").cmd[-3])
+        self.assertNotIn("/test/sink", plain)
+        self.assertNotIn("/test/stream", plain)
+
+        ours = self.servers.make("ours")  # upload and download: ours as in the fast phases
+        self.assertEqual(ours.cmd[1:], ["-p", "20000", "-A", "2", "-w", "4", "-D", "30"])
+
+    def test_x_file(self):
+        path = os.path.join(self.dir, "f")
+        compare.write_x_file(path, (1 << 20) + 3)
+        self.assertEqual(read(path), "x" * ((1 << 20) + 3))
+        compare.write_x_file(path, 5)
+        self.assertEqual(read(path), "xxxxx")
+
     def test_pinning(self):
         args = compare.parse_args(["--port-base", "20000"])
         args.pin = True  # as with --threads 1 on 2 CPUs or more
         servers = compare.Servers(args, self.dir, "/bin-dir")
         # The bodies phase compares servers with each other: pinned like keepalive.
         for name, variant in (("ours", None), ("ours", "send-zc"), ("ours", "copy"), ("nginx", "bodies")):
+            self.assertEqual(servers.make(name, variant).pin_cpu, 1)
+        # So do the upload and download phases.
+        for name, variant in (("nginx", "upload"), ("nginx", "download")):
             self.assertEqual(servers.make(name, variant).pin_cpu, 1)
         for name, variant in (("ours", "slow"), ("ours", "queue"), ("bare", "slow")):
             self.assertIsNone(servers.make(name, variant).pin_cpu)
