@@ -117,12 +117,22 @@ bool Connection::WantRecv() const {
   }
 }
 
+bool Connection::WantBulk() const {
+  // Until the end of a body found large (see FeedBody): switching back
+  // for its last few kilobytes would cost more than it saves.
+  return env_->config->bulk_receives && input_ == Input::kBody && ex_.bulk;
+}
+
 void Connection::SyncRecv() {
   const bool want = WantRecv();
   if (want && recv_ == Recv::kOff) {
-    env_->host->ArmRecv(slot_);
+    recv_bulk_ = WantBulk();
+    env_->host->ArmRecv(slot_, recv_bulk_);
     recv_ = Recv::kArmed;
-  } else if (!want && recv_ == Recv::kArmed && phase_ < Phase::kClosing) {
+  } else if (recv_ == Recv::kArmed && phase_ < Phase::kClosing &&
+             (!want || recv_bulk_ != WantBulk())) {
+    // Paused, or moving to the other buffer group: the final completion of
+    // this receive re-arms it (OnRecvEnd) as it should be then.
     env_->host->CancelRecv(slot_);
     recv_ = Recv::kCancelling;
   }
@@ -310,6 +320,11 @@ void Connection::OnDeadline() {
   Sync();
 }
 
+void Connection::OnBatchEnd() {
+  batch_hook_ = false;
+  if (worker::BodyPipe* pipe = req_pipe()) pipe->WakeReader();
+}
+
 void Connection::OnDrain() {
   idle_deadline_ = 0;  // recomputed with the drain's grace
   Sync();
@@ -425,8 +440,8 @@ void Connection::Release() {
   phase_ = Phase::kOpen;
   input_ = Input::kHead;
   recv_ = Recv::kOff;
-  recv_starved_ = peer_eof_ = recv_failed_ = shutdown_inflight_ = false;
-  linger_ = in_staged_source_ = zc_inflight_ = false;
+  recv_starved_ = peer_eof_ = recv_failed_ = shutdown_inflight_ = recv_bulk_ = false;
+  linger_ = in_staged_source_ = zc_inflight_ = batch_hook_ = false;
   head_scanned_ = 0;
   head_line_checked_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
@@ -462,11 +477,12 @@ void Connection::ReleaseBuffer(Buffer& b) {
 
 bool Connection::StageInput(const char* data, size_t len) {
   // Bounded by what a head may take plus the pause threshold and what the
-  // receives already in flight when it paused may bring; beyond that the
-  // peer is not one we can be serving honestly.
+  // receives already completed when it paused may bring (at most every
+  // provided buffer of the loop); beyond that the peer is not one we can be
+  // serving honestly.
   const http::ParseLimits& limits = env_->config->limits;
-  const size_t hard_limit =
-      limits.max_request_line + limits.max_header_bytes + 4 * kStagedPauseBytes;
+  const size_t hard_limit = limits.max_request_line + limits.max_header_bytes +
+                            2 * kStagedPauseBytes + env_->config->recv_pool_bytes;
   const size_t need = size_t{in_.len} + len;
   if (need > hard_limit || !Reserve(in_, need)) return false;
   std::memcpy(in_.data + in_.len, data, len);

@@ -95,6 +95,10 @@ class Connection final : private ExternalOwner {
   void OnDeadline();
   // The server began draining (env->draining is set).
   void OnDrain();
+  // The loop ran out of completions after this connection asked
+  // (AfterBatch): a worker waiting for more of a streamed body gets what
+  // has arrived.
+  void OnBatchEnd();
   // Close now, whatever is pending (the drain's time is up).
   void Abort();
 
@@ -140,6 +144,7 @@ class Connection final : private ExternalOwner {
     bool close_after = false;        // the response ends the connection
     bool head_kept = false;          // the head is in req_ (else: still in the source)
     bool slow = false;               // a worker answers it
+    bool bulk = false;               // a large body: received into bulk buffers
     const char* head_ptr = nullptr;  // where the head is now (source, req_ or the task)
     int status = 0;
     uint64_t response_bytes = 0;
@@ -190,6 +195,8 @@ class Connection final : private ExternalOwner {
   void SyncDeadline();
   bool Quiet() const;
   bool WantRecv() const;
+  // Whether the receive should use the bulk buffers (a large body arrives).
+  bool WantBulk() const;
   void StartClose(bool graceful);
   void IssueClose();
   uint64_t After(uint32_t ms) const;
@@ -213,6 +220,7 @@ class Connection final : private ExternalOwner {
   Input input_ = Input::kHead;
   Recv recv_ = Recv::kOff;
   bool recv_starved_ = false;     // ENOBUFS: re-armed when buffers return
+  bool recv_bulk_ = false;        // the receive armed (or last armed) uses bulk buffers
   bool peer_eof_ = false;         // the peer's FIN arrived
   bool recv_failed_ = false;      // the receive failed (reset, ...)
   bool shutdown_inflight_ = false;
@@ -220,6 +228,7 @@ class Connection final : private ExternalOwner {
   bool linger_ = false;           // input was left unread: the close lingers
   bool in_staged_source_ = false; // Process() is working on in_ itself
   bool zc_inflight_ = false;      // the send in flight is zero-copy
+  bool batch_hook_ = false;       // OnBatchEnd() is due
 
   Buffer in_;                     // staged input, not yet processed
   size_t head_scanned_ = 0;       // FindHeadEnd's progress over in_

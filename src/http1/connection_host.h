@@ -32,9 +32,10 @@ class StreamStatePool;
 
 class ConnectionHost {
  public:
-  // A multishot receive into the loop's provided buffers. Its completions
-  // come back as Connection::OnRecv (with F_MORE) and, when it ends, OnRecvEnd.
-  virtual void ArmRecv(uint32_t slot) = 0;
+  // A multishot receive into the loop's provided buffers: small ones, or
+  // (`bulk`) large ones for a large request body. Its completions come back
+  // as Connection::OnRecv (with F_MORE) and, when it ends, OnRecvEnd.
+  virtual void ArmRecv(uint32_t slot, bool bulk) = 0;
   // Ends that receive early; it then completes with OnRecvEnd(-ECANCELED)
   // (or another final result if it was ending anyway).
   virtual void CancelRecv(uint32_t slot) = 0;
@@ -57,6 +58,10 @@ class ConnectionHost {
   // data for the completion and for stream progress).
   virtual bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                         int64_t started_ns) = 0;
+
+  // Calls the connection's OnBatchEnd() once the loop has no completion
+  // left to handle (before it would sleep); at most once per call.
+  virtual void AfterBatch(uint32_t slot) = 0;
 
   // One request answered (its response is complete in the output queue):
   // metrics and the access log. `request_line` is valid during the call.
@@ -88,6 +93,13 @@ struct ConnectionConfig {
   uint32_t send_zc_min_bytes = 0;
   // The bound on a streamed request body held for a worker, per connection.
   size_t request_pipe_bytes = 256 * 1024;
+  // All of the loop's provided receive buffers: what may still arrive for a
+  // connection after it decided to pause its receive, until the cancel lands.
+  size_t recv_pool_bytes = 2 * 1024 * 1024;
+  // The loop has bulk receive buffers (ArmRecv's `bulk`), and a body larger
+  // than this switches its connection's receive to them.
+  bool bulk_receives = false;
+  uint64_t bulk_body_bytes = 64 * 1024;
 };
 
 // Counters the connections of one loop keep (one writer: the ring thread;

@@ -320,6 +320,13 @@ size_t Connection::FeedBody(const char* data, size_t len) {
     }
   }
   if (pos > 0 && input_ == Input::kBody) body_deadline_ = After(env_->config->body_timeout_ms);
+  if (!ex_.bulk && input_ == Input::kBody) {
+    // A Content-Length body with much still to come, or a chunked one that
+    // has grown large: its receives move to the bulk buffers (SyncRecv).
+    const http::BodyDecoder& body = S().decoder;
+    const uint64_t large = env_->config->bulk_body_bytes;
+    ex_.bulk = body.remaining() >= large || body.received() >= large;
+  }
   return pos;
 }
 
@@ -334,8 +341,13 @@ bool Connection::DeliverBody(std::string_view piece) {
       req_.len += static_cast<uint32_t>(piece.size());
       return true;
     case BodyMode::kPipe:
-      // It fits (see FeedBody); the write wakes the worker if it waits.
+      // It fits (see FeedBody). The write wakes the worker only once it has
+      // what it waits for; at the end of this batch it gets what there is.
       URING_CHECK(req_pipe()->Write(piece.data(), piece.size()) == piece.size());
+      if (!batch_hook_) {
+        batch_hook_ = true;
+        env_->host->AfterBatch(slot_);
+      }
       return true;
     case BodyMode::kSink:
       try {

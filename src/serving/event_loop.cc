@@ -25,6 +25,7 @@ namespace uring_http::serving {
 namespace {
 
 constexpr uint16_t kBufferGroup = 0;
+constexpr uint16_t kBulkBufferGroup = 1;
 constexpr size_t kChunkSize = 4096;
 constexpr uint32_t kTickMs = 100;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
@@ -150,15 +151,28 @@ absl::Status EventLoop::Init() {
           : std::clamp<uint32_t>(RoundUpPow2(capacity_ / 16), 256, 1024);
   const uint32_t recv_buffer_size = std::max<uint32_t>(config_.recv_buffer_size, 64);
   const uint32_t chunk_count = std::clamp<uint32_t>(capacity_ / 8, 128, 4096);
+  const uint32_t bulk_buffers =
+      config_.bulk_buffer_count == 0 ? 0 : RoundUpPow2(config_.bulk_buffer_count);
+  const uint32_t bulk_buffer_size = std::max<uint32_t>(config_.bulk_buffer_size, 4096);
   const size_t arena_bytes = size_t{recv_buffers} * recv_buffer_size +
-                             recv_buffers * sizeof(io_uring_buf) + chunk_count * kChunkSize +
-                             3 * 4096;
+                             recv_buffers * sizeof(io_uring_buf) +
+                             size_t{bulk_buffers} * bulk_buffer_size +
+                             bulk_buffers * sizeof(io_uring_buf) + chunk_count * kChunkSize +
+                             5 * 4096;
   auto arena = io::Arena::Create(arena_bytes);
   if (!arena.ok()) return arena.status();
   arena_ = *std::move(arena);
   if (absl::Status s = buffers_.Init(r, arena_, kBufferGroup, recv_buffers, recv_buffer_size);
       !s.ok()) {
     return s;
+  }
+  // The bulk group's pages are touched only when a large body arrives.
+  if (bulk_buffers > 0) {
+    if (absl::Status s = bulk_buffers_.Init(r, arena_, kBulkBufferGroup, bulk_buffers,
+                                            bulk_buffer_size);
+        !s.ok()) {
+      return s;
+    }
   }
   if (absl::Status s = chunks_.Init(arena_, kChunkSize, chunk_count); !s.ok()) return s;
 
@@ -167,6 +181,7 @@ absl::Status EventLoop::Init() {
   free_head_ = 0;
   free_count_ = capacity_;
   starved_ = std::make_unique<uint32_t[]>(capacity_);
+  after_batch_ = std::make_unique<uint32_t[]>(capacity_);
   access_log_.Init(access_log_fd_, ring_.get(), PackUserData(Op::kLogWrite, 0, 0));
   if (access_log_.enabled()) peers_ = std::make_unique<sockaddr_in[]>(capacity_);
   route_stats_ = std::make_unique<RouteStats[]>(router_.size() + 1);
@@ -187,6 +202,9 @@ absl::Status EventLoop::Init() {
   conn_config_.linger_timeout_ms = config_.linger_timeout_ms;
   conn_config_.tick_ms = kTickMs;
   conn_config_.send_zc_min_bytes = config_.send_zc_min_bytes;
+  conn_config_.recv_pool_bytes =
+      size_t{recv_buffers} * recv_buffer_size + size_t{bulk_buffers} * bulk_buffer_size;
+  conn_config_.bulk_receives = bulk_buffers > 0;
   // Stream states come and go with bodies; a few hundred are kept for reuse.
   streams_ = std::make_unique<http1::StreamStatePool>(conn_config_.chunked, 256);
   env_.config = &conn_config_;
@@ -226,7 +244,11 @@ absl::Status EventLoop::Init() {
 std::string EventLoop::Features() const {
   std::string f = ring_->features().Describe();
   absl::StrAppend(&f, ",multishot-accept-direct,multishot-recv,provided-buffers(",
-                  buffers_.count(), "x", buffers_.buffer_size(), ")");
+                  buffers_.count(), "x", buffers_.buffer_size());
+  if (bulk_buffers_.count() > 0) {
+    absl::StrAppend(&f, "+", bulk_buffers_.count(), "x", bulk_buffers_.buffer_size());
+  }
+  absl::StrAppend(&f, ")");
   if (send_zc_) {
     absl::StrAppend(&f, ",send-zc(>=", config_.send_zc_min_bytes, "B)");
   } else if (config_.send_zc_min_bytes > 0) {
@@ -301,9 +323,22 @@ void EventLoop::Run() {
   io_uring* r = ring_->raw();
   for (;;) {
     if (stopping_ && stats_.active.Get() == 0) break;
-    // Submits everything queued and sleeps until at least one completion.
-    // With DEFER_TASKRUN this is also where the kernel runs our task work.
-    int ret = io_uring_submit_and_wait(r, 1);
+    int ret;
+    if (after_batch_count_ > 0) {
+      // Workers are owed the bytes of a streamed body that came in small
+      // pieces. Look for more completions first (no sleep): while the body
+      // keeps arriving, each worker is woken only once it has a good share
+      // of its pipe; once the ring would sleep, it gets what there is.
+      ret = io_uring_submit_and_get_events(r);
+      if (io_uring_cq_ready(r) == 0) {
+        RunAfterBatch();
+        ret = io_uring_submit_and_wait(r, 1);
+      }
+    } else {
+      // Submits everything queued and sleeps until at least one completion.
+      // With DEFER_TASKRUN this is also where the kernel runs our task work.
+      ret = io_uring_submit_and_wait(r, 1);
+    }
     // One clock read per batch of completions serves every timer set in it.
     env_.now_tick = NowTick();
     // The kernel kept completions the CQ had no room for (IORING_FEAT_NODROP):
@@ -329,6 +364,7 @@ void EventLoop::Run() {
           OnAccept(cqe);
           break;
         case Op::kRecv:
+        case Op::kRecvBulk:
         case Op::kSend:
         case Op::kShutdown:
         case Op::kClose: {
@@ -386,13 +422,15 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
   http1::Connection& conn = slots_[slot].conn;
   const int res = cqe->res;
   switch (op) {
-    case Op::kRecv: {
+    case Op::kRecv:
+    case Op::kRecvBulk: {
       const bool more = cqe->flags & IORING_CQE_F_MORE;
       if (res > 0) {
+        io::BufferRing& group = op == Op::kRecvBulk ? bulk_buffers_ : buffers_;
         const uint16_t bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-        conn.OnRecv(buffers_.Buffer(bid), static_cast<size_t>(res));
+        conn.OnRecv(group.Buffer(bid), static_cast<size_t>(res));
         // Consumed or staged by now: the buffer goes straight back.
-        buffers_.Recycle(bid);
+        group.Recycle(bid);
       }
       if (!more) {
         if (res == -ENOBUFS) {
@@ -455,6 +493,19 @@ void EventLoop::MaybeFree(uint32_t slot) {
   free_head_ = slot;
   ++free_count_;
   stats_.active.Sub();
+}
+
+void EventLoop::RunAfterBatch() {
+  // Connections that asked to hear when the ring goes quiet (a worker
+  // reading a streamed body gets what arrived, in one wake-up).
+  for (uint32_t i = 0; i < after_batch_count_; ++i) {
+    const uint32_t slot = after_batch_[i];
+    if (slots_[slot].in_use) {
+      slots_[slot].conn.OnBatchEnd();
+      MaybeFree(slot);
+    }
+  }
+  after_batch_count_ = 0;
 }
 
 // ---------------------------------------------------------------- accept
@@ -541,12 +592,15 @@ void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
 
 // ---------------------------------------------------------------- host
 
-void EventLoop::ArmRecv(uint32_t slot) {
-  io::PrepRecvMultishot(Sqe(), slots_[slot].file_index, kBufferGroup, UserData(Op::kRecv, slot));
+void EventLoop::ArmRecv(uint32_t slot, bool bulk) {
+  Slot& s = slots_[slot];
+  s.recv_bulk = bulk;
+  io::PrepRecvMultishot(Sqe(), s.file_index, bulk ? kBulkBufferGroup : kBufferGroup,
+                        RecvUserData(slot));
 }
 
 void EventLoop::CancelRecv(uint32_t slot) {
-  io::PrepCancel(Sqe(), UserData(Op::kRecv, slot), PackUserData(Op::kIgnore, 0, 0));
+  io::PrepCancel(Sqe(), RecvUserData(slot), PackUserData(Op::kIgnore, 0, 0));
 }
 
 void EventLoop::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
@@ -579,7 +633,7 @@ void EventLoop::Close(uint32_t slot, bool recv_armed, bool send_inflight) {
     } else {
       // Only the receive is left, the common case (every close after an
       // answer): matched by user_data, one hash lookup.
-      io::PrepCancel(sqe, UserData(Op::kRecv, slot), PackUserData(Op::kIgnore, 0, 0));
+      io::PrepCancel(sqe, RecvUserData(slot), PackUserData(Op::kIgnore, 0, 0));
     }
     sqe->flags |= IOSQE_IO_HARDLINK;
   }

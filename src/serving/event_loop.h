@@ -86,11 +86,12 @@ class EventLoop final : private http1::ConnectionHost {
     uint32_t file_index = 0;  // io_uring direct descriptor
     uint32_t next_free = 0;   // free-list link while unused
     bool in_use = false;
+    bool recv_bulk = false;   // its receive uses the bulk group
     http1::Connection conn;
   };
 
   // ---- ConnectionHost
-  void ArmRecv(uint32_t slot) override;
+  void ArmRecv(uint32_t slot, bool bulk) override;
   void CancelRecv(uint32_t slot) override;
   void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
             msghdr* msg) override;
@@ -100,6 +101,7 @@ class EventLoop final : private http1::ConnectionHost {
   bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                 int64_t started_ns) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
+  void AfterBatch(uint32_t slot) override { after_batch_[after_batch_count_++] = slot; }
 
   // Completions.
   void OnAccept(const io_uring_cqe* cqe);
@@ -108,6 +110,7 @@ class EventLoop final : private http1::ConnectionHost {
   void OnTimerTick();
   void OnSignal(int res);
   void OnStop();
+  void RunAfterBatch();
   // Frees the slot once its connection holds nothing the kernel or a worker
   // may still use.
   void MaybeFree(uint32_t slot);
@@ -121,6 +124,9 @@ class EventLoop final : private http1::ConnectionHost {
 
   uint64_t NowTick() const;
   io_uring_sqe* Sqe() { return ring_->GetSqe(); }
+  uint64_t RecvUserData(uint32_t slot) const {
+    return UserData(slots_[slot].recv_bulk ? Op::kRecvBulk : Op::kRecv, slot);
+  }
   uint64_t UserData(Op op, uint32_t slot) const {
     return PackUserData(op, slot, slots_[slot].generation);
   }
@@ -136,7 +142,8 @@ class EventLoop final : private http1::ConnectionHost {
   std::unique_ptr<io::Ring> ring_;
   std::atomic<int> ring_fd_{-1};
   io::Arena arena_;
-  io::BufferRing buffers_;
+  io::BufferRing buffers_;       // small receive buffers (heads, small bodies)
+  io::BufferRing bulk_buffers_;  // large ones, for large bodies (may be absent)
   io::ChunkPool chunks_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t capacity_ = 0;
@@ -153,6 +160,8 @@ class EventLoop final : private http1::ConnectionHost {
   __kernel_timespec accept_backoff_{};
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS
   uint32_t starved_count_ = 0;
+  std::unique_ptr<uint32_t[]> after_batch_;  // slots to call OnBatchEnd() on
+  uint32_t after_batch_count_ = 0;
 
   bool multishot_armed_ = false;
   bool multishot_cancelling_ = false;

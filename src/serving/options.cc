@@ -32,6 +32,8 @@ enum LongOnly {
   kMetricsPath,
   kHealthPath,
   kAccessLog,
+  kRecvBufferSize,
+  kRecvBuffers,
 };
 
 const option kLongOptions[] = {
@@ -62,6 +64,8 @@ const option kLongOptions[] = {
     {"metrics-path", required_argument, nullptr, kMetricsPath},
     {"health-path", required_argument, nullptr, kHealthPath},
     {"access-log", required_argument, nullptr, kAccessLog},
+    {"recv-buffer-size", required_argument, nullptr, kRecvBufferSize},
+    {"recv-buffers", required_argument, nullptr, kRecvBuffers},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -159,6 +163,11 @@ std::string UsageText(const char* program) {
       "      --pin-cpus             Pin accept thread i to CPU i\n"
       "      --send-zc=bytes        Zero-copy send (IORING_OP_SEND_ZC) for responses of\n"
       "                             at least this size (131072); 0: off, else >= 1024\n"
+      "      --recv-buffer-size=bytes  Size of each provided receive buffer (2048;\n"
+      "                             256..1048576): one receive completion carries at most\n"
+      "                             this much\n"
+      "      --recv-buffers=num     Provided receive buffers per ring, rounded up to a power\n"
+      "                             of two (sized from -C; 1..32768)\n"
       "      --io-uring-disable=list  Turn features off to measure what they give:\n"
       "                             comma-separated defer-taskrun, single-issuer,\n"
       "                             coop-taskrun, registered-ring-fd (none)\n\n"
@@ -311,6 +320,16 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
               "invalid value '", optarg, "' for --send-zc: expected 0 (off) or at least 1024"));
         }
         options.config.send_zc_min_bytes = static_cast<uint32_t>(*n);
+        break;
+      case kRecvBufferSize:
+        n = ParseNumber(code, optarg, 256, 1u << 20);
+        if (!n.ok()) return n.status();
+        options.config.recv_buffer_size = static_cast<uint32_t>(*n);
+        break;
+      case kRecvBuffers:
+        n = ParseNumber(code, optarg, 1, 32768);
+        if (!n.ok()) return n.status();
+        options.config.recv_buffer_count = static_cast<uint32_t>(*n);
         break;
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");

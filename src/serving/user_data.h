@@ -13,7 +13,8 @@ namespace uring_http::serving {
 // The top byte of a completion's user_data.
 enum class Op : uint8_t {
   kAccept = 1,
-  kRecv,
+  kRecv,        // a multishot receive on the small-buffer group
+  kRecvBulk,    // ... on the bulk group (a large body is being read)
   kSend,
   kShutdown,    // SHUT_WR of a lingering close
   kClose,       // a connection's close

@@ -89,33 +89,50 @@ void BodyPipe::Abort() {
   Wake();
 }
 
-void BodyPipe::Wake() {
-  // The change above is ordered before this increment; a sleeper either sees
-  // the change when it re-checks after setting waiting_, or is asleep with
-  // the old sequence and is woken here (or finds the sequence moved on).
-  seq_.fetch_add(1, std::memory_order_seq_cst);
-  if (waiting_.load(std::memory_order_seq_cst) != 0) FutexWake(&seq_);
+bool BodyPipe::WaiterReady(uint64_t need, bool any) const {
+  if (aborted()) return true;
+  const uint64_t value = need & kNotifyValue;
+  if (need & kReadNotify) {
+    return finished() || (readable() > 0 && (any || readable() >= value));
+  }
+  return writable() >= value;
 }
 
-void BodyPipe::WaitUntil(bool (BodyPipe::*ready)(size_t) const, size_t arg) {
+void BodyPipe::Wake(bool any) {
+  // The change before this call is ordered before this load (seq_cst on
+  // both sides): a sleeper either sees the change when it re-checks after
+  // setting waiting_, or is seen waiting here. It is woken only if what it
+  // waits for holds: anything less would wake it just to sleep again.
+  if (waiting_.load(std::memory_order_seq_cst) == 0) return;
+  if (!WaiterReady(need_.load(std::memory_order_seq_cst), any)) return;
+  seq_.fetch_add(1, std::memory_order_seq_cst);
+  FutexWake(&seq_);
+}
+
+void BodyPipe::Wait(uint64_t need) {
   for (;;) {
     const uint32_t seq = seq_.load(std::memory_order_seq_cst);
-    if ((this->*ready)(arg)) return;
+    if (WaiterReady(need, false)) return;
+    need_.store(need, std::memory_order_seq_cst);
     waiting_.store(1, std::memory_order_seq_cst);
-    if ((this->*ready)(arg)) {
+    if (WaiterReady(need, false)) {
       waiting_.store(0, std::memory_order_relaxed);
       return;
     }
     FutexWait(&seq_, seq);
     waiting_.store(0, std::memory_order_relaxed);
+    // Woken by WakeReader() with less than asked: that is the answer.
+    if (WaiterReady(need, true)) return;
   }
 }
 
-void BodyPipe::WaitReadable() { WaitUntil(&BodyPipe::ReadyToRead, 0); }
-
-void BodyPipe::WaitWritable(size_t n) {
-  WaitUntil(&BodyPipe::ReadyToWrite, std::min(n, capacity()));
+void BodyPipe::WaitReadable(size_t n) {
+  Wait(kReadNotify | std::clamp<size_t>(n, 1, capacity()));
 }
+
+void BodyPipe::WaitWritable(size_t n) { Wait(kWriteNotify | std::min(n, capacity())); }
+
+void BodyPipe::WakeReader() { Wake(/*any=*/true); }
 
 bool BodyPipe::NotifyReady(uint64_t wants) const {
   if (aborted()) return true;

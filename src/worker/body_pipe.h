@@ -7,11 +7,14 @@
 // The bound is the backpressure: a worker writing into a full pipe sleeps
 // until the peer has taken bytes; a ring whose request pipe is full stops
 // receiving until the handler has read. The ring thread never blocks here.
-// The worker blocks on a futex, and only after saying so (waiting_), so the
-// ring's side costs no syscall unless a worker really sleeps. The ring is
-// told of the worker's progress by a MSG_RING message that the worker posts
-// only when the ring asked for one (ArmNotify), so a stream costs about one
-// message per send round trip, not one per write.
+// The worker blocks on a futex, saying first what it waits for (so many
+// bytes to read, so much room to write), and the ring's side wakes it only
+// once that holds: a receive of 2 KiB does not cost a context switch, a
+// batch of them does (WakeReader() at the end of the ring's batch hands over
+// whatever arrived). The ring is told of the worker's progress by a MSG_RING
+// message that the worker posts only when the ring asked for one
+// (ArmReadNotify/ArmWriteNotify), so a stream costs about one message per
+// send round trip, not one per write.
 //
 // Either side may Abort(): every later or blocked Write/Read on the other
 // side then fails at once (the peer left, or the handler gave up).
@@ -65,10 +68,15 @@ class BodyPipe {
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
   // ---- blocking, for the worker side
-  // Until readable() > 0, finished() or aborted().
-  void WaitReadable();
+  // Until readable() >= min(n, capacity()) (and > 0), finished() or
+  // aborted(). A reader that takes whatever there is still asks for a
+  // sizable n: WakeReader() gives it less at the end of a ring's batch.
+  void WaitReadable(size_t n = 1);
   // Until writable() >= min(n, capacity()) or aborted().
   void WaitWritable(size_t n);
+  // The ring, after a batch of writes: a reader waiting for more than has
+  // arrived gets what there is now rather than wait for the next batch.
+  void WakeReader();
 
   // ---- telling the ring
   // The ring asks to be messaged when the worker has made progress. As the
@@ -90,11 +98,11 @@ class BodyPipe {
   // What the ring's request in ring_wants_ waits for.
   bool NotifyReady(uint64_t wants) const;
   bool Arm(uint64_t wants);
-  // Wakes a worker sleeping in WaitReadable/WaitWritable, if one is.
-  void Wake();
-  void WaitUntil(bool (BodyPipe::*ready)(size_t) const, size_t arg);
-  bool ReadyToRead(size_t) const { return Readable(); }
-  bool ReadyToWrite(size_t n) const { return aborted() || writable() >= n; }
+  // Wakes a worker sleeping in WaitReadable/WaitWritable if what it waits
+  // for now holds (or `any`: if anything at all changed for it).
+  void Wake(bool any = false);
+  bool WaiterReady(uint64_t need, bool any) const;
+  void Wait(uint64_t need);
 
   const size_t mask_;
   std::unique_ptr<char[]> buffer_;
@@ -103,9 +111,11 @@ class BodyPipe {
   alignas(64) std::atomic<uint64_t> read_pos_{0};
   alignas(64) std::atomic<bool> finished_{false};
   std::atomic<bool> aborted_{false};
-  // Futex word: bumped on every change the sleeping side may wait for.
+  // Futex word: bumped when a sleeper is woken.
   std::atomic<uint32_t> seq_{0};
   std::atomic<uint32_t> waiting_{0};
+  // What the sleeper waits for: kReadNotify | bytes, or kWriteNotify | room.
+  std::atomic<uint64_t> need_{0};
   // The ring's request for a message: 0 none; kReadNotify | have; or
   // kWriteNotify | min_writable.
   static constexpr uint64_t kReadNotify = uint64_t{1} << 63;

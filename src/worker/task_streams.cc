@@ -33,7 +33,9 @@ long PipeBodyReader::Read(char* buf, size_t len) {
       if (pipe->readable() == 0) return pipe->aborted() ? -1 : 0;
       continue;
     }
-    pipe->WaitReadable();
+    // Asks for a good share of the pipe, so that a body arriving in small
+    // receives wakes this thread once per ring batch, not once per receive.
+    pipe->WaitReadable(std::min(len, pipe->capacity() / 2));
   }
 }
 

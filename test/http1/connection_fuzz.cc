@@ -183,7 +183,10 @@ void RunOne(const uint8_t* data, size_t size) {
   Input in(data, size);
   ConnectionConfig config;
   config.limits.max_body_bytes = 4000;
-  config.send_zc_min_bytes = (in.Byte() & 1) ? 1024 : 0;
+  const uint8_t flags = in.Byte();
+  config.send_zc_min_bytes = (flags & 1) ? 1024 : 0;
+  config.bulk_receives = (flags & 2) != 0;  // large bodies move to the other buffer group
+  config.bulk_body_bytes = 1500;
   config.request_pipe_bytes = 4096;
   config.header_timeout_ms = 1000;
   config.body_timeout_ms = 2000;

@@ -48,8 +48,9 @@ class FakeHost final : public ConnectionHost {
     uint64_t body_bytes;
   };
 
-  void ArmRecv(uint32_t) override {
+  void ArmRecv(uint32_t, bool bulk) override {
     ++recv_arms;
+    recv_bulk = bulk;
     if (recv_armed) violations.push_back("a second receive armed while one is live");
     recv_armed = true;
   }
@@ -92,6 +93,7 @@ class FakeHost final : public ConnectionHost {
     tasks.push_back({task, &route});
     return true;
   }
+  void AfterBatch(uint32_t) override { batch_end_due = true; }
   void ExchangeDone(uint32_t, const Exchange& e) override {
     done.push_back({e.route_id, e.status, std::string(e.request_line), e.body_bytes});
   }
@@ -106,6 +108,7 @@ class FakeHost final : public ConnectionHost {
   int recv_arms = 0;
   int recv_cancels = 0;
   bool recv_armed = false;
+  bool recv_bulk = false;
   bool cancel_pending = false;
   std::optional<SendCall> send;
   std::optional<SendCall> zc_held;
@@ -114,6 +117,7 @@ class FakeHost final : public ConnectionHost {
   bool shutdown_done = false;
   bool closed = false;
   bool refuse_tasks = false;
+  bool batch_end_due = false;
   uint64_t deadline = 0;
   struct Task {
     worker::TaskBuffer* buffer;
@@ -252,6 +256,13 @@ class Harness {
       std::fill(copy.begin(), copy.end(), '#');  // recycled: anything kept must have been copied
       bytes.remove_prefix(n);
     }
+    EndBatch();
+  }
+  // The loop's batch of completions is over.
+  void EndBatch() {
+    if (!host.batch_end_due) return;
+    host.batch_end_due = false;
+    conn.OnBatchEnd();
   }
   // The multishot receive's final completion (a cancel lands, EOF, error).
   void RecvEnd(int res) {

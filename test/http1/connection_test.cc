@@ -668,6 +668,83 @@ TEST(ConnectionTest, SlowStreamedUploadPausesTheReceive) {
   ExpectClean(h);
 }
 
+// Receives that completed before a pause's cancel landed are all staged,
+// however many (up to every provided buffer of the loop): the connection is
+// not dropped for them.
+TEST(ConnectionTest, ReceivesInFlightWhenPausingAreStagedNotAborted) {
+  ConnectionConfig config = SmallConfig();
+  config.recv_pool_bytes = 2 * 1024 * 1024;
+  Harness h(TestRouter(), config);
+  h.Open();
+  h.Recv("POST /sink HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\n");
+  const std::string block(16384, 'i');
+  size_t sent = 0;
+  while (!h.host.cancel_pending) {
+    h.Recv(block, block.size());
+    sent += block.size();
+  }
+  // The whole pool's worth was already on its way.
+  for (size_t extra = 0; extra < config.recv_pool_bytes; extra += block.size()) {
+    h.Recv(block, block.size());
+    sent += block.size();
+  }
+  EXPECT_FALSE(h.host.closed) << "dropped for receives already in flight";
+  EXPECT_TRUE(h.conn.open());
+  h.LandCancel();
+  h.StartTaskThread();
+  bool finished = false;
+  for (int i = 0; i < 4000000 && !finished; ++i) {
+    if (h.host.recv_armed && sent < 10000000) {
+      const size_t n = std::min<size_t>(block.size(), 10000000 - sent);
+      h.Recv(std::string_view(block).substr(0, n), block.size());
+      sent += n;
+      if (h.host.cancel_pending) h.LandCancel();
+    }
+    finished = h.Pump();
+  }
+  ASSERT_TRUE(finished);
+  h.Flush();
+  auto replies = h.Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].body.substr(0, 9), "10000000:");
+  ExpectClean(h);
+}
+
+// A large body is received into the loop's bulk buffers (fewer, larger
+// receives); the connection moves back to the small ones for the next head.
+TEST(ConnectionTest, LargeBodiesMoveTheReceiveToBulkBuffers) {
+  ConnectionConfig config;
+  config.bulk_receives = true;
+  config.bulk_body_bytes = 64 * 1024;
+  config.limits.max_body_bytes = 1 << 20;
+  Harness h(TestRouter(), config);
+  h.Open();
+  EXPECT_FALSE(h.host.recv_bulk);
+  // Small bodies stay on the small buffers.
+  h.Recv(Post("/echo", std::string(1000, 's')));
+  h.Flush();
+  EXPECT_FALSE(h.host.recv_bulk);
+  EXPECT_EQ(h.host.recv_cancels, 0);
+  // A large one: the receive is cancelled and re-armed with bulk buffers.
+  const std::string body(300000, 'L');
+  h.Recv("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 300000\r\n\r\n" + body.substr(0, 100));
+  EXPECT_TRUE(h.host.cancel_pending);
+  h.LandCancel();
+  EXPECT_TRUE(h.host.recv_armed);
+  EXPECT_TRUE(h.host.recv_bulk);
+  h.Recv(body.substr(100), 16384);
+  EXPECT_TRUE(h.host.cancel_pending);  // the body is done: back to small buffers
+  h.LandCancel();
+  EXPECT_FALSE(h.host.recv_bulk);
+  h.Recv(Get("/fast"));
+  h.Flush();
+  auto replies = h.Replies();
+  ASSERT_EQ(replies.size(), 3u);
+  EXPECT_EQ(replies[1].body, body);
+  EXPECT_EQ(replies[2].body, "ok");
+  ExpectClean(h);
+}
+
 // The client vanishes mid-upload: the handler's read fails, the task comes
 // back, and the slot is free.
 TEST(ConnectionTest, ClientVanishingMidUploadReleasesTheWorker) {
