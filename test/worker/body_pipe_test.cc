@@ -6,6 +6,7 @@
 #include "src/worker/body_pipe.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -99,6 +100,62 @@ TEST(BodyPipeTest, AbortFailsBothSidesAndWakesTheSleeper) {
   EXPECT_TRUE(woke);
   EXPECT_TRUE(pipe.aborted());
   EXPECT_TRUE(pipe.ArmReadNotify(0) == false);  // aborted counts as ready
+}
+
+// A reader waiting for a good share of the pipe is not woken by each small
+// write (each would be a context switch), only once its share is there, or
+// when the ring hands over what there is (WakeReader), or at the end.
+TEST(BodyPipeTest, ReaderWaitingForMoreSleepsThroughSmallWrites) {
+  BodyPipe pipe(4096);
+  std::atomic<int> woke{0};
+  std::thread reader([&] {
+    pipe.WaitReadable(2048);
+    woke = 1;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 10; ++i) pipe.Write("0123456789", 10);  // 100 bytes in all
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(woke.load(), 0) << "woken by writes short of what it waits for";
+  pipe.WakeReader();
+  reader.join();
+  EXPECT_EQ(woke.load(), 1);
+  EXPECT_EQ(pipe.readable(), 100u);
+
+  // Its share arriving wakes it too.
+  char buf[100];
+  pipe.Read(buf, sizeof buf);
+  std::thread second([&] { pipe.WaitReadable(2048); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::string big(2048, 'b');
+  pipe.Write(big.data(), big.size());
+  second.join();
+  // And the end of the stream.
+  char rest[4096];
+  pipe.Read(rest, sizeof rest);
+  std::thread third([&] { pipe.WaitReadable(2048); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  pipe.Finish();
+  third.join();
+}
+
+// A writer waiting for room is woken once that much is free.
+TEST(BodyPipeTest, WriterWaitsForTheRoomItAskedFor) {
+  BodyPipe pipe(4096);
+  const std::string fill(4096, 'f');
+  pipe.Write(fill.data(), fill.size());
+  std::atomic<bool> woke{false};
+  std::thread writer([&] {
+    pipe.WaitWritable(2048);
+    woke = true;
+  });
+  char buf[4096];
+  pipe.Read(buf, 1000);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(woke.load());
+  pipe.Read(buf, 1100);
+  writer.join();
+  EXPECT_TRUE(woke.load());
+  EXPECT_GE(pipe.writable(), 2048u);
 }
 
 // A ring-like producer that never blocks (it arms a notification and waits
