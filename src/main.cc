@@ -9,6 +9,8 @@
 //                      --max-body-bytes), with Content-Length
 //   POST /test/sink    a streamed body of any size, read on a worker and
 //                      discarded; answered with its length
+//   POST /test/count   the same on the ring thread (a FAST BodySink): what
+//                      the worker's share of /test/sink costs
 //   GET /test/stream?bytes=N&chunk=M  N bytes written on a worker in M-byte
 //                      writes (default 16384): chunked, or close-delimited
 //                      for HTTP/1.0
@@ -22,6 +24,7 @@
 #include <string>
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <cstdio>
 #include <string_view>
 #include <thread>
@@ -114,6 +117,18 @@ int main(int argc, char** argv) {
         response.set_body(std::to_string(total) + "\n");
       },
       streamed);
+  // A FAST sink: the body's pieces counted on the ring thread as they arrive.
+  struct CountingSink : uring_http::router::BodySink {
+    uint64_t total = 0;
+    void OnData(std::string_view piece) override { total += piece.size(); }
+    void OnEnd(const Request&, Response& response) override {
+      response.set_content_type("text/plain");
+      response.set_body(std::to_string(total) + "\n");
+    }
+  };
+  (void)router.FastStream("POST", "/test/count", [](const Request&) {
+    return std::make_unique<CountingSink>();
+  });
   (void)router.Slow("GET", "/test/stream", [](const Request& request, Response& response) {
     uint64_t bytes = 0;
     uint64_t chunk = 16384;

@@ -343,7 +343,7 @@ void Connection::PumpProducer() {
         case http::StreamFraming::kClose:
           break;
       }
-          ex_.response_bytes = S().produced;
+      ex_.response_bytes = S().produced;
       Answered();
       return;
     }

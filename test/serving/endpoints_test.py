@@ -1,0 +1,128 @@
+"""The shipped server's body endpoints, end to end with raw sockets:
+POST /test/echo (the body back, either framing), POST /test/sink and
+POST /test/count (a streamed body of any size, counted on a worker or on
+the ring), GET /test/stream?bytes=N&chunk=M (streamed from a worker:
+chunked, or close-delimited for HTTP/1.0; bad parameters are a 400).
+
+Usage: endpoints_test.py PATH_TO_SERVER
+"""
+import re
+import signal
+import socket
+import subprocess
+import sys
+
+
+def read_response(sock, buf=b""):
+    """One response from sock: (status, headers dict, body bytes, rest)."""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(65536)
+        assert chunk, "connection closed before the head ended: %r" % buf[:200]
+        buf += chunk
+    head, buf = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        name, value = line.split(":", 1)
+        headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding") == "chunked":
+        body = b""
+        while True:
+            while b"\r\n" not in buf:
+                buf += sock.recv(65536)
+            size_line, buf = buf.split(b"\r\n", 1)
+            size = int(size_line.split(b";")[0], 16)
+            if size == 0:
+                while not buf.startswith(b"\r\n") and b"\r\n\r\n" not in buf:
+                    buf += sock.recv(65536)
+                buf = buf[buf.index(b"\r\n") + 2:] if buf.startswith(b"\r\n") else buf[buf.index(b"\r\n\r\n") + 4:]
+                return status, headers, body, buf
+            while len(buf) < size + 2:
+                buf += sock.recv(65536)
+            assert buf[size:size + 2] == b"\r\n"
+            body += buf[:size]
+            buf = buf[size + 2:]
+    if "content-length" in headers:
+        n = int(headers["content-length"])
+        while len(buf) < n:
+            chunk = sock.recv(65536)
+            assert chunk, "closed inside the body"
+            buf += chunk
+        return status, headers, buf[:n], buf[n:]
+    # Close-delimited.
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return status, headers, buf, b""
+        buf += chunk
+
+
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def chunked(body, piece):
+    out = b""
+    for i in range(0, len(body), piece):
+        part = body[i:i + piece]
+        out += b"%x\r\n" % len(part) + part + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+def main():
+    server = subprocess.Popen([sys.argv[1], "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "2"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(re.search(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1))
+        s = connect(port)
+        body = bytes(range(256)) * 1000
+        # Echo: Content-Length, then chunked, pipelined on one connection.
+        s.sendall(b"POST /test/echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(body) + body +
+                  b"POST /test/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                  chunked(body, 7777))
+        status, headers, got, rest = read_response(s)
+        assert status == 200 and got == body, status
+        assert headers["content-length"] == str(len(body))
+        status, headers, got, rest = read_response(s, rest)
+        assert status == 200 and got == body, status
+        # Sink and count: 20 MB in both framings, on one connection.
+        big = b"z" * (20 << 20)
+        for path in (b"/test/sink", b"/test/count"):
+            s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n" % len(big))
+            s.sendall(big)
+            status, _, got, rest = read_response(s, rest)
+            assert status == 200 and got == b"%d\n" % len(big), (path, status, got)
+            s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+            s.sendall(chunked(big[:5 << 20], 65536))
+            status, _, got, rest = read_response(s, rest)
+            assert status == 200 and got == b"%d\n" % (5 << 20), (path, status, got)
+        # Stream: chunked in 1.1, in M-byte writes; close-delimited in 1.0.
+        s.sendall(b"GET /test/stream?bytes=1000000&chunk=4096 HTTP/1.1\r\nHost: t\r\n\r\n")
+        status, headers, got, rest = read_response(s, rest)
+        assert status == 200 and headers.get("transfer-encoding") == "chunked", headers
+        assert got == b"x" * 1000000
+        for bad in (b"/test/stream", b"/test/stream?bytes=x", b"/test/stream?bytes=1&chunk=0",
+                    b"/test/stream?bytes=1&chunk=99999999999"):
+            s.sendall(b"GET " + bad + b" HTTP/1.1\r\nHost: t\r\n\r\n")
+            status, _, got, rest = read_response(s, rest)
+            assert status == 400, (bad, status)
+        s.close()
+        old = connect(port)
+        old.sendall(b"GET /test/stream?bytes=300000 HTTP/1.0\r\n\r\n")
+        status, headers, got, _ = read_response(old)
+        assert status == 200 and headers.get("connection") == "close", headers
+        assert "transfer-encoding" not in headers and got == b"x" * 300000, len(got)
+        old.close()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+    print("endpoints_test: ok")
+
+
+if __name__ == "__main__":
+    main()
