@@ -358,7 +358,8 @@ void Connection::PumpProducer() {
 void Connection::Answered() {
   ex_.answer = Answer::kSent;
   env_->host->ExchangeDone(
-      slot_, ConnectionHost::Exchange{ex_.route_id, ex_.status, ex_.started_ns, RequestLine(),
+      slot_, ConnectionHost::Exchange{ex_.route_id, ex_.status, ex_.started_ns,
+                                      env_->access_log ? RequestLine() : std::string_view(),
                                       ex_.head ? 0 : ex_.response_bytes});
   if (ex_.close_after) {
     // Nothing more is read: a body not read through is input left unread.
@@ -376,11 +377,13 @@ void Connection::MaybeFinishExchange() {
   if (ex_.answer != Answer::kSent || (!ex_.body_done && !ex_.body_failed)) return;
   if (task_inflight_) return;  // a worker still runs the handler
   const bool close = ex_.close_after || ex_.body_failed;
-  FreeTask();
-  ReleaseBuffer(req_);
-  if (st_) st_->sink.reset();
+  if (task_ != nullptr) FreeTask();
+  if (req_.data != nullptr) ReleaseBuffer(req_);
   ex_ = Exchange();
-  FreePipes();
+  if (st_ != nullptr) {
+    st_->sink.reset();
+    FreePipes();
+  }
   if (close) {
     input_ = Input::kDone;
     if (phase_ == Phase::kOpen) phase_ = Phase::kFinishing;
@@ -442,10 +445,10 @@ void Connection::FreePipes() {
   MaybeReleaseStreams();
 }
 
-void Connection::MaybeReleaseStreams() {
+void Connection::ReleaseStreamsIfIdle() {
   // The decoder belongs to the exchange; pipes, sink and producer to
   // whoever still uses them.
-  if (st_ == nullptr || ex_.answer != Answer::kNone || task_inflight_ || !st_->idle()) return;
+  if (ex_.answer != Answer::kNone || task_inflight_ || !st_->idle()) return;
   env_->streams->Release(std::move(st_));
 }
 

@@ -124,6 +124,11 @@ bool Connection::WantBulk() const {
 }
 
 void Connection::SyncRecv() {
+  // The keep-alive case, armed as it should be: nothing to do.
+  if (recv_ == Recv::kArmed && !recv_bulk_ && input_ == Input::kHead &&
+      phase_ == Phase::kOpen && in_.len <= kStagedPauseBytes && !peer_eof_ && !recv_failed_) {
+    return;
+  }
   const bool want = WantRecv();
   if (want && recv_ == Recv::kOff) {
     recv_bulk_ = WantBulk();
@@ -192,11 +197,6 @@ void Connection::OnSendNotification(bool copied) {
 
 // ---------------------------------------------------------------- the rest
 
-bool Connection::Quiet() const {
-  return ex_.answer == Answer::kNone && !task_inflight_ && out_.empty() &&
-         !out_.send_inflight() && resp_pipe() == nullptr;
-}
-
 void Connection::Sync() {
   if (phase_ >= Phase::kLingering) {
     if (phase_ == Phase::kLingering) {
@@ -232,6 +232,13 @@ void Connection::Sync() {
   SyncDeadline();
 }
 
+namespace {
+
+// The earlier of two deadlines, 0 meaning none.
+inline uint64_t Earlier(uint64_t a, uint64_t b) { return a == 0 || (b != 0 && b < a) ? b : a; }
+
+}  // namespace
+
 void Connection::SyncDeadline() {
   const bool idle = phase_ == Phase::kOpen && input_ == Input::kHead && in_.len == 0 &&
                     Quiet();
@@ -247,13 +254,11 @@ void Connection::SyncDeadline() {
     }
     idle_deadline_ = After(ms);
   }
-  if (!out_.send_inflight() && out_.empty()) send_deadline_ = 0;
+  if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty()) send_deadline_ = 0;
   MaybeReleaseStreams();
-  uint64_t next = 0;
-  for (uint64_t d : {head_deadline_, body_deadline_, send_deadline_, idle_deadline_,
-                     linger_deadline_, producer_retry_}) {
-    if (d != 0 && (next == 0 || d < next)) next = d;
-  }
+  const uint64_t next =
+      Earlier(Earlier(Earlier(head_deadline_, body_deadline_), Earlier(send_deadline_, idle_deadline_)),
+              Earlier(linger_deadline_, producer_retry_));
   if (next != armed_deadline_) {
     armed_deadline_ = next;
     env_->host->SetDeadline(slot_, next);
@@ -413,11 +418,6 @@ void Connection::IssueClose() {
 void Connection::OnClosed() {
   phase_ = Phase::kClosed;
   // A close cancels what was armed; their completions are still to come.
-}
-
-bool Connection::Freeable() const {
-  return phase_ == Phase::kClosed && recv_ == Recv::kOff && !out_.send_inflight() &&
-         !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_;
 }
 
 void Connection::Release() {

@@ -104,7 +104,10 @@ class Connection final : private ExternalOwner {
 
   // Nothing the kernel or a worker holds refers to this connection any
   // more: the slot may be reused (after Release()).
-  bool Freeable() const;
+  bool Freeable() const {
+    return phase_ == Phase::kClosed && recv_ == Recv::kOff && !out_.send_inflight() &&
+           !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_;
+  }
   // Frees whatever it still holds; the slot is then as new.
   void Release();
 
@@ -193,7 +196,11 @@ class Connection final : private ExternalOwner {
   void Flush();
   void SyncRecv();
   void SyncDeadline();
-  bool Quiet() const;
+  // No request in progress, nothing to send, nothing a worker streams.
+  bool Quiet() const {
+    return ex_.answer == Answer::kNone && !task_inflight_ && out_.empty() &&
+           !out_.send_inflight() && (st_ == nullptr || st_->resp_pipe == nullptr);
+  }
   bool WantRecv() const;
   // Whether the receive should use the bulk buffers (a large body arrives).
   bool WantBulk() const;
@@ -212,7 +219,10 @@ class Connection final : private ExternalOwner {
   worker::BodyPipe* resp_pipe() const { return st_ ? st_->resp_pipe.get() : nullptr; }
   router::BodySink* sink() const { return st_ ? st_->sink.get() : nullptr; }
   // Gives the stream state back once nothing in it is in use.
-  void MaybeReleaseStreams();
+  void MaybeReleaseStreams() {
+    if (st_ != nullptr) ReleaseStreamsIfIdle();
+  }
+  void ReleaseStreamsIfIdle();
 
   ConnectionEnv* env_ = nullptr;
   uint32_t slot_ = 0;

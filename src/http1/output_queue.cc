@@ -26,18 +26,17 @@ OutputQueue::Segment* OutputQueue::PushBack() {
     URING_CHECK(chunks_ != nullptr && chunks_->chunk_size() >= 2 * kTableBytes);
     char* chunk = chunks_->Acquire();
     table_ = reinterpret_cast<Segment*>(chunk);
-    for (unsigned i = 0; i < kMaxSegments; ++i) new (&table_[i]) Segment();
+    // Entries are set as they are pushed (below); only the first now.
     head_ = 0;
     count_ = 1;
-    Segment& first = table_[0];
+    Segment& first = *new (&table_[0]) Segment();
     first.kind = Kind::kTable;
     first.data = chunk + kTableBytes;
     first.cap = static_cast<uint32_t>(chunks_->chunk_size() - kTableBytes);
     return &first;
   }
   if (count_ == kMaxSegments) return nullptr;
-  Segment& s = At(count_);
-  s = Segment();
+  Segment& s = *new (&At(count_)) Segment();
   ++count_;
   return &s;
 }

@@ -27,7 +27,8 @@ int64_t NowNs() {
 
 bool Connection::CanStartRequest() const {
   return phase_ == Phase::kOpen && ex_.answer == Answer::kNone && !task_inflight_ &&
-         resp_pipe() == nullptr && out_.pending() < kOutputHighWater && out_.room() >= 4;
+         (st_ == nullptr || st_->resp_pipe == nullptr) && out_.pending() < kOutputHighWater &&
+         out_.room() >= 4;
 }
 
 size_t Connection::Process(const char* data, size_t len, bool staged) {
