@@ -29,19 +29,7 @@ constexpr uint16_t kBulkBufferGroup = 1;
 constexpr size_t kChunkSize = 4096;
 constexpr uint32_t kTickMs = 100;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
-// Slots kept free in the fixed-file table beyond the pool, so that a
-// connection arriving at a full pool can still be accepted and refused with a
-// 503 instead of waiting unanswered in the backlog.
-constexpr uint32_t kRefuseReserve = 64;
-// Single-shot accepts in flight when the table is nearly full.
-constexpr uint32_t kMaxSingleAccepts = 16;
-// The slot field of an accept's user_data says which kind it is.
-constexpr uint32_t kAcceptMultishot = 0;
-constexpr uint32_t kAcceptSingle = 1;
-
-constexpr std::string_view kRefusal =
-    "HTTP/1.1 503 Service Unavailable\r\nServer: uring-http\r\nContent-Type: text/plain\r\n"
-    "Content-Length: 24\r\nConnection: close\r\n\r\n503 Service Unavailable\n";
+constexpr uint32_t kRefuseReserve = Acceptor::kRefuseReserve;
 
 uint32_t RoundUpPow2(uint32_t v) {
   uint32_t p = 1;
@@ -224,17 +212,9 @@ absl::Status EventLoop::Init() {
   timers_.Init(capacity_, kTimerBuckets, env_.now_tick);
   tick_interval_.tv_sec = 0;
   tick_interval_.tv_nsec = kTickMs * 1000000LL;
-  accept_backoff_.tv_sec = 0;
-  accept_backoff_.tv_nsec = 100 * 1000000LL;
+  acceptor_.Init(ring_.get(), listen_fd_, file_table_size_, config_.listen_backlog, index_);
 
-  // Multishot while the table has more free entries than the backlog can
-  // bring in one go; small tables accept one at a time from the start.
-  multishot_headroom_ =
-      std::min<uint32_t>(static_cast<uint32_t>(config_.listen_backlog) + kRefuseReserve,
-                         file_table_size_ / 2 + 1);
-  if (file_table_size_ < 4 * kRefuseReserve) multishot_headroom_ = file_table_size_ + 1;
-
-  EnsureAccepts();
+  acceptor_.Ensure();
   ArmTimerTick();
   if (signal_fd_ >= 0) ArmSignalRead();
   ring_fd_.store(ring_->fd(), std::memory_order_release);
@@ -262,47 +242,6 @@ std::string EventLoop::Features() const {
 }
 
 // ---------------------------------------------------------------- arming
-
-// Two ways of accepting. While the fixed-file table has plenty of room, one
-// multishot accept takes every connection as it comes. A multishot accept
-// drains the whole backlog at once, and a socket it accepts into a full table
-// is closed by the kernel without a word (ENFILE), so near the top it gives
-// way to a few single-shot accepts, never more than the free entries: every
-// connection accepted then gets a slot or a clean 503.
-void EventLoop::EnsureAccepts() {
-  if (stopping_ || accept_backoff_pending_) return;
-  const uint32_t free_entries = file_table_size_ - table_used_;
-  if (free_entries >= multishot_headroom_) {
-    if (!multishot_armed_) {
-      io_uring_sqe* sqe = Sqe();
-      // Direct: the socket goes straight into the fixed-file table
-      // (IORING_FILE_INDEX_ALLOC picks a free entry), never into the
-      // process's descriptor table.
-      io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, 0);
-      io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0));
-      multishot_armed_ = true;
-    }
-    return;
-  }
-  if (multishot_armed_) {
-    if (!multishot_cancelling_) {
-      io_uring_sqe* sqe = Sqe();
-      io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0), 0);
-      io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
-      multishot_cancelling_ = true;
-    }
-    return;  // single-shot accepts start once the multishot has ended
-  }
-  while (single_accepts_ < kMaxSingleAccepts && single_accepts_ < free_entries) {
-    io_uring_sqe* sqe = Sqe();
-    // Not io_uring_prep_accept_direct(..., IORING_FILE_INDEX_ALLOC): liburing
-    // 2.3 stores index + 1, which wraps ALLOC to 0, a plain accept.
-    io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, 0);
-    sqe->file_index = IORING_FILE_INDEX_ALLOC;
-    io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0));
-    ++single_accepts_;
-  }
-}
 
 void EventLoop::ArmTimerTick() {
   io_uring_sqe* sqe = Sqe();
@@ -383,12 +322,10 @@ void EventLoop::Run() {
           OnTimerTick();
           break;
         case Op::kAcceptRetry:
-          accept_backoff_pending_ = false;
-          EnsureAccepts();
+          acceptor_.OnBackoffDone();
           break;
         case Op::kRefuseClosed:
-          --table_used_;
-          EnsureAccepts();
+          acceptor_.OnEntryClosed();
           break;
         case Op::kSignal:
           OnSignal(cqe->res);
@@ -456,9 +393,8 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
       conn.OnShutdownDone();
       break;
     case Op::kClose:
-      --table_used_;
       conn.OnClosed();
-      EnsureAccepts();
+      acceptor_.OnEntryClosed();
       break;
     default:
       break;
@@ -511,68 +447,30 @@ void EventLoop::RunAfterBatch() {
 // ---------------------------------------------------------------- accept
 
 void EventLoop::OnAccept(const io_uring_cqe* cqe) {
-  const int res = cqe->res;
-  if (UserDataSlot(cqe->user_data) == kAcceptSingle) {
-    --single_accepts_;
-  } else if (!(cqe->flags & IORING_CQE_F_MORE)) {
-    multishot_armed_ = false;  // ended (error, cancel, overflow): re-armed below
-    multishot_cancelling_ = false;
-  }
-  if (res >= 0) {
-    ++table_used_;
+  const int file_index = acceptor_.OnAccept(cqe, stats_);
+  if (file_index >= 0) {
     if (free_count_ == 0) {
       // Accepted while the pool is full: a clean 503 rather than silence.
       // (Connections accepted while draining are served like the others:
       // their request is answered with Connection: close.)
       stats_.refused.Add();
-      Refuse(res);
+      acceptor_.Refuse(file_index);
     } else {
       const uint32_t slot = free_head_;
       Slot& s = slots_[slot];
       free_head_ = s.next_free;
       --free_count_;
       s.in_use = true;
-      s.file_index = static_cast<uint32_t>(res);
+      s.file_index = static_cast<uint32_t>(file_index);
       stats_.accepted.Add();
       stats_.active.Add();
-      accept_error_logged_ = false;
       Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
-            slot, res);
+            slot, file_index);
       if (peers_ != nullptr) FetchPeerAddress(slot, s.file_index);
       s.conn.Open(&env_, slot);
     }
-  } else if (res != -ECANCELED) {
-    stats_.accept_errors.Add();
-    if (!accept_error_logged_) {
-      // Once per episode: a flood of EMFILE must not become a flood of logs.
-      std::fprintf(stderr, "uring-http: thread %d: accept: %s; retrying%s\n", index_,
-                   strerror(-res),
-                   res == -ENFILE || res == -EMFILE ? " as descriptors free up" : "");
-      accept_error_logged_ = true;
-    }
-    if (!stopping_ && !accept_backoff_pending_) {
-      // Back off before accepting again: an immediate retry would spin on
-      // the same EMFILE/ENFILE until something closes.
-      io_uring_sqe* sqe = Sqe();
-      io_uring_prep_timeout(sqe, &accept_backoff_, 0, 0);
-      io_uring_sqe_set_data64(sqe, PackUserData(Op::kAcceptRetry, 0, 0));
-      accept_backoff_pending_ = true;
-    }
   }
-  EnsureAccepts();
-}
-
-void EventLoop::Refuse(int file_index) {
-  // A full pool answers 503 and closes. HARDLINK: the close runs even if the
-  // send fails, so the fixed-file entry always comes back (kRefuseClosed).
-  ring_->ReserveSqes(2);
-  io_uring_sqe* sqe = Sqe();
-  io_uring_prep_send(sqe, file_index, kRefusal.data(), kRefusal.size(), MSG_NOSIGNAL);
-  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_HARDLINK;
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
-  sqe = Sqe();
-  io_uring_prep_close_direct(sqe, static_cast<unsigned>(file_index));
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kRefuseClosed, 0, 0));
+  acceptor_.Ensure();
 }
 
 void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
@@ -727,22 +625,7 @@ void EventLoop::OnStop() {
   env_.draining = true;
   stop_deadline_tick_ = env_.now_tick + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
   // Stop accepting; connections already accepted are answered below.
-  ring_->ReserveSqes(3);
-  io_uring_sqe* sqe = Sqe();
-  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0),
-                         IORING_ASYNC_CANCEL_ALL);
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
-  sqe = Sqe();
-  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0),
-                         IORING_ASYNC_CANCEL_ALL);
-  sqe->flags |= IOSQE_IO_HARDLINK;
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
-  // Shutting the listener down takes it out of the SO_REUSEPORT group at
-  // once: new connections go to the other listeners (or another process on
-  // the same port) instead of waiting in a queue nobody accepts from.
-  sqe = Sqe();
-  io_uring_prep_shutdown(sqe, listen_fd_, SHUT_RDWR);
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  acceptor_.Stop();
   // Idle connections get the drain's short grace; the rest finish their
   // current request, answered with "Connection: close".
   for (uint32_t slot = 0; slot < capacity_; ++slot) {

@@ -3,8 +3,8 @@
 // arena from which its provided receive buffers and chunks are carved. Every
 // socket operation of its connections and every timer is an SQE on its ring.
 //
-// The loop itself does little: it dispatches completions (to accept, to the
-// connection a completion names, to the timer wheel, to stop), accepts, and
+// The loop itself does little: it dispatches completions (to its Acceptor, to
+// the connection a completion names, to the timer wheel, to stop), and
 // carries out what connections ask of it through ConnectionHost (SQEs for
 // receives, sends, shutdowns and closes; wheel entries; worker tasks). What a
 // connection does with its bytes is src/http1/connection.h.
@@ -39,6 +39,7 @@
 #include "src/io/buffer_ring.h"
 #include "src/io/ring.h"
 #include "src/router/router.h"
+#include "src/serving/acceptor.h"
 #include "src/serving/access_log.h"
 #include "src/serving/config.h"
 #include "src/serving/loop_stats.h"
@@ -116,10 +117,8 @@ class EventLoop final : private http1::ConnectionHost {
   void MaybeFree(uint32_t slot);
 
   // Arming.
-  void EnsureAccepts();
   void ArmTimerTick();
   void ArmSignalRead();
-  void Refuse(int file_index);
   void FetchPeerAddress(uint32_t slot, uint32_t file_index);
 
   uint64_t NowTick() const;
@@ -155,21 +154,14 @@ class EventLoop final : private http1::ConnectionHost {
   std::unique_ptr<http1::StreamStatePool> streams_;
   http1::ConnectionEnv env_;
   std::unique_ptr<worker::Mailbox> mailbox_;
+  Acceptor acceptor_;
   TimerWheel timers_;
   __kernel_timespec tick_interval_{};
-  __kernel_timespec accept_backoff_{};
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS
   uint32_t starved_count_ = 0;
   std::unique_ptr<uint32_t[]> after_batch_;  // slots to call OnBatchEnd() on
   uint32_t after_batch_count_ = 0;
 
-  bool multishot_armed_ = false;
-  bool multishot_cancelling_ = false;
-  bool accept_backoff_pending_ = false;
-  uint32_t single_accepts_ = 0;     // single-shot accepts in flight
-  uint32_t table_used_ = 0;         // fixed-file entries holding a socket
-  uint32_t multishot_headroom_ = 0; // free entries below which accepts go single-shot
-  bool accept_error_logged_ = false;
   bool stopping_ = false;
   bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
   uint64_t stop_deadline_tick_ = 0;
