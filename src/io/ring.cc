@@ -50,18 +50,30 @@ absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(const RingOptions& options) {
   if (single != 0) candidates.push_back(single);
   candidates.push_back(0);
   int last_error = 0;
-  for (unsigned extra : candidates) {
+  unsigned sq_entries = options.sq_entries;
+  unsigned cq_entries = options.cq_entries;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const unsigned extra = candidates[i];
     io_uring_params params{};
     params.flags = base | sqpoll | extra;
-    params.cq_entries = options.cq_entries;
+    params.cq_entries = cq_entries;
     if (sqpoll) {
       params.sq_thread_idle = options.sqpoll_idle_ms;
       if (options.sqpoll_cpu >= 0) params.sq_thread_cpu = options.sqpoll_cpu;
     }
-    int ret = io_uring_queue_init_params(options.sq_entries, &ring->ring_, &params);
+    int ret = io_uring_queue_init_params(sq_entries, &ring->ring_, &params);
     if (ret == -EINVAL) {
       last_error = ret;
       continue;  // a flag this kernel does not know: try the next combination
+    }
+    if (ret == -ENOMEM && options.shrink_on_enomem && (sq_entries > 64 || cq_entries > 256)) {
+      // The rings' memory could not be had in one piece (memory pressure,
+      // fragmentation, or the locked-memory limit): smaller rings only cost
+      // batching, so try again at half the size (the ready line says which).
+      sq_entries = sq_entries > 64 ? sq_entries / 2 : sq_entries;
+      cq_entries = cq_entries > 256 ? cq_entries / 2 : cq_entries;
+      --i;
+      continue;
     }
     if (ret < 0) {
       if (ret == -ENOMEM) {

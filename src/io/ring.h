@@ -35,6 +35,9 @@ struct RingOptions {
   bool defer_taskrun = true;
   bool coop_taskrun = true;
   bool registered_ring_fd = true;
+  // ENOMEM (the locked-memory limit, memory pressure): halve both rings and
+  // try again, down to 64 and 256 entries, rather than fail.
+  bool shrink_on_enomem = true;
 };
 
 struct RingFeatures {

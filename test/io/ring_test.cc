@@ -3,6 +3,11 @@
 // when more SQEs are prepared than the submission queue holds.
 #include "src/io/ring.h"
 
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <sys/utsname.h>
 
 #include <chrono>
@@ -46,16 +51,51 @@ std::vector<uint64_t> ReapNops(Ring& ring, size_t expected) {
   return seen;
 }
 
+// Under the locked-memory limit a ring too large for it is made smaller
+// rather than refused (unless asked not to).
+TEST(RingTest, EnomemShrinksTheRings) {
+  rlimit old_limit{};
+  getrlimit(RLIMIT_MEMLOCK, &old_limit);
+  bool ran = false;
+  // Capabilities are per thread: drop CAP_IPC_LOCK on a thread of its own
+  // (a root process otherwise ignores the limit).
+  std::thread t([&] {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2]{};
+    if (syscall(SYS_capget, &header, data) != 0) return;
+    data[CAP_IPC_LOCK / 32].effective &= ~(1u << (CAP_IPC_LOCK % 32));
+    if (syscall(SYS_capset, &header, data) != 0) return;
+    rlimit low{256 * 1024, old_limit.rlim_max};
+    if (setrlimit(RLIMIT_MEMLOCK, &low) != 0) return;
+    RingOptions options;
+    options.sq_entries = 4096;
+    options.cq_entries = 65536;  // about 1.3 MB: over the limit
+    auto small = Ring::Create(options);
+    options.shrink_on_enomem = false;
+    auto refused = Ring::Create(options);
+    setrlimit(RLIMIT_MEMLOCK, &old_limit);
+    ran = true;
+    ASSERT_TRUE(small.ok()) << small.status();
+    EXPECT_LT((*small)->features().cq_entries, 65536u);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  });
+  t.join();
+  setrlimit(RLIMIT_MEMLOCK, &old_limit);
+  if (!ran) GTEST_SKIP() << "could not drop CAP_IPC_LOCK or lower RLIMIT_MEMLOCK";
+}
+
 TEST(RingTest, CreateWithDefaultsUsesTheFastestFlags) {
   // Inside Bazel's sandbox ring memory counts against RLIMIT_MEMLOCK, one
   // budget for every sandboxed process of this user; a default ring needs
   // about 1.3 MB of it. Other tests running at the same time may hold the
   // rest for a moment, so ENOMEM is retried (a resource wait, not a timing
   // assertion).
-  auto ring = Ring::Create(RingOptions{});
+  RingOptions full;
+  full.shrink_on_enomem = false;  // this test wants the full size
+  auto ring = Ring::Create(full);
   for (int i = 0; i < 100 && ring.status().code() == absl::StatusCode::kResourceExhausted; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ring = Ring::Create(RingOptions{});
+    ring = Ring::Create(full);
   }
   ASSERT_TRUE(ring.ok()) << ring.status();
   const RingFeatures& f = (*ring)->features();
