@@ -109,6 +109,14 @@ router::Router TestRouter() {
     }
     resp.set_body(std::to_string(total) + ":" + std::to_string(sum));
   }, streamed);
+  // POST /duplex: the body streamed back as it arrives (like examples/echo).
+  (void)r.Slow("POST", "/duplex", [](const http::Request& req, http::Response& resp) {
+    char buf[4096];
+    long n;
+    while ((n = req.ReadBody(buf, sizeof buf)) > 0) {
+      if (!resp.Write(std::string_view(buf, static_cast<size_t>(n)))) return;
+    }
+  }, streamed);
   // GET /stream?N: N bytes in 1000-byte writes.
   (void)r.Slow("GET", "/stream", [](const http::Request& req, http::Response& resp) {
     size_t n = std::stoul(std::string(req.query));
@@ -742,6 +750,26 @@ TEST(ConnectionTest, LargeBodiesMoveTheReceiveToBulkBuffers) {
   ASSERT_EQ(replies.size(), 3u);
   EXPECT_EQ(replies[1].body, body);
   EXPECT_EQ(replies[2].body, "ok");
+  ExpectClean(h);
+}
+
+// A streamed answer to a body that turns out malformed part-way must not end
+// like a whole one: no last chunk, and the connection closes.
+TEST(ConnectionTest, StreamedAnswerToABrokenBodyIsCutShort) {
+  Harness h(TestRouter(), SmallConfig());
+  h.Open();
+  h.Recv("POST /duplex HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+  h.StartTaskThread();
+  // Let the worker echo the first chunk before the bad one arrives.
+  for (int i = 0; i < 1000000 && h.wire.find("hello") == std::string::npos; ++i) h.Pump();
+  ASSERT_NE(h.wire.find("hello"), std::string::npos);
+  h.Recv("zz\r\n");  // not a chunk size
+  bool finished = false;
+  for (int i = 0; i < 1000000 && !finished; ++i) finished = h.Pump();
+  ASSERT_TRUE(finished);
+  h.Flush();
+  EXPECT_EQ(h.wire.find("0\r\n\r\n"), std::string::npos) << "a cut-short body ended like a whole one";
+  EXPECT_TRUE(h.host.shutdown_pending || h.host.closed);
   ExpectClean(h);
 }
 
