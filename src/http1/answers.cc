@@ -231,9 +231,10 @@ void Connection::Respond(http::Response& response) {
   const size_t body_size = response.body_view().size();
   const bool own_body = send_body && body_size >= kOwnedBodyBytes;
   if (own_body) options.head_only = true;  // the head alone; the body follows from its memory
+  // Serialized straight into the output's tail (measured first only if
+  // it does not fit there).
   size_t room = 0;
-  char* dst = out_.TailSpace(&room);
-  if (room < 512) dst = out_.Reserve(512), out_.TailSpace(&room);
+  char* dst = out_.ReserveRoom(512, &room);
   URING_CHECK(dst != nullptr);
   size_t size = http::SerializeResponse(response, options, dst, room);
   if (size > room) {

@@ -73,17 +73,6 @@ char* OutputQueue::Reserve(size_t n) {
   return s->data;
 }
 
-char* OutputQueue::TailSpace(size_t* room) {
-  *room = 0;
-  if (table_ == nullptr || discarded_) return nullptr;
-  Segment& tail = At(count_ - 1);
-  if (tail.kind != Kind::kChunk && tail.kind != Kind::kHeap && tail.kind != Kind::kTable) {
-    return nullptr;
-  }
-  *room = tail.cap - tail.len;
-  return tail.data + tail.len;
-}
-
 void OutputQueue::Commit(size_t n) {
   Segment& tail = At(count_ - 1);
   URING_CHECK(tail.len + n <= tail.cap);

@@ -69,9 +69,17 @@ class OutputQueue {
   // written.
   char* Reserve(size_t n);
   void Commit(size_t n);
-  // The writable room left at the end of the tail buffer (no allocation):
-  // for serializing into it when it fits, before Reserve()ing more.
-  char* TailSpace(size_t* room);
+  // Reserve(min), and how much room there really is (at least min).
+  char* ReserveRoom(size_t min, size_t* room) {
+    char* p = Reserve(min);
+    if (p == nullptr) {
+      *room = 0;
+      return nullptr;
+    }
+    const Segment& tail = At(count_ - 1);
+    *room = tail.cap - tail.len;
+    return p;
+  }
   bool Append(std::string_view data);
   // A body sent from its own memory (no copy); freed when sent.
   bool AppendOwned(std::string&& data);
