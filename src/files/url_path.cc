@@ -1,0 +1,112 @@
+#include "src/files/url_path.h"
+
+#include <cstring>
+
+namespace uring_http::files {
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Bytes that may not appear in a name, literal or decoded. '/' is not among
+// them: literally it separates segments; decoded it is rejected apart.
+bool Forbidden(unsigned char c) { return c < 0x20 || c == 0x7f || c == '\\'; }
+
+// Percent-decodes `encoded` into `out` (one pass: the output is never decoded
+// again). False on anything ResolveUrlPath() calls kBadRequest.
+bool DecodeOnce(std::string_view encoded, std::string* out) {
+  out->reserve(encoded.size());
+  for (size_t i = 0; i < encoded.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(encoded[i]);
+    if (c == '%') {
+      if (encoded.size() - i < 3) return false;
+      const int high = HexValue(encoded[i + 1]);
+      const int low = HexValue(encoded[i + 2]);
+      if (high < 0 || low < 0) return false;
+      c = static_cast<unsigned char>(high * 16 + low);
+      i += 2;
+      if (c == '/') return false;
+    }
+    if (Forbidden(c)) return false;
+    out->push_back(static_cast<char>(c));
+  }
+  return true;
+}
+
+}  // namespace
+
+ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
+  ResolvedPath result;
+  std::string_view rest;
+  if (path.starts_with(prefix)) {
+    rest = path.substr(prefix.size());
+  } else if (!prefix.empty() && prefix.back() == '/' &&
+             path == prefix.substr(0, prefix.size() - 1)) {
+    rest = {};  // "/assets" for "/assets/": the root
+  } else {
+    result.status = PathStatus::kNotFound;  // not under this mount at all
+    return result;
+  }
+
+  std::string& out = result.relative;
+  if (!DecodeOnce(rest, &out)) {
+    out.clear();
+    result.status = PathStatus::kBadRequest;
+    return result;
+  }
+  if (out.size() > kMaxPathBytes) {
+    out.clear();
+    result.status = PathStatus::kNotFound;
+    return result;
+  }
+
+  // Resolve segments in place: `write` never passes the start of the segment
+  // being read (the output is the input with bytes removed), so each kept
+  // segment moves left or stays. Every '/' left in `out` came from a literal
+  // '/', since a decoded one was rejected above.
+  const size_t size = out.size();
+  size_t write = 0;
+  size_t read = 0;
+  bool ends_as_directory = false;
+  while (true) {
+    size_t end = out.find('/', read);
+    if (end == std::string::npos) end = size;
+    const size_t length = end - read;
+    const char* segment = out.data() + read;
+    if (length > kMaxSegmentBytes) {
+      out.clear();
+      result.status = PathStatus::kNotFound;
+      return result;
+    }
+    const bool dot = length == 1 && segment[0] == '.';
+    const bool dot_dot = length == 2 && segment[0] == '.' && segment[1] == '.';
+    if (dot_dot) {
+      if (write == 0) {  // nothing to remove: this would leave the root
+        out.clear();
+        result.status = PathStatus::kNotFound;
+        return result;
+      }
+      const size_t slash = out.rfind('/', write - 1);
+      write = slash == std::string::npos ? 0 : slash;
+    } else if (length > 0 && !dot) {
+      if (write > 0) out[write++] = '/';
+      if (write != read) std::memmove(out.data() + write, segment, length);
+      write += length;
+    }
+    if (end == size) {
+      ends_as_directory = length == 0 || dot || dot_dot;
+      break;
+    }
+    read = end + 1;
+  }
+  out.resize(write);
+  result.status = PathStatus::kOk;
+  result.directory = ends_as_directory || out.empty();
+  return result;
+}
+
+}  // namespace uring_http::files

@@ -1,0 +1,130 @@
+// Validators of a static file and the conditional requests that use them
+// (RFC 9110 8.8, 13.1, 13.2): a strong ETag made from the file's metadata,
+// HTTP-dates for Last-Modified (written as IMF-fixdate, read in all three
+// forms), the If-Match / If-None-Match / If-Modified-Since /
+// If-Unmodified-Since evaluation in the RFC's order, and If-Range.
+//
+// Everything here is a pure function of its arguments, with one exception:
+// ParseHttpDate() reads the clock when it meets an obsolete RFC 850 date,
+// whose two-digit year is read relative to the current year
+// (ParseHttpDateAt() takes that year's instant as an argument instead).
+//
+// Thread-safety: stateless; any thread may call it.
+#ifndef URING_HTTP_SRC_FILES_VALIDATORS_H_
+#define URING_HTTP_SRC_FILES_VALIDATORS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace uring_http::files {
+
+// What identifies one version of a file's content (from statx).
+struct FileVersion {
+  uint64_t size = 0;
+  int64_t mtime_sec = 0;
+  uint32_t mtime_nsec = 0;
+  uint64_t inode = 0;
+};
+
+// ---- ETag
+
+// The longest tag FormatStrongEtag() writes: two quotes, 16 + 16 + 16 + 8 hex
+// digits and three separators (61 bytes), rounded up.
+inline constexpr size_t kMaxEtagSize = 64;
+
+// A strong entity-tag, quoted: "\"<inode>-<size>-<mtime_sec>.<mtime_nsec>\"",
+// each in lower-case hex without leading zeros (a negative mtime_sec as its
+// 64-bit two's complement). Deterministic: the same version always gets the
+// same tag, and a replaced file (new inode) or a rewritten one (new size or
+// mtime, to the nanosecond) gets a new one. Called strong although two
+// same-size writes within one tick of the file system's timestamp clock
+// (milliseconds) would share it: nginx and h2o accept the same with
+// one-second times. Writes into out[0..kMaxEtagSize) and returns the length.
+size_t FormatStrongEtag(const FileVersion& v, char out[kMaxEtagSize]);
+// The same as a string.
+std::string StrongEtag(const FileVersion& v);
+
+// ---- HTTP-date (RFC 9110 5.6.7)
+
+inline constexpr size_t kHttpDateSize = 29;
+
+// The IMF-fixdate of a Unix time, "Sun, 06 Nov 1994 08:49:37 GMT", into
+// out[0..29); returns 29. Times outside the years 0000-9999, which have no
+// four-digit year, are clamped to 0000-01-01 00:00:00 and 9999-12-31 23:59:59.
+size_t FormatHttpDate(int64_t unix_seconds, char out[kHttpDateSize]);
+
+// Parses an HTTP-date in any of its three forms:
+//   IMF-fixdate  "Sun, 06 Nov 1994 08:49:37 GMT"
+//   RFC 850      "Sunday, 06-Nov-94 08:49:37 GMT"  (obsolete)
+//   asctime      "Sun Nov  6 08:49:37 1994"        (obsolete; day " 6" or "06")
+// Returns false (the caller then ignores the field, RFC 9110 13.1) for
+// anything else: other spacing, lower-case names (HTTP-date is case
+// sensitive), an impossible date (Feb 30, Feb 29 of a common year, hour 24),
+// a list of dates. Surrounding spaces and tabs are allowed. Second 60 (a leap
+// second) is accepted and counts as the next minute's first second. The day
+// name must be a day name but need not match the date: the date fields carry
+// the meaning, and Go's and nginx's parsers do not check it either.
+// RFC 850's two-digit year is the year with those last two digits in the
+// window of 100 years ending 50 years after the current one: a year more
+// than 50 years in the future is read as the most recent one in the past
+// (RFC 9110 5.6.7), one less than 50 years in the past as the future one.
+bool ParseHttpDate(std::string_view text, int64_t* unix_seconds);
+// The same, with `now_unix_seconds` as the current time (for tests, and for
+// callers that already read the clock).
+bool ParseHttpDateAt(std::string_view text, int64_t now_unix_seconds, int64_t* unix_seconds);
+
+// ---- Conditional requests (RFC 9110 13.2.2)
+
+enum class Precondition : uint8_t {
+  kNone,         // no condition stops the request: answer it normally
+  kNotModified,  // 304
+  kFailed,       // 412
+};
+
+// The request's conditional header fields; an empty view means absent (a
+// field sent with an empty value is treated as absent too).
+// (The {} initializers let callers name only the fields they have without
+// -Wmissing-field-initializers.)
+struct ConditionalHeaders {
+  std::string_view if_match{};
+  std::string_view if_none_match{};
+  std::string_view if_modified_since{};
+  std::string_view if_unmodified_since{};
+  bool get_or_head = true;  // the method is GET or HEAD
+};
+
+// Evaluates the preconditions for an existing file whose current ETag is
+// `etag` (a complete entity-tag, as FormatStrongEtag() writes it) and whose
+// Last-Modified is `mtime_sec`, in RFC 9110 13.2.2's order:
+//   1. If-Match: "*" passes (the file exists); otherwise it passes only when
+//      a listed tag matches `etag` strongly (a W/ tag never does). Failing,
+//      or a malformed list: kFailed.
+//   2. Else If-Unmodified-Since: modified after the date: kFailed. An
+//      invalid date is ignored.
+//   3. If-None-Match: "*" or a tag matching `etag` weakly (W/ ignored):
+//      kNotModified for GET/HEAD, kFailed otherwise. A malformed list matches
+//      nothing, so the full response goes out (the safe answer).
+//   4. Else, for GET/HEAD only, If-Modified-Since: not modified since the
+//      date: kNotModified. An invalid date (a list of dates included) is
+//      ignored.
+// Lists are comma-separated entity-tags with optional spaces and tabs; empty
+// elements are skipped (RFC 9110 5.6.1); a list with no tag, or with any
+// element that is not an entity-tag, is malformed as a whole. "*" must stand
+// alone. Dates compare at one-second granularity, as Last-Modified has no
+// finer part. Range/If-Range (step 5) is IfRangeAllows()'s.
+Precondition Evaluate(const ConditionalHeaders& h, std::string_view etag, int64_t mtime_sec);
+
+// If-Range (RFC 9110 13.1.5): whether the Range field may be applied. True
+// for an empty field; for a single entity-tag that matches `etag` strongly
+// (a weak tag never does); for an HTTP-date exactly equal to `mtime_sec`.
+// False for anything else, malformed values and lists included: the full
+// representation is then sent with 200, which is always correct. Last-Modified
+// is taken as a strong validator here (RFC 9110 8.8.2.2 would need the
+// response's Date; clients prefer the ETag when they have one).
+bool IfRangeAllows(std::string_view if_range, std::string_view etag, int64_t mtime_sec);
+
+}  // namespace uring_http::files
+
+#endif  // URING_HTTP_SRC_FILES_VALIDATORS_H_

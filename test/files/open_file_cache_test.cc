@@ -1,0 +1,192 @@
+// Tests for OpenFileCache: hits and the valid interval, LRU eviction that
+// spares entries being read, removal while read (closed at the last Unref,
+// never twice), replacement of a path, the content bound, and that every
+// descriptor is closed exactly once.
+#include "src/files/open_file_cache.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace uring_http::files {
+namespace {
+
+class RecordingCloser : public FileCloser {
+ public:
+  void CloseFile(int file_index) override { closed.push_back(file_index); }
+  bool Closed(int i) const { return std::count(closed.begin(), closed.end(), i) == 1; }
+  std::vector<int> closed;
+};
+
+FileVersion Version(uint64_t size, int64_t mtime = 1000) {
+  FileVersion v;
+  v.size = size;
+  v.mtime_sec = mtime;
+  v.inode = 42;
+  return v;
+}
+
+OpenFileCacheLimits Limits(size_t entries, uint64_t valid_ticks = 10) {
+  OpenFileCacheLimits l;
+  l.max_entries = entries;
+  l.valid_ticks = valid_ticks;
+  l.max_content_bytes = 1000;
+  l.max_content_file = 600;
+  return l;
+}
+
+TEST(OpenFileCacheTest, HitWithinTheValidIntervalThenStale) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(4, 10));
+  bool fresh = true;
+  EXPECT_EQ(cache.Find(0, "a.html", 100, &fresh), nullptr);
+  OpenFileCache::Entry* e = cache.Insert(0, "a.html", 7, Version(10), 100);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(cache.Find(0, "a.html", 110, &fresh), e);
+  EXPECT_TRUE(fresh);
+  EXPECT_EQ(cache.Find(0, "a.html", 111, &fresh), e);
+  EXPECT_FALSE(fresh);
+  cache.Revalidated(e, 111);
+  EXPECT_EQ(cache.Find(0, "a.html", 121, &fresh), e);
+  EXPECT_TRUE(fresh);
+  // The mount is part of the key.
+  EXPECT_EQ(cache.Find(1, "a.html", 121, &fresh), nullptr);
+  EXPECT_EQ(cache.stats().hits, 2u);
+  EXPECT_EQ(cache.stats().revalidations, 1u);
+  EXPECT_EQ(cache.stats().misses, 2u);
+  EXPECT_TRUE(closer.closed.empty());
+}
+
+TEST(OpenFileCacheTest, EvictsTheLeastRecentlyUsedThatNobodyReads) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(2));
+  bool fresh;
+  OpenFileCache::Entry* a = cache.Insert(0, "a", 1, Version(1), 0);
+  ASSERT_NE(cache.Insert(0, "b", 2, Version(1), 0), nullptr);
+  cache.Ref(a);                            // a is being sent
+  ASSERT_EQ(cache.Find(0, "a", 0, &fresh), a);  // a is the most recent, b the LRU
+  ASSERT_NE(cache.Insert(0, "c", 3, Version(1), 0), nullptr);
+  EXPECT_TRUE(closer.Closed(2));           // b went
+  EXPECT_EQ(cache.Find(0, "b", 0, &fresh), nullptr);
+  // Now a (read) and c: c goes although a is older.
+  ASSERT_EQ(cache.Find(0, "c", 0, &fresh)->file_index(), 3);
+  ASSERT_NE(cache.Insert(0, "d", 4, Version(1), 0), nullptr);
+  EXPECT_TRUE(closer.Closed(3));
+  EXPECT_EQ(cache.Find(0, "a", 0, &fresh), a);
+  // Both read: nothing can be cached, the caller keeps its descriptor.
+  OpenFileCache::Entry* d = cache.Find(0, "d", 0, &fresh);
+  cache.Ref(d);
+  EXPECT_EQ(cache.Insert(0, "e", 5, Version(1), 0), nullptr);
+  EXPECT_FALSE(closer.Closed(5));
+  EXPECT_EQ(cache.size(), 2u);
+  cache.Unref(a);
+  cache.Unref(d);
+  EXPECT_EQ(cache.stats().evictions, 2u);
+}
+
+TEST(OpenFileCacheTest, RemovedWhileReadClosesAtTheLastUnref) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(4));
+  bool fresh;
+  OpenFileCache::Entry* e = cache.Insert(0, "f", 9, Version(5), 0);
+  cache.Ref(e);
+  cache.Ref(e);
+  cache.Remove(e);
+  EXPECT_FALSE(e->cached());
+  EXPECT_EQ(cache.Find(0, "f", 0, &fresh), nullptr);  // the next request reopens
+  cache.Remove(e);                                    // twice: harmless
+  cache.Unref(e);
+  EXPECT_TRUE(closer.closed.empty());
+  EXPECT_EQ(e->file_index(), 9);                      // still readable
+  cache.Unref(e);
+  EXPECT_TRUE(closer.Closed(9));
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+  EXPECT_EQ(cache.stats().open_entries, 0u);
+}
+
+TEST(OpenFileCacheTest, InsertReplacesTheSamePath) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(4));
+  bool fresh;
+  OpenFileCache::Entry* old_entry = cache.Insert(0, "p", 1, Version(5), 0);
+  cache.Ref(old_entry);
+  OpenFileCache::Entry* new_entry = cache.Insert(0, "p", 2, Version(6), 0);
+  ASSERT_NE(new_entry, old_entry);
+  EXPECT_EQ(cache.Find(0, "p", 0, &fresh), new_entry);
+  EXPECT_TRUE(closer.closed.empty());
+  cache.Unref(old_entry);
+  EXPECT_TRUE(closer.Closed(1));
+  EXPECT_EQ(cache.size(), 1u);
+}
+
+TEST(OpenFileCacheTest, ContentWithinItsBounds) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(8));
+  OpenFileCache::Entry* big = cache.Insert(0, "big", 1, Version(601), 0);
+  EXPECT_EQ(cache.BeginContent(big), nullptr);  // larger than max_content_file
+  OpenFileCache::Entry* empty = cache.Insert(0, "empty", 2, Version(0), 0);
+  EXPECT_EQ(cache.BeginContent(empty), nullptr);
+
+  OpenFileCache::Entry* a = cache.Insert(0, "a", 3, Version(500), 0);
+  OpenFileCache::Entry* b = cache.Insert(0, "b", 4, Version(400), 0);
+  ASSERT_NE(cache.BeginContent(a), nullptr);
+  EXPECT_EQ(cache.BeginContent(a), nullptr);  // already loading
+  cache.EndContent(a, true);
+  EXPECT_TRUE(a->content_ready());
+  ASSERT_NE(cache.BeginContent(b), nullptr);
+  cache.EndContent(b, false);                 // short read: dropped
+  EXPECT_FALSE(b->content_ready());
+  EXPECT_EQ(cache.stats().content_bytes, 500u);
+
+  // 500 + 600 > 1000: a's content goes, unless a response sends from it.
+  OpenFileCache::Entry* c = cache.Insert(0, "c", 5, Version(600), 0);
+  cache.Ref(a);
+  EXPECT_EQ(cache.BeginContent(c), nullptr);
+  EXPECT_TRUE(a->content_ready());
+  cache.Unref(a);
+  ASSERT_NE(cache.BeginContent(c), nullptr);
+  EXPECT_FALSE(a->content_ready());
+  cache.EndContent(c, true);
+  EXPECT_EQ(cache.stats().content_bytes, 600u);
+
+  // A file removed while its content loads: the content is dropped at the end.
+  cache.Ref(b);
+  cache.Remove(c);
+  OpenFileCache::Entry* d = cache.Insert(0, "d", 6, Version(100), 0);
+  cache.Ref(d);
+  ASSERT_NE(cache.BeginContent(d), nullptr);
+  cache.Remove(d);
+  cache.EndContent(d, true);
+  EXPECT_FALSE(d->content_ready());
+  cache.Unref(d);
+  cache.Unref(b);
+  EXPECT_EQ(cache.stats().content_bytes, 0u);
+}
+
+TEST(OpenFileCacheTest, DisabledCachesNothingAndEveryDescriptorClosesOnce) {
+  RecordingCloser closer;
+  {
+    OpenFileCache off(&closer, Limits(0));
+    EXPECT_FALSE(off.enabled());
+    EXPECT_EQ(off.Insert(0, "a", 1, Version(1), 0), nullptr);
+  }
+  EXPECT_TRUE(closer.closed.empty());
+  {
+    OpenFileCache cache(&closer, Limits(3));
+    bool fresh;
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_NE(cache.Insert(0, std::string(1, static_cast<char>('a' + i)), 100 + i, Version(1), 0),
+                nullptr);
+    }
+    OpenFileCache::Entry* held = cache.Find(0, "t", 0, &fresh);
+    ASSERT_NE(held, nullptr);
+    EXPECT_EQ(cache.size(), 3u);
+    EXPECT_EQ(cache.stats().open_entries, 3u);
+  }
+  ASSERT_EQ(closer.closed.size(), 20u);
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(closer.Closed(100 + i)) << i;
+}
+
+}  // namespace
+}  // namespace uring_http::files
