@@ -1,5 +1,13 @@
 #include "src/router/router.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 
 namespace uring_http::router {
@@ -56,6 +64,45 @@ absl::Status Router::SetFallback(HandlerKind kind, Handler handler, RouteOptions
   return absl::OkStatus();
 }
 
+Router::Mount::~Mount() {
+  if (files.dir_fd >= 0) close(files.dir_fd);
+}
+
+absl::Status Router::Static(std::string_view prefix, std::string_view root) {
+  if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
+    return absl::InvalidArgumentError(
+        absl::StrCat("static prefix must start and end with '/': ", AbslView(prefix)));
+  }
+  for (const auto& m : mounts_) {
+    if (m->files.prefix == prefix) {
+      return absl::AlreadyExistsError(absl::StrCat("duplicate static prefix ", AbslView(prefix)));
+    }
+  }
+  auto mount = std::make_unique<Mount>();
+  mount->files.prefix = std::string(prefix);
+  mount->files.root = std::string(root);
+  // O_PATH: the descriptor only anchors lookups (openat2 RESOLVE_BENEATH,
+  // statx); it needs no read permission on the directory itself.
+  mount->files.dir_fd = open(mount->files.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (mount->files.dir_fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("static root ", AbslView(root),
+                                                   ": not a directory that can be opened: ",
+                                                   strerror(errno)));
+  }
+  mount->files.index = static_cast<uint32_t>(mounts_.size());
+  Route& route = mount->route;
+  route.method = "GET";
+  route.path = absl::StrCat(AbslView(prefix), "*");
+  route.kind = HandlerKind::kFast;
+  route.mount = &mount->files;
+  route.id = count_++;
+  mounts_.push_back(std::move(mount));
+  std::stable_sort(mounts_.begin(), mounts_.end(), [](const auto& a, const auto& b) {
+    return a->files.prefix.size() > b->files.prefix.size();
+  });
+  return absl::OkStatus();
+}
+
 absl::Status Router::Insert(Route route) {
   const std::string& path = route.path;
   const std::string& method = route.method;
@@ -90,6 +137,7 @@ std::vector<const Route*> Router::Routes() const {
   for (const auto& [path, entry] : paths_) {
     for (const Route& r : entry.routes) all[r.id] = &r;
   }
+  for (const auto& m : mounts_) all[m->route.id] = &m->route;
   if (fallback_ != nullptr) all[fallback_->id] = fallback_.get();
   return all;
 }
@@ -98,6 +146,17 @@ Match Router::Find(std::string_view method, std::string_view path) const {
   Match match;
   auto it = paths_.find(AbslView(path));
   if (it == paths_.end()) {
+    for (const auto& m : mounts_) {
+      const std::string_view prefix = m->files.prefix;
+      // "/assets" names the mount's root as "/assets/" does.
+      if (path.substr(0, prefix.size()) != prefix && path != prefix.substr(0, prefix.size() - 1)) {
+        continue;
+      }
+      match.path_known = true;
+      match.allow = "GET, HEAD";
+      if (method == "GET" || method == "HEAD") match.route = &m->route;
+      return match;
+    }
     match.route = fallback_.get();
     return match;
   }

@@ -5,7 +5,8 @@
 // limit), or streamed as it arrives (a SLOW handler reads it with
 // Request::ReadBody on its worker; a FAST route gets it through a BodySink
 // on the ring thread). A route may also answer paths no other route claims
-// (SetFallback).
+// (SetFallback), and a directory of files may be served at a URL prefix
+// (Static: the ring thread serves them, see src/http1/file_answer.cc).
 //
 // Routes are registered before the server starts and never change after, so
 // lookups from every ring thread and worker need no lock. HEAD is served by
@@ -60,6 +61,14 @@ struct RouteOptions {
   uint64_t max_body_bytes = 0;
 };
 
+// A directory whose files answer GET and HEAD under a URL prefix.
+struct FileMount {
+  std::string prefix;  // "/assets/" or "/": always ends in '/'
+  std::string root;    // the directory as registered
+  int dir_fd = -1;     // O_PATH descriptor of root: files open beneath it
+  uint32_t index = 0;  // 0..mounts-1 in registration order
+};
+
 struct Route {
   std::string method;
   std::string path;
@@ -68,10 +77,12 @@ struct Route {
   BodySinkFactory sink;  // FAST routes with a streamed body
   RouteOptions options;
   uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
+  // Set for a Static() mount: no handler, the server serves its files.
+  const FileMount* mount = nullptr;
 };
 
 struct Match {
-  const Route* route = nullptr;  // null: see path_known
+  const Route* route = nullptr;  // null: see path_known (a mount's route: route->mount)
   bool path_known = false;       // path exists with other methods: 405
   std::string_view allow;        // "GET, HEAD" for the 405 Allow header
 };
@@ -96,12 +107,20 @@ class Router {
                           uint64_t max_body_bytes = kUnlimitedBody);
   // Answers every request no route matches (instead of 404/405), any method.
   absl::Status SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
+  // Serves the files under directory `root` for GET and HEAD of paths that
+  // start with `prefix` (which must start and end with '/': "/assets/", or
+  // "/" for every path) and that no exact route claims; "/assets" (no
+  // slash) names the mount's root directory. Other methods get 405. The
+  // longest matching prefix wins; mounts come before the fallback. Fails if
+  // `root` is not a directory that can be opened, or the prefix is taken.
+  absl::Status Static(std::string_view prefix, std::string_view root);
 
   Match Find(std::string_view method, std::string_view path) const;
 
   size_t size() const { return count_; }
   // Every route, indexed by Route::id.
   std::vector<const Route*> Routes() const;
+  size_t mount_count() const { return mounts_.size(); }
 
  private:
   absl::Status Insert(Route route);
@@ -111,6 +130,17 @@ class Router {
     std::string allow;
   };
   absl::flat_hash_map<std::string, PathRoutes> paths_;
+  // Longest prefix first. Each owns its mount (the route points into it)
+  // and closes the directory descriptor with it.
+  struct Mount {
+    Mount() = default;
+    Mount(const Mount&) = delete;
+    Mount& operator=(const Mount&) = delete;
+    ~Mount();
+    FileMount files;
+    Route route;
+  };
+  std::vector<std::unique_ptr<Mount>> mounts_;
   std::unique_ptr<Route> fallback_;
   uint32_t count_ = 0;
 };

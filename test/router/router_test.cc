@@ -3,6 +3,9 @@
 // implicit HEAD included), rejected registrations, and handler kinds.
 #include "src/router/router.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -203,6 +206,73 @@ TEST(RouterTest, RoutesAreNumberedInRegistrationOrder) {
   // Find() returns the same Route objects.
   EXPECT_EQ(router.Find("POST", "/a").route, routes[1]);
   EXPECT_EQ(router.Find("HEAD", "/a").route, routes[2]);
+}
+
+// ---- Static mounts
+
+class StaticRouterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/router_static_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { rmdir(dir_.c_str()); }
+  std::string dir_;
+};
+
+TEST_F(StaticRouterTest, LongestPrefixAfterExactRoutesBeforeFallback) {
+  Router router;
+  ASSERT_TRUE(router.Fast("GET", "/assets/special", Tagged("exact")).ok());
+  ASSERT_TRUE(router.Static("/", dir_).ok());
+  ASSERT_TRUE(router.Static("/assets/", dir_).ok());
+  ASSERT_TRUE(router.SetFallback(HandlerKind::kFast, Tagged("fallback")).ok());
+
+  EXPECT_EQ(RunHandler(router.Find("GET", "/assets/special")), "exact");
+  Match m = router.Find("GET", "/assets/app.js");
+  ASSERT_NE(m.route, nullptr);
+  ASSERT_NE(m.route->mount, nullptr);
+  EXPECT_EQ(m.route->mount->prefix, "/assets/");
+  EXPECT_EQ(m.route->mount->root, dir_);
+  EXPECT_GE(m.route->mount->dir_fd, 0);
+  // "/assets" without its slash names the mount's root directory.
+  ASSERT_NE(router.Find("GET", "/assets").route, nullptr);
+  EXPECT_EQ(router.Find("GET", "/assets").route->mount->prefix, "/assets/");
+  // A path merely sharing the prefix's letters belongs to "/".
+  EXPECT_EQ(router.Find("GET", "/assetsx/a").route->mount->prefix, "/");
+  EXPECT_EQ(router.Find("HEAD", "/index.html").route->mount->prefix, "/");
+  // The mount claims every path: the fallback is not reached for GET.
+  EXPECT_EQ(router.Find("GET", "/nothing").route->mount->prefix, "/");
+
+  // Other methods: 405 with GET, HEAD.
+  Match post = router.Find("POST", "/assets/app.js");
+  EXPECT_EQ(post.route, nullptr);
+  EXPECT_TRUE(post.path_known);
+  EXPECT_EQ(post.allow, "GET, HEAD");
+
+  // Mount routes are listed for metrics, with distinct ids.
+  std::vector<const Route*> routes = router.Routes();
+  ASSERT_EQ(routes.size(), router.size());
+  int mounts = 0;
+  for (size_t i = 0; i < routes.size(); ++i) {
+    ASSERT_NE(routes[i], nullptr);
+    EXPECT_EQ(routes[i]->id, i);
+    if (routes[i]->mount != nullptr) ++mounts;
+  }
+  EXPECT_EQ(mounts, 2);
+  EXPECT_EQ(router.mount_count(), 2u);
+}
+
+TEST_F(StaticRouterTest, RejectsBadPrefixesAndRoots) {
+  Router router;
+  EXPECT_FALSE(router.Static("assets/", dir_).ok());
+  EXPECT_FALSE(router.Static("/assets", dir_).ok());
+  EXPECT_FALSE(router.Static("", dir_).ok());
+  EXPECT_FALSE(router.Static("/a/", dir_ + "/missing").ok());
+  EXPECT_FALSE(router.Static("/a/", "/etc/hostname").ok());  // not a directory
+  ASSERT_TRUE(router.Static("/a/", dir_).ok());
+  EXPECT_EQ(router.Static("/a/", dir_).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(router.mount_count(), 1u);
 }
 
 }  // namespace
