@@ -14,6 +14,7 @@
 //   GET /test/stream?bytes=N&chunk=M  N bytes written on a worker in M-byte
 //                      writes (default 16384): chunked, or close-delimited
 //                      for HTTP/1.0
+//   GET/HEAD anything else: with --root=DIR, the files under DIR
 //
 // Run: bazel run //src:server -- --workers=300
 #include <unistd.h>
@@ -148,6 +149,13 @@ int main(int argc, char** argv) {
       bytes -= n;
     }
   });
+  // Files last: every route above (and /metrics, /healthz) comes first.
+  if (!options->root.empty()) {
+    if (absl::Status s = router.Static("/", options->root); !s.ok()) {
+      std::fprintf(stderr, "uring-http: --root: %s\n", std::string(s.message()).c_str());
+      return 2;
+    }
+  }
   if (options->daemonize && daemon(/*nochdir=*/0, /*noclose=*/0) != 0) {
     std::perror("uring-http: daemon");
     return 1;

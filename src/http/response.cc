@@ -84,8 +84,10 @@ void WriteConnection(Writer& w, bool keep_alive, bool keep_alive_header) {
 void WriteHead(Writer& w, int status, std::string_view header_lines, size_t body_size,
                bool keep_alive, bool keep_alive_header) {
   WriteStatusLine(w, status, header_lines);
-  // 1xx and 204 responses carry no Content-Length (RFC 9110 8.6).
-  if (status >= 200 && status != 204) {
+  // 1xx and 204 responses carry no Content-Length (RFC 9110 8.6). A 304's
+  // states the length a 200 would have had: the body the handler left in
+  // it says so; without one, nothing is said (0 would be false).
+  if (status >= 200 && status != 204 && (status != 304 || body_size > 0)) {
     w.Put("Content-Length: ");
     w.PutNumber(body_size);
     w.Put("\r\n");
@@ -135,9 +137,13 @@ std::string_view ReasonPhrase(int status) {
     case 201: return "Created";
     case 202: return "Accepted";
     case 204: return "No Content";
+    case 206: return "Partial Content";
     case 301: return "Moved Permanently";
     case 302: return "Found";
+    case 303: return "See Other";
     case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
+    case 308: return "Permanent Redirect";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -145,10 +151,13 @@ std::string_view ReasonPhrase(int status) {
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
     case 409: return "Conflict";
+    case 410: return "Gone";
     case 411: return "Length Required";
+    case 412: return "Precondition Failed";
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 415: return "Unsupported Media Type";
+    case 416: return "Range Not Satisfiable";
     case 422: return "Unprocessable Content";
     case 429: return "Too Many Requests";
     case 431: return "Request Header Fields Too Large";

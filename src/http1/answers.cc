@@ -72,6 +72,7 @@ class ProducerOutput final : public http::BodyOutput {
 };
 
 void Connection::RunHandler(const http::Request& request) {
+  if (ex_.route->mount != nullptr) return StartFile(request);
   http::Response response;
   try {
     ex_.route->handler(request, response);
@@ -377,6 +378,7 @@ void Connection::Answered() {
 void Connection::MaybeFinishExchange() {
   if (ex_.answer != Answer::kSent || (!ex_.body_done && !ex_.body_failed)) return;
   if (task_inflight_) return;  // a worker still runs the handler
+  if (FileBusy()) return;      // a file's bytes are still queued (MaybeEndFile)
   const bool close = ex_.close_after || ex_.body_failed;
   if (task_ != nullptr) FreeTask();
   if (req_.data != nullptr) ReleaseBuffer(req_);

@@ -205,11 +205,15 @@ void Connection::Sync() {
     }
     return;
   }
+  // A file whose last bytes the kernel is done with ends its exchange, so
+  // that a request staged behind it starts below.
+  MaybeEndFile();
   // Staged input that was waiting (for an answer, for output to drain, for
   // room in a worker's pipe) may go on now.
   if (in_.len > 0 && !in_staged_source_) ProcessStaged();
   if (ex_.answer == Answer::kProducer) PumpProducer();
   if (resp_pipe() != nullptr || (task_ != nullptr && ex_.answer == Answer::kTask)) PumpPipe();
+  if (ex_.answer == Answer::kFile) PumpFile();
   if (phase_ >= Phase::kLingering) {
     if (phase_ == Phase::kLingering) {
       SyncRecv();
@@ -321,7 +325,10 @@ void Connection::OnDeadline() {
     StartClose(/*graceful=*/true);
     return;
   }
-  if (due(producer_retry_) && ex_.answer == Answer::kProducer) PumpProducer();
+  if (due(producer_retry_)) {
+    if (ex_.answer == Answer::kProducer) PumpProducer();
+    if (ex_.answer == Answer::kFile) PumpFile();  // a file buffer may be free now
+  }
   Sync();
 }
 
@@ -358,6 +365,9 @@ void Connection::StartClose(bool graceful) {
                            (resp_pipe() != nullptr && !resp_pipe()->finished()) ||
                            sink() != nullptr || ex_.answer == Answer::kProducer;
   if (live_stream && (!graceful || !Quiet())) env_->stats->aborted_streams.Add();
+  // A file answer stops here: a statx, open or read in flight still
+  // completes (Freeable waits for it) and lets go of what it got.
+  if (FileBusy()) st_->file.aborted = true;
   if (req_pipe() != nullptr) req_pipe()->Abort();
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   if (task_ != nullptr && !task_inflight_) FreeTask();
@@ -428,6 +438,7 @@ void Connection::Release() {
   out_.DiscardUnsent();  // frees the rest: nothing is in flight any more
   URING_CHECK(out_.idle());
   ex_ = Exchange();
+  if (FileBusy()) EndFile();  // its bytes were released just now
   if (st_ != nullptr) {
     st_->req_pipe.reset();
     st_->resp_pipe.reset();

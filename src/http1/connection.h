@@ -15,7 +15,8 @@
 //           first), or past the last request we will answer (discarded).
 //   Answer  where the current request's response is: not yet (its body is
 //           being buffered), with a worker, streaming from a producer or a
-//           worker's pipe, or complete in the output queue.
+//           worker's pipe, coming from a file (FileStream has the steps), or
+//           complete in the output queue.
 //   Recv    the multishot receive as the kernel sees it: off, armed, or
 //           being cancelled. What we want (read, or pause because too much
 //           is staged) is computed after every event and the two are
@@ -89,6 +90,10 @@ class Connection final : private ExternalOwner {
   void OnClosed();
   // The SLOW handler returned (its MSG_RING completion).
   void OnTaskDone();
+  // A static file's statx, openat2 or read completed (ConnectionHost).
+  void OnFileStat(int res);
+  void OnFileOpen(int res);
+  void OnFileRead(int res);
   // A worker made progress on a stream of this connection.
   void OnStreamNotify();
   // The deadline last given to SetDeadline has passed.
@@ -106,7 +111,8 @@ class Connection final : private ExternalOwner {
   // more: the slot may be reused (after Release()).
   bool Freeable() const {
     return phase_ == Phase::kClosed && recv_ == Recv::kOff && !out_.send_inflight() &&
-           !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_;
+           !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_ &&
+           (st_ == nullptr || !st_->file.inflight);
   }
   // Frees whatever it still holds; the slot is then as new.
   void Release();
@@ -120,7 +126,7 @@ class Connection final : private ExternalOwner {
  private:
   enum class Phase : uint8_t { kOpen, kFinishing, kLingering, kClosing, kCloseSubmitted, kClosed };
   enum class Input : uint8_t { kHead, kBody, kWait, kDone };
-  enum class Answer : uint8_t { kNone, kPending, kTask, kProducer, kPipe, kSent };
+  enum class Answer : uint8_t { kNone, kPending, kTask, kProducer, kPipe, kFile, kSent };
   enum class Recv : uint8_t { kOff, kArmed, kCancelling };
   enum class BodyMode : uint8_t { kBuffer, kPipe, kSink, kDiscard };
 
@@ -188,6 +194,18 @@ class Connection final : private ExternalOwner {
   void FreeTask();
   void FreePipes();
   void ReleaseOutput(size_t bytes) override;
+  // ---- static files (file_answer.cc)
+  void StartFile(const http::Request& request);
+  // The file's version is known and its descriptor open: answers.
+  void ServeFile(const http::Request* request);
+  void PumpFile();
+  // No file to send after all: an error answer (the head has not gone).
+  void FileError(int status);
+  // Lets go of the file (cache reference, descriptor) once nothing of it
+  // is queued or in flight; ends a finished exchange that waited for it.
+  void MaybeEndFile();
+  void EndFile();
+  bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
 
   // ---- I/O and life (connection.cc)
   // After every event: drives output, closes when done, reconciles the

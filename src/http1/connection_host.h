@@ -12,6 +12,7 @@
 #ifndef URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
 #define URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
 
+#include <linux/stat.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -21,6 +22,7 @@
 #include <string_view>
 
 #include "src/http/chunked_decoder.h"
+#include "src/files/open_file_cache.h"
 #include "src/http/parser.h"
 #include "src/io/arena.h"
 #include "src/router/router.h"
@@ -58,6 +60,22 @@ class ConnectionHost {
   // data for the completion and for stream progress).
   virtual bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                         int64_t started_ns) = 0;
+
+  // ---- files (static mounts). At most one of these is in flight per
+  // connection; each completes with the matching On*() even after the
+  // connection closed, and the memory it was given stays valid until then.
+  // statx of `path` (NUL-terminated) relative to `dir_fd`: OnFileStat(0 or
+  // -errno) with the result in *out.
+  virtual void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) = 0;
+  // Opens `path` read-only beneath `dir_fd` (openat2 with RESOLVE_BENEATH |
+  // RESOLVE_NO_MAGICLINKS: no "..", absolute or symbolic link leaves it) as
+  // a direct descriptor: OnFileOpen(its index, or -errno). Close it with
+  // ConnectionEnv::file_closer.
+  virtual void OpenFile(uint32_t slot, int dir_fd, const char* path) = 0;
+  // Reads len bytes at `offset` of a direct descriptor into buf (one of
+  // ConnectionEnv::file_buffers): OnFileRead(bytes, 0 at the end, -errno).
+  virtual void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
+                        uint64_t offset) = 0;
 
   // Calls the connection's OnBatchEnd() once the loop has no completion
   // left to handle (before it would sleep); at most once per call.
@@ -133,6 +151,9 @@ struct ConnectionStats {
   Counter sends_zc_copied;  // of those, the kernel copied after all (e.g. loopback)
   Counter sends_zc_refused; // ENOMEM (memlock limit): sent again by copying
   Counter lingering_closes; // closes that waited for the peer's FIN
+  Counter files_served;     // static-file answers (any status)
+  Counter file_opens;       // files opened (cache misses and changed files)
+  Counter file_truncated;   // a file ended early while sent: connection closed
 };
 
 // Everything the connections of one loop share. The loop updates now_tick
@@ -143,6 +164,12 @@ struct ConnectionEnv {
   io::ChunkPool* chunks = nullptr;
   StreamStatePool* streams = nullptr;
   ConnectionHost* host = nullptr;
+  // Static files (null when the router has no mounts): the loop's cache of
+  // open files, where descriptors are closed, and the buffers file bytes
+  // are read into (bounded: a connection waits for one when none is free).
+  files::OpenFileCache* file_cache = nullptr;
+  files::FileCloser* file_closer = nullptr;
+  io::ChunkPool* file_buffers = nullptr;
   ConnectionStats* stats = nullptr;
   // Parse scratch: room for config->limits.max_headers headers. One request
   // is parsed at a time on a ring thread, so one array serves them all.

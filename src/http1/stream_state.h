@@ -1,6 +1,6 @@
 // StreamState: what a connection needs only while a request body is being
 // read or a body streams: the body decoder, a worker's pipes, a FAST
-// handler's sink or producer. Most requests need none of it (a GET, a
+// handler's sink or producer, a static file being sent. Most requests need none of it (a GET, a
 // small body that arrives with its head), so a connection holds one only
 // while it does, from its loop's pool, and an idle connection stays small:
 // a loop preallocates a slot for every connection it may hold.
@@ -19,6 +19,7 @@
 #include "src/http/body_decoder.h"
 #include "src/http/chunked_decoder.h"
 #include "src/http/response.h"
+#include "src/http1/file_stream.h"
 #include "src/router/router.h"
 #include "src/worker/body_pipe.h"
 
@@ -37,8 +38,9 @@ struct StreamState {
   uint64_t produced = 0;        // its body bytes so far
   uint64_t produce_length = 0;  // its Content-Length, if it set one
   http::StreamFraming produce_framing = http::StreamFraming::kChunked;
+  FileStream file;                              // a static file's answer
 
-  bool idle() const { return !req_pipe && !sink && !resp_pipe && !producer; }
+  bool idle() const { return !req_pipe && !sink && !resp_pipe && !producer && file.idle(); }
 };
 
 // A free list of StreamStates, kept for reuse (up to `keep` of them).

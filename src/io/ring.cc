@@ -1,7 +1,11 @@
 #include "src/io/ring.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -111,6 +115,37 @@ io_uring_sqe* Ring::GetSqeSlow() {
     io_uring_submit(&ring_);
     if (io_uring_sqe* sqe = io_uring_get_sqe(&ring_)) return sqe;
   }
+}
+
+namespace {
+constexpr uint64_t kKernelMaxFixedFiles = 1u << 20;  // IORING_MAX_FIXED_FILES
+std::mutex rlimit_mutex;  // the soft limit is the process's, not the thread's
+}  // namespace
+
+uint64_t FileTableLimit() {
+  rlimit limit{};
+  getrlimit(RLIMIT_NOFILE, &limit);
+  return std::min<uint64_t>(limit.rlim_max, kKernelMaxFixedFiles);
+}
+
+absl::Status RegisterFileTable(io_uring* ring, uint32_t entries) {
+  std::lock_guard<std::mutex> lock(rlimit_mutex);
+  rlimit before{};
+  getrlimit(RLIMIT_NOFILE, &before);
+  const bool lift = entries > before.rlim_cur && entries <= before.rlim_max;
+  if (lift) {
+    rlimit lifted = before;
+    lifted.rlim_cur = entries;
+    setrlimit(RLIMIT_NOFILE, &lifted);
+  }
+  const int ret = io_uring_register_files_sparse(ring, entries);
+  if (lift) setrlimit(RLIMIT_NOFILE, &before);
+  if (ret < 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "registering a sparse fixed-file table of ", entries, " entries: ", strerror(-ret),
+        " (it may not exceed the hard RLIMIT_NOFILE, ", before.rlim_max, ")"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace uring_http::io

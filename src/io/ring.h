@@ -88,6 +88,17 @@ class Ring {
   RingFeatures features_;
 };
 
+// The most entries a ring's sparse fixed-file table can have: the kernel
+// checks a registration against RLIMIT_NOFILE, but direct descriptors never
+// count against it afterwards, so RegisterFileTable() lifts the soft limit
+// up to the hard one for the registration alone. Also capped at the
+// kernel's 1 << 20.
+uint64_t FileTableLimit();
+// Registers a sparse table of `entries` (at most FileTableLimit()). The
+// process's soft limit is what it was before when this returns; the
+// registrations of several threads take turns.
+absl::Status RegisterFileTable(io_uring* ring, uint32_t entries);
+
 }  // namespace uring_http::io
 
 #endif  // URING_HTTP_SRC_IO_RING_H_

@@ -47,6 +47,18 @@ struct ServerConfig {
   uint32_t ring_sq_entries = 0;
   uint32_t ring_cq_entries = 0;
 
+  // Static files (routers with Static() mounts; --root), per accept thread:
+  // open files kept (0: none: every request opens its file), how long an
+  // entry is trusted before a statx checks it again, the memory for small
+  // files' contents (files up to file_cache_max_file bytes), and the buffers
+  // larger files are read into (0 count: sized from the capacity).
+  uint32_t open_file_cache_entries = 1000;
+  uint32_t open_file_cache_valid_ms = 1000;
+  uint64_t file_cache_bytes = 32u << 20;
+  uint32_t file_cache_max_file = 64u << 10;
+  uint32_t file_buffer_count = 0;
+  uint32_t file_buffer_size = 64u << 10;
+
   // Access log in Common Log Format; empty: none.
   std::string access_log_path;
 

@@ -30,6 +30,8 @@ constexpr size_t kChunkSize = 4096;
 constexpr uint32_t kTickMs = 100;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
 constexpr uint32_t kRefuseReserve = Acceptor::kRefuseReserve;
+// Fixed-file entries for files open outside the open-file cache.
+constexpr uint32_t kUncachedFiles = 1024;
 
 uint32_t RoundUpPow2(uint32_t v) {
   uint32_t p = 1;
@@ -71,6 +73,8 @@ EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router
 EventLoop::~EventLoop() {
   slots_.reset();
   streams_.reset();
+  // The ring (and its file table) goes too: nothing left to close.
+  if (files_ != nullptr) files_->Shutdown();
 }
 
 uint64_t EventLoop::NowTick() const {
@@ -90,16 +94,26 @@ absl::Status EventLoop::Init() {
 
   // One ring's fixed-file table holds at most RLIMIT_NOFILE entries (a larger
   // sparse registration fails with EMFILE), so the pool is sized to fit it.
+  // Static files take entries too: the cache's, and room for files open
+  // outside it (the cache full of files being sent, or a cached file
+  // replaced while sent). Past that an open fails with ENFILE: a 503.
   rlimit nofile{};
   getrlimit(RLIMIT_NOFILE, &nofile);
-  const uint64_t table_limit = std::min<uint64_t>(nofile.rlim_cur, kMaxSlots);
-  file_table_size_ = static_cast<uint32_t>(
-      std::min<uint64_t>(uint64_t{config_.accept_capacity} + kRefuseReserve, table_limit));
-  if (file_table_size_ <= kRefuseReserve) {
+  const bool files = router_.mount_count() > 0;
+  const uint64_t table_limit = std::min<uint64_t>(io::FileTableLimit(), kMaxSlots);
+  const uint64_t file_entries =
+      files ? uint64_t{config_.open_file_cache_entries} +
+                  std::min<uint64_t>(config_.accept_capacity, kUncachedFiles)
+            : 0;
+  const uint64_t wanted = uint64_t{config_.accept_capacity} + kRefuseReserve + file_entries;
+  file_table_size_ = static_cast<uint32_t>(std::min<uint64_t>(wanted, table_limit));
+  if (file_table_size_ <= kRefuseReserve + file_entries) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "RLIMIT_NOFILE (", nofile.rlim_cur, ") leaves no room for connections"));
+        "RLIMIT_NOFILE (", nofile.rlim_cur, ", hard ", nofile.rlim_max,
+        ") leaves no room for connections", files ? " beside the files' entries" : ""));
   }
-  capacity_ = std::min<uint32_t>(config_.accept_capacity, file_table_size_ - kRefuseReserve);
+  capacity_ = static_cast<uint32_t>(std::min<uint64_t>(
+      config_.accept_capacity, file_table_size_ - kRefuseReserve - file_entries));
 
   io::RingOptions ring_options;
   // Sized for bursts: every live connection may post a receive completion
@@ -123,12 +137,7 @@ absl::Status EventLoop::Init() {
   ring_ = *std::move(ring);
   io_uring* r = ring_->raw();
 
-  int ret = io_uring_register_files_sparse(r, file_table_size_);
-  if (ret < 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "registering a sparse fixed-file table of ", file_table_size_,
-        " entries: ", strerror(-ret), " (it must not exceed RLIMIT_NOFILE)"));
-  }
+  if (absl::Status st = io::RegisterFileTable(r, file_table_size_); !st.ok()) return st;
 
   // Buffers are busy only between a receive completing and its bytes being
   // parsed (or staged), so a fraction of the capacity suffices; a burst that
@@ -163,6 +172,23 @@ absl::Status EventLoop::Init() {
     }
   }
   if (absl::Status s = chunks_.Init(arena_, kChunkSize, chunk_count); !s.ok()) return s;
+  if (files) {
+    FileServiceConfig fc;
+    fc.cache.max_entries = config_.open_file_cache_entries;
+    fc.cache.valid_ticks = (config_.open_file_cache_valid_ms + kTickMs - 1) / kTickMs;
+    fc.cache.max_content_bytes = config_.file_cache_bytes;
+    fc.cache.max_content_file = config_.file_cache_max_file;
+    fc.buffer_size = std::max<uint32_t>(config_.file_buffer_size, 4096);
+    // Two per connection reading a file at once is all one can hold (one
+    // being sent, one being read); past that, readers take turns.
+    fc.buffer_count = config_.file_buffer_count != 0
+                          ? config_.file_buffer_count
+                          : std::clamp<uint32_t>(capacity_ / 8, 64, 512);
+    files_ = std::make_unique<FileService>();
+    if (absl::Status s = files_->Init(ring_.get(), fc, PackUserData(Op::kIgnore, 0, 0)); !s.ok()) {
+      return s;
+    }
+  }
 
   slots_ = std::make_unique<Slot[]>(capacity_);
   for (uint32_t i = 0; i < capacity_; ++i) slots_[i].next_free = i + 1;
@@ -208,6 +234,11 @@ absl::Status EventLoop::Init() {
   env_.access_log = access_log_.enabled();
   env_.send_zc = send_zc_;
   env_.now_tick = NowTick();
+  if (files_ != nullptr) {
+    env_.file_cache = files_->cache();
+    env_.file_closer = files_.get();
+    env_.file_buffers = files_->buffers();
+  }
 
   timers_.Init(capacity_, kTimerBuckets, env_.now_tick);
   tick_interval_.tv_sec = 0;
@@ -233,6 +264,11 @@ std::string EventLoop::Features() const {
     absl::StrAppend(&f, ",send-zc(>=", config_.send_zc_min_bytes, "B)");
   } else if (config_.send_zc_min_bytes > 0) {
     absl::StrAppend(&f, ",no-send-zc(kernel<6.2)");
+  }
+  if (files_ != nullptr) {
+    absl::StrAppend(&f, ",files(openat2-beneath,statx,open-file-cache=",
+                    files_->cache()->limits().max_entries, ",read", files_->fixed_buffers() ? "-fixed" : "",
+                    "=", files_->buffers()->count(), "x", files_->buffers()->chunk_size(), ")");
   }
   if (workers_ != nullptr) {
     absl::StrAppend(&f, ",msg-ring",
@@ -306,7 +342,10 @@ void EventLoop::Run() {
         case Op::kRecvBulk:
         case Op::kSend:
         case Op::kShutdown:
-        case Op::kClose: {
+        case Op::kClose:
+        case Op::kFileStat:
+        case Op::kFileOpen:
+        case Op::kFileRead: {
           const uint32_t slot = UserDataSlot(ud);
           // A slot lives until every completion naming it has come back.
           URING_CHECK(slot < capacity_ && slots_[slot].in_use &&
@@ -395,6 +434,15 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
     case Op::kClose:
       conn.OnClosed();
       acceptor_.OnEntryClosed();
+      break;
+    case Op::kFileStat:
+      conn.OnFileStat(res);
+      break;
+    case Op::kFileOpen:
+      conn.OnFileOpen(res);
+      break;
+    case Op::kFileRead:
+      conn.OnFileRead(res);
       break;
     default:
       break;

@@ -42,6 +42,7 @@
 #include "src/serving/acceptor.h"
 #include "src/serving/access_log.h"
 #include "src/serving/config.h"
+#include "src/serving/file_service.h"
 #include "src/serving/loop_stats.h"
 #include "src/serving/timer_wheel.h"
 #include "src/serving/user_data.h"
@@ -102,6 +103,16 @@ class EventLoop final : private http1::ConnectionHost {
   bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                 int64_t started_ns) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
+  void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
+    files_->PrepStat(dir_fd, path, out, UserData(Op::kFileStat, slot));
+  }
+  void OpenFile(uint32_t slot, int dir_fd, const char* path) override {
+    files_->PrepOpen(dir_fd, path, UserData(Op::kFileOpen, slot));
+  }
+  void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
+                uint64_t offset) override {
+    files_->PrepRead(file_index, buf, len, offset, UserData(Op::kFileRead, slot));
+  }
   void AfterBatch(uint32_t slot) override { after_batch_[after_batch_count_++] = slot; }
 
   // Completions.
@@ -144,6 +155,9 @@ class EventLoop final : private http1::ConnectionHost {
   io::BufferRing buffers_;       // small receive buffers (heads, small bodies)
   io::BufferRing bulk_buffers_;  // large ones, for large bodies (may be absent)
   io::ChunkPool chunks_;
+  // Static files; only with Static() mounts. Before the slots: connections
+  // give their file references back before it goes.
+  std::unique_ptr<FileService> files_;
   std::unique_ptr<Slot[]> slots_;
   uint32_t capacity_ = 0;
   uint32_t file_table_size_ = 0;

@@ -34,6 +34,10 @@ enum LongOnly {
   kAccessLog,
   kRecvBufferSize,
   kRecvBuffers,
+  kRoot,
+  kOpenFileCache,
+  kOpenFileCacheValid,
+  kFileCacheBytes,
 };
 
 const option kLongOptions[] = {
@@ -66,6 +70,10 @@ const option kLongOptions[] = {
     {"access-log", required_argument, nullptr, kAccessLog},
     {"recv-buffer-size", required_argument, nullptr, kRecvBufferSize},
     {"recv-buffers", required_argument, nullptr, kRecvBuffers},
+    {"root", required_argument, nullptr, kRoot},
+    {"open-file-cache", required_argument, nullptr, kOpenFileCache},
+    {"open-file-cache-valid", required_argument, nullptr, kOpenFileCacheValid},
+    {"file-cache-bytes", required_argument, nullptr, kFileCacheBytes},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -132,8 +140,8 @@ std::string UsageText(const char* program) {
       "  -A, --accept-threads=num    Accept threads, one io_uring ring and one SO_REUSEPORT\n"
       "                              listener each (the number of CPUs); >= 1\n"
       "  -C, --accept-capacity=num   Connection slots per accept thread (100000); >= 1.\n"
-      "                              Limited to RLIMIT_NOFILE per thread (one ring's\n"
-      "                              fixed-file table cannot be larger)\n"
+      "                              Limited by the hard RLIMIT_NOFILE per thread (one\n"
+      "                              ring's fixed-file table cannot be larger)\n"
       "  -w, --workers=num           Worker threads for SLOW handlers (the number of\n"
       "      --worker-threads=num    accept threads); 0 runs SLOW handlers inline\n"
       "  -D, --slow-duration=ms      What GET /test/slow sleeps on a worker (30)\n"
@@ -146,6 +154,14 @@ std::string UsageText(const char* program) {
       "      --health-path=path      Health endpoint (/healthz): 200, or 503 while\n"
       "                              draining; empty: off\n"
       "  -h, --help                  This text\n\n"
+      "Static files (GET and HEAD, through the ring: openat2 beneath the root, statx, reads):\n"
+      "      --root=dir             Serve dir for every path no route claims (off)\n"
+      "      --open-file-cache=num  Open files kept per accept thread (1000); 0: none\n"
+      "      --open-file-cache-valid=t  How long a cached file is trusted before a statx\n"
+      "                             checks it again (1s; 0: every request)\n"
+      "      --file-cache-bytes=bytes  Memory per accept thread for the contents of small\n"
+      "                             files (up to 64 KiB each) answered without a read\n"
+      "                             (33554432); 0: none\n\n"
       "Limits (exceeded: the status shown, then the connection is closed):\n"
       "      --max-request-line=bytes   8192 (414)\n"
       "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
@@ -330,6 +346,26 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         n = ParseNumber(code, optarg, 1, 32768);
         if (!n.ok()) return n.status();
         options.config.recv_buffer_count = static_cast<uint32_t>(*n);
+        break;
+      case kRoot:
+        if (optarg[0] == '\0') return absl::InvalidArgumentError("--root needs a directory");
+        options.root = optarg;
+        break;
+      case kOpenFileCache:
+        n = ParseNumber(code, optarg, 0, 1u << 19);
+        if (!n.ok()) return n.status();
+        options.config.open_file_cache_entries = static_cast<uint32_t>(*n);
+        break;
+      case kOpenFileCacheValid: {
+        absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
+        if (!ms.ok()) return ms.status();
+        options.config.open_file_cache_valid_ms = *ms;
+        break;
+      }
+      case kFileCacheBytes:
+        n = ParseNumber(code, optarg, 0, 1ull << 36);
+        if (!n.ok()) return n.status();
+        options.config.file_cache_bytes = *n;
         break;
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");

@@ -17,6 +17,7 @@ struct Options {
   uint32_t slow_duration_ms = 30;  // what GET /test/slow sleeps on a worker
   bool daemonize = false;
   std::string pid_file;  // written once serving, removed on exit
+  std::string root;      // --root: files for paths no route claims
   bool help = false;
 };
 

@@ -195,7 +195,10 @@ std::string Server::ReadyLine() const {
       "uring-http ready: listening on ", config_.address, ":", port(), ", ",
       config_.accept_threads, " accept thread(s), ", config_.workers, " worker(s), ",
       first.capacity(), " connections per thread (fixed-file table ", first.file_table_size(),
-      " = min(accept-capacity + 64 reserve, RLIMIT_NOFILE)), io_uring: ", first.Features());
+      router_.mount_count() > 0
+          ? " = min(accept-capacity + 64 reserve + open-file cache + 1024, hard RLIMIT_NOFILE)"
+          : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
+      "), io_uring: ", first.Features());
 }
 
 ServerStats Server::Stats() const {

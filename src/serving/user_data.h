@@ -26,6 +26,9 @@ enum class Op : uint8_t {
   kSignal,      // read on the signalfd
   kStop,        // MSG_RING: the server is stopping
   kLogWrite,    // the access log's write to its file
+  kFileStat,    // a static file's statx, for a connection
+  kFileOpen,    // ... its openat2 into a direct descriptor
+  kFileRead,    // ... a read of its bytes
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

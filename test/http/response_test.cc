@@ -181,6 +181,11 @@ TEST(ResponseTest, NotModifiedHasNoBody) {
   // RFC 9110 8.6: a 304 may state the length the 200 would have had.
   EXPECT_TRUE(HasLine(wire, "Content-Length: 3")) << wire;
   EXPECT_EQ(BodyOf(wire), "");
+  // Without that body it says nothing: "Content-Length: 0" would be false.
+  Response bare;
+  bare.set_status(304);
+  const std::string bare_wire = Serialize(bare);
+  EXPECT_EQ(bare_wire.find("Content-Length"), std::string::npos) << bare_wire;
 }
 
 // 1xx belong to the server (100 Continue is its to send), and a status
@@ -434,6 +439,9 @@ TEST(ResponseTest, ReasonPhrases) {
   EXPECT_EQ(ReasonPhrase(200), "OK");
   EXPECT_EQ(ReasonPhrase(204), "No Content");
   EXPECT_EQ(ReasonPhrase(304), "Not Modified");
+  EXPECT_EQ(ReasonPhrase(206), "Partial Content");
+  EXPECT_EQ(ReasonPhrase(412), "Precondition Failed");
+  EXPECT_EQ(ReasonPhrase(416), "Range Not Satisfiable");
   EXPECT_EQ(ReasonPhrase(400), "Bad Request");
   EXPECT_EQ(ReasonPhrase(404), "Not Found");
   EXPECT_EQ(ReasonPhrase(405), "Method Not Allowed");

@@ -2,6 +2,11 @@
 // connection asks (receives, sends, shutdown, close, deadlines, tasks) and a
 // test completes each by hand, in whatever order it wants to try.
 //
+// Static files: the host records the one file operation in flight (statx,
+// openat2, read); CompleteFileOp() carries it out for real on the test's
+// directory (regular descriptors stand in for direct ones) or fails it, so a
+// test can change or delete the file between any two steps.
+//
 // It also plays the kernel's part for buffers: the bytes of every send are
 // copied when the send is submitted and compared with the memory again when
 // it completes (and, for a zero-copy send, at its notification). A buffer
@@ -10,7 +15,12 @@
 #ifndef URING_HTTP_TEST_HTTP1_CONNECTION_HARNESS_H_
 #define URING_HTTP_TEST_HTTP1_CONNECTION_HARNESS_H_
 
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -93,6 +104,21 @@ class FakeHost final : public ConnectionHost {
     tasks.push_back({task, &route});
     return true;
   }
+  void StatFile(uint32_t, int dir_fd, const char* path, struct statx* out) override {
+    NewFileOp({FileOp::kStat, dir_fd, path, out});
+  }
+  void OpenFile(uint32_t, int dir_fd, const char* path) override {
+    NewFileOp({FileOp::kOpen, dir_fd, path});
+  }
+  void ReadFile(uint32_t, int file_index, char* buf, uint32_t len, uint64_t offset) override {
+    FileOp op;
+    op.kind = FileOp::kRead;
+    op.file_index = file_index;
+    op.buf = buf;
+    op.len = len;
+    op.offset = offset;
+    NewFileOp(op);
+  }
   void AfterBatch(uint32_t) override { batch_end_due = true; }
   void ExchangeDone(uint32_t, const Exchange& e) override {
     done.push_back({e.route_id, e.status, std::string(e.request_line), e.body_bytes});
@@ -123,6 +149,23 @@ class FakeHost final : public ConnectionHost {
     worker::TaskBuffer* buffer;
     const router::Route* route;
   };
+  struct FileOp {
+    enum Kind { kStat, kOpen, kRead } kind = kStat;
+    int dir_fd = -1;
+    std::string path;
+    struct statx* stx = nullptr;
+    int file_index = -1;
+    char* buf = nullptr;
+    uint32_t len = 0;
+    uint64_t offset = 0;
+  };
+  void NewFileOp(const FileOp& op) {
+    if (file_op.has_value()) violations.push_back("a second file operation in flight");
+    file_op = op;
+    ++file_ops;
+  }
+  std::optional<FileOp> file_op;
+  int file_ops = 0;
   std::deque<Task> tasks;
   std::vector<Done> done;
   std::vector<std::string> violations;
@@ -205,10 +248,26 @@ inline std::vector<Reply> ParseReplies(std::string wire, const std::vector<bool>
   return out;
 }
 
+// Closes the stand-in descriptors and keeps count, so that a test can
+// check that every file opened is closed exactly once.
+class FdCloser final : public files::FileCloser {
+ public:
+  void CloseFile(int fd) override {
+    if (open.erase(fd) != 1) errors.push_back("close of a descriptor not open: " + std::to_string(fd));
+    ::close(fd);
+  }
+  std::set<int> open;
+  std::vector<std::string> errors;
+};
+
 class Harness {
   // Declared first, destroyed last: the connection gives its memory back
   // to this pool when it goes.
   router::Router router_;
+  FdCloser closer_;
+  io::Arena file_arena_;
+  io::ChunkPool file_buffers_;
+  std::optional<files::OpenFileCache> file_cache_;
   ConnectionConfig config_;
   io::Arena arena_;
   io::ChunkPool chunks_;
@@ -244,6 +303,73 @@ class Harness {
   }
 
   void Open() { conn.Open(&env_, 0); }
+
+  // Static files: `buffers` file buffers of `buffer_size` bytes, and the
+  // open-file cache (max_entries 0: none).
+  void EnableFiles(files::OpenFileCacheLimits limits = {}, size_t buffers = 8,
+                   size_t buffer_size = 4096) {
+    file_arena_ = *io::Arena::Create(buffers * buffer_size + 4096);
+    (void)file_buffers_.Init(file_arena_, buffer_size, buffers);
+    file_cache_.emplace(&closer_, limits);
+    env_.file_cache = &*file_cache_;
+    env_.file_closer = &closer_;
+    env_.file_buffers = &file_buffers_;
+  }
+  files::OpenFileCache* file_cache() { return file_cache_ ? &*file_cache_ : nullptr; }
+  const FdCloser& closer() const { return closer_; }
+  size_t file_buffers_available() const { return file_buffers_.available(); }
+
+  // Carries out the file operation in flight the way the ring would (or
+  // fails it with `force_res`) and delivers its completion. False if none.
+  bool CompleteFileOp(std::optional<int> force_res = std::nullopt) {
+    if (!host.file_op.has_value()) return false;
+    FakeHost::FileOp op = std::move(*host.file_op);
+    host.file_op.reset();
+    int res = 0;
+    switch (op.kind) {
+      case FakeHost::FileOp::kStat:
+        res = force_res ? *force_res
+              : ::statx(op.dir_fd, op.path.c_str(), 0,
+                        STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
+                        op.stx) == 0 ? 0 : -errno;
+        conn.OnFileStat(res);
+        break;
+      case FakeHost::FileOp::kOpen: {
+        if (force_res) {
+          res = *force_res;
+        } else {
+          open_how how{};
+          how.flags = O_RDONLY | O_NOCTTY;
+          how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+          const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
+          res = fd >= 0 ? static_cast<int>(fd) : -errno;
+          if (res >= 0) closer_.open.insert(res);
+        }
+        conn.OnFileOpen(res);
+        break;
+      }
+      case FakeHost::FileOp::kRead: {
+        if (closer_.open.count(op.file_index) == 0) {
+          host.violations.push_back("read of a descriptor that is not open");
+        }
+        const ssize_t n = ::pread(op.file_index, op.buf, op.len, static_cast<off_t>(op.offset));
+        res = force_res ? *force_res : n >= 0 ? static_cast<int>(n) : -errno;
+        conn.OnFileRead(res);
+        break;
+      }
+    }
+    return true;
+  }
+  // File operations and sends until neither is pending.
+  void Drive() {
+    for (int i = 0; i < 1000000 && (host.file_op.has_value() || host.send.has_value() ||
+                                    host.zc_held.has_value());
+         ++i) {
+      CompleteFileOp();
+      CompleteSend();
+      Notify();
+    }
+  }
 
   // The kernel delivers `bytes` to the armed receive (in pieces of at most
   // `piece` bytes, like provided buffers of that size).

@@ -1,0 +1,390 @@
+// Connection, part four: a static file as the answer. The path resolves
+// beneath the mount (files/url_path.h); the loop's open-file cache answers a
+// fresh hit at once, and anything else is a statx, then (for a file not
+// cached, or changed) an openat2 into a direct descriptor, both on the ring.
+// The body comes from the cache's memory for a small hot file, otherwise
+// from reads into the loop's file buffers, as the output queue has room: a
+// slow reader holds at most two buffers, never the file.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "src/base/check.h"
+#include "src/files/file_response.h"
+#include "src/files/mime.h"
+#include "src/files/url_path.h"
+#include "src/http1/connection.h"
+
+namespace uring_http::http1 {
+namespace {
+
+// A status for a failed statx or openat2 of a path under the root.
+int StatusForErrno(int err) {
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case ELOOP:   // a symbolic link loop, or a magic link (RESOLVE_NO_MAGICLINKS)
+    case EXDEV:   // the path would leave the root (RESOLVE_BENEATH)
+      return 404;
+    case EACCES:
+    case EPERM:
+      return 403;
+    case ENFILE:  // the fixed-file table is full
+    case EMFILE:
+    case ENOMEM:
+    case EAGAIN:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+files::FileVersion VersionOf(const struct statx& stx) {
+  files::FileVersion v;
+  v.size = stx.stx_size;
+  v.mtime_sec = stx.stx_mtime.tv_sec;
+  v.mtime_nsec = stx.stx_mtime.tv_nsec;
+  v.inode = stx.stx_ino;
+  return v;
+}
+
+bool SameVersion(const files::FileVersion& a, const files::FileVersion& b) {
+  return a.size == b.size && a.mtime_sec == b.mtime_sec && a.mtime_nsec == b.mtime_nsec &&
+         a.inode == b.inode;
+}
+
+// Percent-encodes a decoded path for a Location field: unreserved bytes,
+// '/' and the sub-delimiters a path may hold stay, the rest is %XX.
+void AppendEncodedPath(std::string& out, std::string_view path) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : path) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      std::strchr("-._~/!$&'()*+,;=:@", c) != nullptr;
+    if (keep && c != 0) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+}
+
+}  // namespace
+
+void Connection::StartFile(const http::Request& request) {
+  env_->stats->files_served.Add();
+  const router::FileMount& mount = *ex_.route->mount;
+  files::ResolvedPath resolved = files::ResolveUrlPath(request.path, mount.prefix);
+  if (resolved.status != files::PathStatus::kOk) {
+    return RespondError(resolved.status == files::PathStatus::kBadRequest ? 400 : 404,
+                        /*close=*/false);
+  }
+  if (env_->file_buffers == nullptr) return RespondError(500, /*close=*/false);
+  FileStream& f = S().file;
+  URING_CHECK(f.idle() && !f.inflight);
+  std::string_view rel = resolved.relative;
+  size_t n = rel.size();
+  std::memcpy(f.path, rel.data(), n);
+  f.index = resolved.directory;
+  if (f.index) {
+    // A directory answers with its index.html, never a listing.
+    const std::string_view index = n == 0 ? "index.html" : "/index.html";
+    std::memcpy(f.path + n, index.data(), index.size());
+    n += index.size();
+  }
+  f.path[n] = '\0';
+  f.path_len = static_cast<uint32_t>(n);
+  f.mount = &mount;
+  f.buffers = env_->file_buffers;
+  f.aborted = false;
+  ex_.answer = Answer::kFile;
+  if (input_ == Input::kHead) input_ = Input::kWait;
+
+  if (files::OpenFileCache* cache = env_->file_cache) {
+    bool fresh = false;
+    files::OpenFileCache::Entry* e = cache->Find(mount.index, f.path_view(), env_->now_tick, &fresh);
+    if (e != nullptr && fresh) {
+      cache->Ref(e);
+      f.entry = e;
+      f.version = e->version();
+      return ServeFile(&request);
+    }
+  }
+  // A miss, or an entry due for its check: the path's statx says whether
+  // the cached descriptor still names the same file.
+  if (!ex_.head_kept && !KeepHead(ex_.head_ptr, ex_.head_len)) return Abort();
+  f.step = FileStream::Step::kStat;
+  f.inflight = true;
+  env_->host->StatFile(slot_, mount.dir_fd, f.path, &f.stx);
+}
+
+void Connection::OnFileStat(int res) {
+  FileStream& f = st_->file;
+  URING_CHECK(f.inflight && f.step == FileStream::Step::kStat);
+  f.inflight = false;
+  if (f.aborted) return;
+  files::OpenFileCache* cache = env_->file_cache;
+  bool fresh = false;
+  files::OpenFileCache::Entry* e =
+      cache != nullptr ? cache->Find(f.mount->index, f.path_view(), env_->now_tick, &fresh)
+                       : nullptr;
+  if (res < 0) {
+    if (e != nullptr) cache->Remove(e);  // deleted (or no longer reachable)
+    return FileError(StatusForErrno(-res));
+  }
+  const uint16_t mode = f.stx.stx_mode;
+  if (S_ISDIR(mode)) {
+    if (e != nullptr) cache->Remove(e);
+    if (f.index) return FileError(404);  // ".../index.html" is a directory
+    // "/docs" names a directory: its index is "/docs/" (relative links in
+    // it resolve against that), as nginx and h2o answer.
+    http::Request request;
+    ReparseHead(&request);
+    http::Response response;
+    response.set_status(301);
+    std::string location = f.mount->prefix;
+    AppendEncodedPath(location, f.path_view());
+    location.push_back('/');
+    if (!request.query.empty()) {
+      location.push_back('?');
+      location.append(request.query);
+    }
+    response.AddHeader("Location", location);
+    response.set_content_type("text/plain; charset=utf-8");
+    response.set_body("301 Moved Permanently\n");
+    EndFile();
+    Respond(response);
+    Sync();
+    return;
+  }
+  if (!S_ISREG(mode)) {
+    // A device, FIFO or socket under the root is not content.
+    if (e != nullptr) cache->Remove(e);
+    return FileError(404);
+  }
+  f.version = VersionOf(f.stx);
+  if (e != nullptr) {
+    if (SameVersion(e->version(), f.version)) {
+      cache->Revalidated(e, env_->now_tick);
+      cache->Ref(e);
+      f.entry = e;
+      ServeFile(nullptr);
+      Sync();
+      return;
+    }
+    cache->Remove(e);  // changed: the new content needs a new descriptor
+  }
+  f.step = FileStream::Step::kOpen;
+  f.inflight = true;
+  env_->stats->file_opens.Add();
+  env_->host->OpenFile(slot_, f.mount->dir_fd, f.path);
+}
+
+void Connection::OnFileOpen(int res) {
+  FileStream& f = st_->file;
+  URING_CHECK(f.inflight && f.step == FileStream::Step::kOpen);
+  f.inflight = false;
+  if (f.aborted) {
+    if (res >= 0) env_->file_closer->CloseFile(res);
+    return;
+  }
+  if (res < 0) return FileError(StatusForErrno(-res));
+  // The version is the statx's, taken just before: a file replaced in
+  // between shows as a short read (the connection then closes) or is cut
+  // at the announced length.
+  f.entry = env_->file_cache != nullptr
+                ? env_->file_cache->Insert(f.mount->index, f.path_view(), res, f.version,
+                                           env_->now_tick)
+                : nullptr;
+  if (f.entry != nullptr) {
+    env_->file_cache->Ref(f.entry);
+  } else {
+    f.own_index = res;  // not cached: closed when this answer ends
+  }
+  ServeFile(nullptr);
+  Sync();
+}
+
+void Connection::ServeFile(const http::Request* request) {
+  FileStream& f = st_->file;
+  http::Request reparsed;
+  if (request == nullptr) {
+    ReparseHead(&reparsed);
+    request = &reparsed;
+  }
+  files::FileRequestFields fields;
+  fields.head = ex_.head;
+  fields.range = request->FindHeader("range");
+  fields.if_range = request->FindHeader("if-range");
+  fields.if_match = request->FindHeader("if-match");
+  fields.if_none_match = request->FindHeader("if-none-match");
+  fields.if_modified_since = request->FindHeader("if-modified-since");
+  fields.if_unmodified_since = request->FindHeader("if-unmodified-since");
+  const files::FilePlan plan = files::PlanFileResponse(fields, f.version);
+
+  http::Response response;
+  response.set_status(plan.status);
+  response.AddHeader("ETag", plan.etag_view());
+  response.AddHeader("Last-Modified", plan.last_modified_view());
+  if (plan.status == 304) {
+    EndFile();
+    return Respond(response);
+  }
+  if (plan.status == 412 || plan.status == 416) {
+    if (plan.status == 416) response.AddHeader("Content-Range", plan.content_range_view());
+    response.set_content_type("text/plain; charset=utf-8");
+    response.set_static_body(plan.status == 416 ? "416 Range Not Satisfiable\n"
+                                                : "412 Precondition Failed\n");
+    EndFile();
+    return Respond(response);
+  }
+  response.set_content_type(files::ContentTypeFor(f.path_view()));
+  response.AddHeader("Accept-Ranges", "bytes");
+  if (plan.status == 206) response.AddHeader("Content-Range", plan.content_range_view());
+
+  const bool keep = KeepAliveNow();
+  if (!keep) ex_.close_after = true;
+  http::SerializeOptions options;
+  options.keep_alive = keep;
+  options.keep_alive_header = keep && ex_.http10;
+  options.head_only = ex_.head;
+  size_t room = 0;
+  char* dst = out_.ReserveRoom(512, &room);
+  URING_CHECK(dst != nullptr);
+  size_t size = http::SerializeStreamHead(response, options, http::StreamFraming::kContentLength,
+                                          plan.length, dst, room);
+  if (size > room) {
+    dst = out_.Reserve(size);
+    URING_CHECK(dst != nullptr);
+    http::SerializeStreamHead(response, options, http::StreamFraming::kContentLength, plan.length,
+                              dst, size);
+  }
+  out_.Commit(size);
+  ex_.status = plan.status;
+  ex_.response_bytes = plan.length;
+  f.next = plan.offset;
+  f.end = plan.offset + plan.length;
+  if (ex_.head || plan.length == 0) {
+    EndFile();
+    return Answered();
+  }
+  f.step = FileStream::Step::kBody;
+  files::OpenFileCache::Entry* e = f.entry;
+  if (e != nullptr && !e->content_ready()) {
+    // A small file stays in memory: this request reads it whole, and the
+    // next ones are answered without a read.
+    if (char* content = env_->file_cache->BeginContent(e)) {
+      f.step = FileStream::Step::kLoad;
+      f.inflight = true;
+      f.read_buf = content;
+      f.read_len = static_cast<uint32_t>(f.version.size);
+      env_->host->ReadFile(slot_, e->file_index(), content, f.read_len, 0);
+      return;
+    }
+  }
+  PumpFile();
+}
+
+void Connection::PumpFile() {
+  FileStream& f = st_->file;
+  if (f.step != FileStream::Step::kBody || f.inflight || f.aborted) return;
+  producer_retry_ = 0;
+  while (f.next < f.end && out_.room() >= 2 && out_.pending() < kOutputHighWater) {
+    if (f.entry != nullptr && f.entry->content_ready()) {
+      // From the cache's memory: it stays valid while the entry is held.
+      const size_t n = f.end - f.next;
+      URING_CHECK(out_.AppendExternal(f.entry->content() + f.next, n, &f));
+      f.Queued(nullptr, n);
+      f.next += n;
+      break;
+    }
+    io::ChunkPool* buffers = env_->file_buffers;
+    if (buffers->available() == 0) {
+      // Every buffer is with other readers: try again on the next tick.
+      producer_retry_ = env_->now_tick + 1;
+      return;
+    }
+    f.read_buf = buffers->Acquire();
+    f.read_len = static_cast<uint32_t>(std::min<uint64_t>(buffers->chunk_size(), f.end - f.next));
+    f.inflight = true;
+    env_->host->ReadFile(slot_, f.file_index(), f.read_buf, f.read_len, f.next);
+    return;
+  }
+  if (f.next == f.end) {
+    f.step = FileStream::Step::kDone;
+    Answered();  // the exchange ends once the kernel is done with the bytes
+  }
+}
+
+void Connection::OnFileRead(int res) {
+  FileStream& f = st_->file;
+  URING_CHECK(f.inflight);
+  f.inflight = false;
+  if (f.step == FileStream::Step::kLoad) {
+    const bool whole = res >= 0 && static_cast<uint64_t>(res) == f.version.size;
+    env_->file_cache->EndContent(f.entry, whole);
+    f.read_buf = nullptr;
+    if (f.aborted) return;
+    f.step = FileStream::Step::kBody;  // from memory, or by reads if that failed
+    PumpFile();
+    Sync();
+    return;
+  }
+  char* buf = f.read_buf;
+  f.read_buf = nullptr;
+  if (f.aborted || res <= 0) {
+    env_->file_buffers->Release(buf);
+    if (f.aborted) return;
+    // The file shrank or vanished under us (or the read failed): the head
+    // promised more than there is, and only closing the connection can say
+    // so. What is queued still goes out; the cache forgets the file.
+    env_->stats->file_truncated.Add();
+    if (f.entry != nullptr) env_->file_cache->Remove(f.entry);
+    f.step = FileStream::Step::kDone;
+    ex_.close_after = true;
+    Answered();
+    Sync();
+    return;
+  }
+  URING_CHECK(out_.AppendExternal(buf, static_cast<size_t>(res), &f));
+  f.Queued(buf, static_cast<size_t>(res));
+  f.next += static_cast<uint64_t>(res);  // a short read is not an error: read on
+  PumpFile();
+  Sync();
+}
+
+void Connection::FileError(int status) {
+  EndFile();
+  RespondError(status, /*close=*/false);
+  Sync();
+}
+
+void Connection::MaybeEndFile() {
+  if (!FileBusy()) return;
+  FileStream& f = st_->file;
+  if (f.inflight || f.queued() != 0) return;
+  if (f.step != FileStream::Step::kDone && !f.aborted) return;
+  EndFile();
+  MaybeFinishExchange();
+}
+
+void Connection::EndFile() {
+  if (st_ == nullptr) return;
+  FileStream& f = st_->file;
+  URING_CHECK(!f.inflight && f.queued() == 0);
+  if (f.entry != nullptr) env_->file_cache->Unref(f.entry);
+  if (f.own_index >= 0) env_->file_closer->CloseFile(f.own_index);
+  f.entry = nullptr;
+  f.own_index = -1;
+  f.step = FileStream::Step::kIdle;
+  f.index = f.aborted = false;
+  f.mount = nullptr;
+  f.path_len = 0;
+  f.next = f.end = 0;
+}
+
+}  // namespace uring_http::http1

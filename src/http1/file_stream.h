@@ -1,0 +1,105 @@
+// FileStream: a connection's static-file answer in progress, from the path
+// it looks up to the last body byte the kernel has sent.
+//
+// Step (what the file answer waits for):
+//   kIdle   no file answer
+//   kStat   a statx of the path (a cache miss, or an entry older than the
+//           valid interval)
+//   kOpen   its openat2 into a direct descriptor
+//   kLoad   a read of a small file's whole content into the cache's memory
+//   kBody   the body: reads into the loop's file buffers (or the cached
+//           content), queued for sending as the output queue has room
+//   kDone   every body byte is queued (or the answer was cut short):
+//           waiting for the kernel to finish with them
+// At most one ring operation is in flight (`inflight`): its completion
+// comes back even after the connection closed, and writes into this state
+// (the statx buffer, a file buffer), so the state lives until then.
+//
+// The stream owns what its queued bytes live in: file buffers go back to
+// the pool, and the cache entry (or the descriptor it opened outside the
+// cache) stays referenced, until the output queue releases them (it is the
+// queue's ExternalOwner for those segments).
+//
+// Thread-safety: the connection's ring thread.
+#ifndef URING_HTTP_SRC_HTTP1_FILE_STREAM_H_
+#define URING_HTTP_SRC_HTTP1_FILE_STREAM_H_
+
+#include <linux/stat.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "src/base/check.h"
+#include "src/files/open_file_cache.h"
+#include "src/files/url_path.h"
+#include "src/files/validators.h"
+#include "src/http1/output_queue.h"
+#include "src/io/arena.h"
+#include "src/router/router.h"
+
+namespace uring_http::http1 {
+
+struct FileStream final : ExternalOwner {
+  enum class Step : uint8_t { kIdle, kStat, kOpen, kLoad, kBody, kDone };
+
+  // Room for a resolved path and the "/index.html" a directory adds.
+  static constexpr size_t kPathRoom = files::kMaxPathBytes + 16;
+
+  Step step = Step::kIdle;
+  bool inflight = false;      // a stat, open or read is with the kernel
+  bool index = false;         // `path` is a directory's index.html
+  bool aborted = false;       // the connection gave up on this answer
+  const router::FileMount* mount = nullptr;
+  uint32_t path_len = 0;
+  char path[kPathRoom];       // NUL-terminated, relative to the mount's root
+  struct statx stx;           // kStat's result
+  files::FileVersion version;
+  files::OpenFileCache::Entry* entry = nullptr;  // referenced while set
+  int own_index = -1;         // a descriptor opened outside the cache
+  uint64_t next = 0;          // the next body byte to read (file offset)
+  uint64_t end = 0;           // one past the last body byte
+  char* read_buf = nullptr;   // the buffer the read in flight fills
+  uint32_t read_len = 0;
+  io::ChunkPool* buffers = nullptr;
+
+  std::string_view path_view() const { return {path, path_len}; }
+  int file_index() const { return entry != nullptr ? entry->file_index() : own_index; }
+  bool idle() const { return step == Step::kIdle; }
+  // Body bytes the output queue holds (appended, not yet released).
+  size_t queued() const { return queued_bytes_; }
+
+  // Bytes appended to the output queue, from `buffer` (a file buffer that
+  // goes back to the pool once released) or null (the cache's content).
+  void Queued(char* buffer, size_t n) {
+    URING_CHECK(fifo_count_ < kFifo);
+    fifo_[(fifo_head_ + fifo_count_) % kFifo] = {buffer, n};
+    ++fifo_count_;
+    queued_bytes_ += n;
+  }
+  // The output queue is done with the oldest segment (in order).
+  void ReleaseOutput(size_t bytes) override {
+    URING_CHECK(fifo_count_ > 0);
+    Piece& p = fifo_[fifo_head_];
+    URING_CHECK(p.len == bytes);
+    if (p.buffer != nullptr) buffers->Release(p.buffer);
+    fifo_head_ = static_cast<uint8_t>((fifo_head_ + 1) % kFifo);
+    --fifo_count_;
+    queued_bytes_ -= bytes;
+  }
+
+ private:
+  static constexpr unsigned kFifo = OutputQueue::kMaxSegments;
+  struct Piece {
+    char* buffer;
+    size_t len;
+  };
+  Piece fifo_[kFifo];
+  uint8_t fifo_head_ = 0;
+  uint8_t fifo_count_ = 0;
+  size_t queued_bytes_ = 0;
+};
+
+}  // namespace uring_http::http1
+
+#endif  // URING_HTTP_SRC_HTTP1_FILE_STREAM_H_

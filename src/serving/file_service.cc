@@ -1,0 +1,89 @@
+#include "src/serving/file_service.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/uio.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace uring_http::serving {
+namespace {
+
+// Read-only, beneath the root: RESOLVE_BENEATH refuses "..", absolute paths
+// and symbolic links that would leave the directory (EXDEV), and
+// RESOLVE_NO_MAGICLINKS /proc-style links (ELOOP), so the kernel, not only
+// our path checks, keeps every open inside the root. No O_CLOEXEC: a direct
+// descriptor has no fd to inherit, and openat2 refuses the flag with one.
+// The kernel copies this at submission; it is shared by every open.
+const open_how kOpenHow = {
+    .flags = O_RDONLY | O_NOCTTY,
+    .mode = 0,
+    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+};
+
+}  // namespace
+
+absl::Status FileService::Init(io::Ring* ring, const FileServiceConfig& config,
+                               uint64_t close_user_data) {
+  ring_ = ring;
+  close_user_data_ = close_user_data;
+  const size_t bytes = size_t{config.buffer_count} * config.buffer_size;
+  auto arena = io::Arena::Create(bytes + 4096);
+  if (!arena.ok()) return arena.status();
+  arena_ = *std::move(arena);
+  if (absl::Status s = buffers_.Init(arena_, config.buffer_size, config.buffer_count); !s.ok()) {
+    return s;
+  }
+  // One fixed buffer spanning them all: READ_FIXED takes any address range
+  // inside it (buf_index 0). Registering pins the pages, so they are
+  // resident from now on: the count bounds it.
+  iovec region{buffers_.base(), buffers_.bytes()};
+  fixed_buffers_ = io_uring_register_buffers(ring->raw(), &region, 1) == 0;
+  cache_.emplace(this, config.cache);
+  return absl::OkStatus();
+}
+
+void FileService::PrepStat(int dir_fd, const char* path, struct statx* out, uint64_t user_data) {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  // Follows a final symbolic link, as the open will: the two describe the
+  // same file (the open then refuses it if the link leaves the root).
+  io_uring_prep_statx(sqe, dir_fd, path, 0,
+                      STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO, out);
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void FileService::PrepOpen(int dir_fd, const char* path, uint64_t user_data) {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  io_uring_prep_openat2(sqe, dir_fd, path, const_cast<open_how*>(&kOpenHow));
+  // Not io_uring_prep_openat2_direct(..., IORING_FILE_INDEX_ALLOC): liburing
+  // 2.3 adds one to the index, which turns ALLOC into slot 0.
+  sqe->file_index = IORING_FILE_INDEX_ALLOC;
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void FileService::PrepRead(int file_index, char* buf, uint32_t len, uint64_t offset,
+                           uint64_t user_data) {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  // Buffered reads of a warm page cache complete inline; a cold one is
+  // punted to the kernel's io-wq workers, never blocking this thread.
+  const bool fixed = fixed_buffers_ && buf >= buffers_.base() &&
+                     buf + len <= buffers_.base() + buffers_.bytes();
+  if (fixed) {
+    io_uring_prep_read_fixed(sqe, file_index, buf, len, offset, 0);
+  } else {
+    io_uring_prep_read(sqe, file_index, buf, len, offset);
+  }
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void FileService::CloseFile(int file_index) {
+  if (ring_ == nullptr) return;
+  io_uring_sqe* sqe = ring_->GetSqe();
+  io_uring_prep_close_direct(sqe, static_cast<unsigned>(file_index));
+  io_uring_sqe_set_data64(sqe, close_user_data_);
+}
+
+}  // namespace uring_http::serving
