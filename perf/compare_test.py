@@ -695,6 +695,174 @@ class TransferPhaseTest(unittest.TestCase):
                           os.path.join(d, "r"), args, meta, loads, summary, special, [], []))
 
 
+class FilesPhaseTest(unittest.TestCase):
+    def test_sizes_names_and_phase_is_opt_in(self):
+        self.assertEqual(compare.FILE_SIZES, [1024, 16384, 262144, 8 << 20])
+        self.assertEqual([compare.file_name(n) for n in compare.FILE_SIZES],
+                         ["f1k.bin", "f16k.bin", "f256k.bin", "f8m.bin"])
+        self.assertEqual(compare.size_key(1000), "1000")
+        self.assertIn("files", compare.ALL_PHASES)
+        self.assertNotIn("files", compare.DEFAULT_PHASES)
+        self.assertNotIn("files", compare.parse_args([]).only)
+        self.assertNotIn("files", compare.parse_args(["--quick"]).only)
+        self.assertEqual(compare.parse_args(["--only", "files", "--servers", "nginx,h2o"]).only, ["files"])
+
+    def test_loads(self):
+        loads = compare.files_loads(7, 300)
+        self.assertEqual([l.key for l in loads], ["files-1k", "files-ab-1k", "files-16k", "files-256k", "files-8m"])
+        self.assertEqual(compare.files_keys(), [l.key for l in loads])
+        self.assertEqual([l.body_bytes for l in loads], [1024, 1024, 16384, 262144, 8 << 20])
+        self.assertEqual([l.kind for l in loads], ["wrk", "ab", "wrk", "wrk", "wrk"])
+        self.assertEqual(loads[3].build_cmd("127.0.0.5", 20015, None),
+                         ["wrk", "-t1", "-c50", "-d7s", "--timeout", "10s", "--latency",
+                          "http://127.0.0.5:20015/f256k.bin"])
+        # a connection per request: no -k
+        self.assertEqual(loads[1].build_cmd("127.0.0.5", 20015, "/p.csv"),
+                         ["ab", "-q", "-r", "-s", "30", "-n", "300", "-c", "50", "-e", "/p.csv",
+                          "http://127.0.0.5:20015/f1k.bin"])
+        self.assertEqual(loads[1].title, "conn/request ab -c50 GET /f1k.bin")
+        self.assertTrue(all(compare.own_section(l.key) for l in loads))  # not in the main table
+        self.assertFalse(any(l.key.startswith(("wrk-", "ab-")) for l in loads))  # nor in the chart
+
+    def test_specs(self):
+        every = [("ours", "files"), ("nginx", "files"), ("h2o", "files")]
+        self.assertEqual(compare.files_phase_specs(compare.ALL_SERVERS), (every, every))
+        self.assertEqual(compare.files_phase_specs(["nginx", "h2o"]), (every[1:], every[1:]))
+        self.assertEqual(compare.files_phase_specs(["bare"]), ([], []))
+
+    def test_docroot(self):
+        d = os.path.join(tempfile.mkdtemp(), "root")
+        compare.write_docroot(d, [5, (1 << 20) + 3])
+        self.assertEqual(sorted(os.listdir(d)), ["f1048579.bin", "f5.bin", "index.html"])
+        self.assertEqual(os.path.getsize(os.path.join(d, "f1048579.bin")), (1 << 20) + 3)
+        with open(os.path.join(d, "f1048579.bin"), "rb") as f:
+            data = f.read()
+        self.assertGreater(len(set(data[:4096])), 200)  # random bytes, not one repeated
+        self.assertIn('href="f5.bin"', read(os.path.join(d, "index.html")))
+
+    def test_check_files(self):
+        d = tempfile.mkdtemp()
+        compare.write_docroot(d, [3, 5])
+
+        class S:
+            label, port = "nginx (files)", 1
+
+        def serve(port, path, status=200, length=None, mangle=False):
+            with open(os.path.join(d, path[1:]), "rb") as f:
+                body = f.read()
+            if mangle:
+                body = bytes([body[0] ^ 1]) + body[1:]
+            headers = {} if length is False else {"content-length": str(len(body) if length is None else length)}
+            return status, headers, body
+
+        seen = []
+        compare.check_files(S(), d, [3, 5], get=lambda port, path: seen.append(path) or serve(port, path))
+        self.assertEqual(seen, ["/f3.bin", "/f5.bin"])
+        with self.assertRaisesRegex(RuntimeError, r"nginx \(files\): GET /f3.bin answered 404 with "
+                                                  r"Content-Length 3 and 3 bytes \(expected 200 and 3\)"):
+            compare.check_files(S(), d, [3], get=lambda port, path: serve(port, path, status=404))
+        with self.assertRaisesRegex(RuntimeError, "answered 200 with Content-Length 4 "):
+            compare.check_files(S(), d, [3], get=lambda port, path: serve(port, path, length=4))
+        with self.assertRaisesRegex(RuntimeError, "answered 200 with no Content-Length"):  # chunked
+            compare.check_files(S(), d, [3], get=lambda port, path: serve(port, path, length=False))
+        with self.assertRaisesRegex(RuntimeError, "GET /f5.bin answered 5 bytes that are not the file's"):
+            compare.check_files(S(), d, [5], get=lambda port, path: serve(port, path, mangle=True))
+
+    def test_failure_line(self):
+        tail = ("    | uring-http: unknown option '--root=/tmp/x/docroot'\n"
+                "    | Try '/bin/server --help'.")
+        self.assertEqual(compare.failure_line(tail), "uring-http: unknown option '--root=/tmp/x/docroot'")
+        self.assertEqual(compare.failure_line("    | nginx: [emerg] no module"), "nginx: [emerg] no module")
+        self.assertEqual(compare.failure_line(""), "")
+
+    def summary(self, ours=True):
+        def one(rps, cpu, n):
+            return compare.summarize([{"rps": rps, "cpu_us_per_req": cpu, "mib_per_s": rps * n / 2 ** 20,
+                                       "errors": 0, "p50_ms": 0.5, "p99_ms": 2.0, "other_pct": 1.0,
+                                       "steal_pct": 0.0}])
+        figures = {"files-1k": (1024, [(110000.0, 8.0), (100000.0, 10.0), (125000.0, 7.5)]),
+                   "files-ab-1k": (1024, [(20000.0, 30.0), (24000.0, 24.0), (27000.0, 22.5)]),
+                   "files-8m": (8 << 20, [(100.0, 3000.0), (106.0, 2500.0), (200.0, 4000.0)])}
+        out = {}
+        for key, (n, rows) in figures.items():
+            labels = ["ours (files)", "nginx (files)", "h2o (files)"]
+            out[key] = {label: one(rps, cpu, n) for label, (rps, cpu) in zip(labels, rows) if ours or label != labels[0]}
+        out["wrk-c100"] = {"ours": compare.summarize([{"rps": 1.0, "errors": 0}])}
+        return out
+
+    def test_special(self):
+        f = compare.files_special(self.summary())
+        self.assertEqual([s["bytes"] for s in f["sizes"]], [1024, 8 << 20])  # 16k and 256k did not run
+        self.assertEqual([e["load"] for e in f["sizes"][0]["loads"]], ["files-1k", "files-ab-1k"])
+        r = f["sizes"][0]["loads"][0]["ratios"]
+        self.assertEqual(list(r), ["ours/nginx", "ours/h2o"])
+        self.assertAlmostEqual(r["ours/nginx"]["rps"], 1.1)
+        self.assertAlmostEqual(r["ours/nginx"]["cpu_us_per_req"], 0.8)
+        self.assertAlmostEqual(r["ours/h2o"]["rps"], 0.88)
+        self.assertEqual(f["notes"], [])
+        f = compare.files_special(self.summary(ours=False), [
+            "ours (files) did not start and was left out: uring-http: unknown option '--root=/tmp/d'"])
+        self.assertEqual(f["sizes"][0]["loads"][0]["ratios"], {})
+        self.assertTrue(f["notes"][0].startswith("**ours does not know --root yet"))
+        self.assertIn("unknown option '--root=/tmp/d'", f["notes"][1])
+
+    def test_targets(self):
+        t = {d: (v, l, ok) for d, v, l, ok in compare.evaluate_targets(self.summary(), {})}
+        self.assertEqual(t["files-1k CPU us/req ours/nginx"], ("0.800x (8.0 vs 10.0 CPU us/req)", "<= 1x", True))
+        self.assertEqual(t["files-1k req/s ours/nginx"], ("1.100x (110,000 vs 100,000 req/s)", ">= 1x", True))
+        self.assertEqual(t["files-ab-1k req/s ours/nginx"][1:], (">= 1x", False))
+        self.assertFalse(t["files-8m CPU us/req ours/nginx"][2])  # 3000 > 2500
+        self.assertFalse(t["files-8m req/s ours/nginx"][2])       # 100 < 106
+        self.assertNotIn("files-16k req/s ours/nginx", t)         # did not run: no row
+        t = {d: ok for d, _, _, ok in compare.evaluate_targets(self.summary(ours=False), {})}
+        self.assertIsNone(t["files-1k req/s ours/nginx"])         # ours left out: n/a
+        rows = [d for d, _, _, _ in compare.evaluate_targets({}, {})]
+        self.assertFalse([d for d in rows if d.startswith("files-")])
+
+    def test_files_run_counts_the_bodies(self):
+        class FakeLoad:
+            key, body_bytes = "files-8m", 8 << 20
+
+            def run(self, port, workdir, cpu=None):
+                return {"requests": 200, "rps": 100.0, "mib_per_s": 801.5, "errors": 0, "seconds": 2.0}
+
+        class FakeServer:
+            label, port = "nginx (files)", 1
+
+            def cpu_ticks(self):
+                return 0
+
+        r = compare.files_run(FakeLoad(), FakeServer(), tempfile.mkdtemp(), None)
+        self.assertEqual(r["mib_per_s"], 800.0)        # req/s x the file's size
+        self.assertEqual(r["wire_mib_per_s"], 801.5)   # wrk's, headers included
+        self.assertEqual((r["server"], r["load"]), ("nginx (files)", "files-8m"))
+
+    def test_report_gives_the_files_their_own_section(self):
+        summary = self.summary()
+        args = compare.parse_args(["--only", "files"])
+        meta = {"started": "now", "machine": "m", "versions": "v"}
+        d = tempfile.mkdtemp()
+        loads = ["wrk-c100", "files-1k", "files-ab-1k", "files-8m"]
+        for special in ({"files": compare.files_special(summary)}, {}):  # {}: interrupted in the phase
+            text = compare.write_report(os.path.join(d, "r"), args, meta, loads, summary, special,
+                                        compare.evaluate_targets(summary, special), [])
+            main_table = text.split("## Static files")[0]
+            self.assertIn("| wrk-c100 | ours |", main_table)
+            self.assertNotIn("files-", main_table)
+            self.assertIn("## Static files (wrk -t1 -c50 --latency GET /f<size>.bin; ab -c50 GET /f1k.bin, "
+                          "a connection per request)", text)
+            self.assertIn("### 1 KiB (GET /f1k.bin)", text)
+            self.assertIn("### 8 MiB (GET /f8m.bin)", text)
+            self.assertNotIn("### 16 KiB", text)
+            self.assertIn("| wrk -c50 GET /f1k.bin | ours (files) | 110,000 | 107 | 0 | 0.50 | 2.00 | 8.00 | 1 | 0 |",
+                          text)
+            self.assertIn("| conn/request ab -c50 GET /f1k.bin | h2o (files) | 27,000 | 26 | 0 |", text)
+            self.assertIn("| wrk -c50 GET /f8m.bin | nginx (files) | 106 | 848 | 0 | 0.50 | 2.00 | 2,500 |", text)
+            self.assertIn("| wrk -c50 GET /f1k.bin | ours/nginx | 1.10x | 0.80x |", text)
+            self.assertIn("| wrk -c50 GET /f8m.bin | ours/h2o | 0.50x | 0.75x |", text)
+            self.assertIn("| files-8m req/s ours/nginx | 0.943x (100 vs 106 req/s) | >= 1x | FAIL |", text)
+
+
 class SummaryTest(unittest.TestCase):
     def test_median_and_range(self):
         s = compare.summarize([{"rps": 3.0, "errors": 0}, {"rps": 1.0, "errors": 2}, {"rps": 2.0, "errors": 0}])
@@ -797,6 +965,43 @@ class ConfigTest(unittest.TestCase):
         ours = self.servers.make("ours")  # upload and download: ours as in the fast phases
         self.assertEqual(ours.cmd[1:], ["-p", "20000", "-A", "2", "-w", "4", "-D", "30"])
 
+    def test_files_servers(self):
+        root = os.path.join(self.dir, "docroot")
+        ours = self.servers.make("ours", "files")
+        self.assertEqual((ours.label, ours.port), ("ours (files)", 20014))
+        self.assertEqual(ours.cmd[1:], ["-p", "20014", "-A", "2", "-w", "4", "-D", "30", f"--root={root}"])
+        self.assertEqual(sorted(os.listdir(root)), ["f16k.bin", "f1k.bin", "f256k.bin", "f8m.bin", "index.html"])
+        self.assertEqual(os.path.getsize(os.path.join(root, "f8m.bin")), 8 << 20)
+        with open(os.path.join(root, "f16k.bin"), "rb") as f:
+            before = f.read()
+
+        nginx = self.servers.make("nginx", "files")
+        self.assertEqual((nginx.label, nginx.port), ("nginx (files)", 20015))
+        conf = read(nginx.cmd[nginx.cmd.index("-c") + 1])
+        for directive in (f"root {root};", "sendfile on;", "tcp_nopush on;",
+                          "open_file_cache max=1000 inactive=60s;", "open_file_cache_valid 1s;",
+                          "access_log off;", "listen 20015 ", 'location = /test/fast { return 200 ""; }'):
+            self.assertIn(directive, conf)
+        self.assertIn(os.path.join(self.dir, "nginx-files"), conf)  # own pid file and logs
+        plain = read(self.servers.make("nginx").cmd[-3])
+        self.assertNotIn("root ", plain)
+        self.assertNotIn("tcp_nopush", plain)
+
+        h2o = self.servers.make("h2o", "files")
+        self.assertEqual((h2o.label, h2o.port), ("h2o (files)", 20016))
+        conf_path = h2o.cmd[h2o.cmd.index("-c") + 1]
+        self.assertEqual(os.path.dirname(conf_path), os.path.join(self.dir, "h2o-files"))
+        conf = read(conf_path)
+        self.assertIn("port: 20016\n", conf)
+        self.assertIn("      /test/fast:\n        file.file: ", conf)  # the readiness check
+        self.assertIn(f"      /:\n        file.dir: {root}\n        file.etag: ON\n", conf)
+        self.assertNotIn("access-log", conf)
+        self.assertNotIn("file.dir", read(self.servers.make("h2o").cmd[-1]))
+
+        with open(os.path.join(root, "f16k.bin"), "rb") as f:
+            self.assertEqual(f.read(), before)  # written once: every server serves the same bytes
+        self.assertEqual(compare.PORT_COUNT, 1 + max(compare.FILE_PORTS.values()))
+
     def test_x_file(self):
         path = os.path.join(self.dir, "f")
         compare.write_x_file(path, (1 << 20) + 3)
@@ -811,8 +1016,9 @@ class ConfigTest(unittest.TestCase):
         # The bodies phase compares servers with each other: pinned like keepalive.
         for name, variant in (("ours", None), ("ours", "send-zc"), ("ours", "copy"), ("nginx", "bodies")):
             self.assertEqual(servers.make(name, variant).pin_cpu, 1)
-        # So do the upload and download phases.
-        for name, variant in (("nginx", "upload"), ("nginx", "download")):
+        # So do the upload, download and files phases.
+        for name, variant in (("nginx", "upload"), ("nginx", "download"), ("ours", "files"), ("nginx", "files"),
+                              ("h2o", "files")):
             self.assertEqual(servers.make(name, variant).pin_cpu, 1)
         for name, variant in (("ours", "slow"), ("ours", "queue"), ("bare", "slow")):
             self.assertIsNone(servers.make(name, variant).pin_cpu)
