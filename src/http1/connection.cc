@@ -147,6 +147,7 @@ void Connection::SyncRecv() {
 
 void Connection::Flush() {
   if (out_.send_inflight() || out_.empty() || phase_ >= Phase::kCloseSubmitted) return;
+  if (SocketSpliced()) return;  // a file's bytes are going out by splice
   const bool zc_allowed = env_->send_zc && env_->now_tick >= env_->zc_paused_until_tick;
   bool zero_copy = false;
   const unsigned n =
@@ -258,7 +259,9 @@ void Connection::SyncDeadline() {
     }
     idle_deadline_ = After(ms);
   }
-  if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty()) send_deadline_ = 0;
+  if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty() && !SocketSpliced()) {
+    send_deadline_ = 0;
+  }
   MaybeReleaseStreams();
   const uint64_t next =
       Earlier(Earlier(Earlier(head_deadline_, body_deadline_), Earlier(send_deadline_, idle_deadline_)),
@@ -422,7 +425,7 @@ void Connection::IssueClose() {
     armed_deadline_ = 0;
     env_->host->SetDeadline(slot_, 0);
   }
-  env_->host->Close(slot_, recv_ != Recv::kOff, out_.send_inflight());
+  env_->host->Close(slot_, recv_ != Recv::kOff, out_.send_inflight() || SocketSpliced());
 }
 
 void Connection::OnClosed() {

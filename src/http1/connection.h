@@ -94,6 +94,8 @@ class Connection final : private ExternalOwner {
   void OnFileStat(int res);
   void OnFileOpen(int res);
   void OnFileRead(int res);
+  void OnFileSplice(int res);
+  void OnFileWritable(int res);
   // A worker made progress on a stream of this connection.
   void OnStreamNotify();
   // The deadline last given to SetDeadline has passed.
@@ -199,6 +201,10 @@ class Connection final : private ExternalOwner {
   // The file's version is known and its descriptor open: answers.
   void ServeFile(const http::Request* request);
   void PumpFile();
+  void PumpSplice();
+  // The file ended before the body did: the connection closes after what
+  // is queued (only that tells the client).
+  void FileTruncated();
   // No file to send after all: an error answer (the head has not gone).
   void FileError(int status);
   // Lets go of the file (cache reference, descriptor) once nothing of it
@@ -206,6 +212,7 @@ class Connection final : private ExternalOwner {
   void MaybeEndFile();
   void EndFile();
   bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
+  bool SocketSpliced() const { return FileBusy() && st_->file.socket_busy(); }
 
   // ---- I/O and life (connection.cc)
   // After every event: drives output, closes when done, reconciles the

@@ -77,6 +77,29 @@ class ConnectionHost {
   virtual void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
                         uint64_t offset) = 0;
 
+  // Splicing, for large bodies: file -> pipe -> socket, so the bytes never
+  // pass through user space (what sendfile does, without blocking the
+  // ring: io_uring runs each splice on its io-wq). A pipe comes from the
+  // loop's pool; false when there is none to give (the file is read
+  // instead). A pipe given back with bytes still in it is closed.
+  struct Pipe {
+    int read_fd = -1;
+    int write_fd = -1;
+    uint32_t capacity = 0;
+  };
+  virtual bool AcquirePipe(Pipe* pipe) = 0;
+  virtual void ReleasePipe(const Pipe& pipe, bool empty) = 0;
+  // len bytes at `offset` of the direct descriptor into the pipe:
+  // OnFileSplice(bytes, 0 at the end of the file, -errno).
+  virtual void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
+                            uint32_t len) = 0;
+  // Up to len bytes from the pipe to the socket, never waiting for room
+  // in it: OnFileSplice(bytes, -EAGAIN when the socket is full). `more`:
+  // more of the body follows (MSG_MORE).
+  virtual void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) = 0;
+  // Waits until the socket has room: OnFileWritable(POLLOUT or -errno).
+  virtual void PollWritable(uint32_t slot) = 0;
+
   // Calls the connection's OnBatchEnd() once the loop has no completion
   // left to handle (before it would sleep); at most once per call.
   virtual void AfterBatch(uint32_t slot) = 0;
@@ -118,6 +141,9 @@ struct ConnectionConfig {
   // than this switches its connection's receive to them.
   bool bulk_receives = false;
   uint64_t bulk_body_bytes = 64 * 1024;
+  // A file body at least this large is spliced (file -> pipe -> socket)
+  // rather than read into buffers and sent (0: never).
+  uint64_t splice_min_bytes = 0;
 };
 
 // Counters the connections of one loop keep (one writer: the ring thread;
@@ -130,6 +156,7 @@ class Counter {
   void Sub(uint64_t n = 1) {
     value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
   }
+  void Set(uint64_t n) { value_.store(n, std::memory_order_relaxed); }
   uint64_t Get() const { return value_.load(std::memory_order_relaxed); }
 
  private:
@@ -154,6 +181,7 @@ struct ConnectionStats {
   Counter files_served;     // static-file answers (any status)
   Counter file_opens;       // files opened (cache misses and changed files)
   Counter file_truncated;   // a file ended early while sent: connection closed
+  Counter file_splices;     // file bodies spliced rather than read
 };
 
 // Everything the connections of one loop share. The loop updates now_tick

@@ -274,6 +274,13 @@ void Connection::ServeFile(const http::Request* request) {
   }
   f.step = FileStream::Step::kBody;
   files::OpenFileCache::Entry* e = f.entry;
+  const uint64_t splice_min = env_->config->splice_min_bytes;
+  if (splice_min != 0 && plan.length >= splice_min && !(e != nullptr && e->content_ready()) &&
+      env_->host->AcquirePipe(&f.pipe)) {
+    f.splice = true;
+    env_->stats->file_splices.Add();
+    return PumpSplice();
+  }
   if (e != nullptr && !e->content_ready()) {
     // A small file stays in memory: this request reads it whole, and the
     // next ones are answered without a read.
@@ -292,6 +299,7 @@ void Connection::ServeFile(const http::Request* request) {
 void Connection::PumpFile() {
   FileStream& f = st_->file;
   if (f.step != FileStream::Step::kBody || f.inflight || f.aborted) return;
+  if (f.splice) return PumpSplice();
   producer_retry_ = 0;
   while (f.next < f.end && out_.room() >= 2 && out_.pending() < kOutputHighWater) {
     if (f.entry != nullptr && f.entry->content_ready()) {
@@ -339,14 +347,7 @@ void Connection::OnFileRead(int res) {
   if (f.aborted || res <= 0) {
     env_->file_buffers->Release(buf);
     if (f.aborted) return;
-    // The file shrank or vanished under us (or the read failed): the head
-    // promised more than there is, and only closing the connection can say
-    // so. What is queued still goes out; the cache forgets the file.
-    env_->stats->file_truncated.Add();
-    if (f.entry != nullptr) env_->file_cache->Remove(f.entry);
-    f.step = FileStream::Step::kDone;
-    ex_.close_after = true;
-    Answered();
+    FileTruncated();
     Sync();
     return;
   }
@@ -354,6 +355,96 @@ void Connection::OnFileRead(int res) {
   f.Queued(buf, static_cast<size_t>(res));
   f.next += static_cast<uint64_t>(res);  // a short read is not an error: read on
   PumpFile();
+  Sync();
+}
+
+void Connection::FileTruncated() {
+  // The file shrank or vanished under us (or a read failed): the head
+  // promised more than there is, and only closing the connection can say
+  // so. What is queued still goes out; the cache forgets the file.
+  FileStream& f = st_->file;
+  env_->stats->file_truncated.Add();
+  if (f.entry != nullptr) env_->file_cache->Remove(f.entry);
+  f.step = FileStream::Step::kDone;
+  ex_.close_after = true;
+  Answered();
+}
+
+void Connection::PumpSplice() {
+  FileStream& f = st_->file;
+  if (f.inflight || f.aborted || f.step != FileStream::Step::kBody) return;
+  if (f.in_pipe == 0) {
+    if (f.next == f.end) {
+      f.step = FileStream::Step::kDone;
+      send_deadline_ = 0;
+      Answered();
+      return;
+    }
+    // Fill: page references move into the pipe, no bytes are copied.
+    const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(f.pipe.capacity, f.end - f.next));
+    f.inflight = true;
+    f.splice_op = FileStream::Splice::kFill;
+    env_->host->SpliceToPipe(slot_, f.file_index(), f.next, f.pipe.write_fd, len);
+    return;
+  }
+  // The head (and anything queued before it) leaves first; the send's
+  // completion comes back here through Sync().
+  if (!out_.empty() || out_.send_inflight() || phase_ > Phase::kFinishing) return;
+  f.inflight = true;
+  f.splice_op = FileStream::Splice::kDrain;
+  env_->host->SpliceToSocket(slot_, f.pipe.read_fd, f.in_pipe, f.next < f.end);
+  if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
+}
+
+void Connection::OnFileSplice(int res) {
+  FileStream& f = st_->file;
+  URING_CHECK(f.inflight && (f.splice_op == FileStream::Splice::kFill ||
+                             f.splice_op == FileStream::Splice::kDrain));
+  const FileStream::Splice op = f.splice_op;
+  f.inflight = false;
+  f.splice_op = FileStream::Splice::kNone;
+  if (op == FileStream::Splice::kFill && res > 0) f.in_pipe += static_cast<uint32_t>(res);
+  if (op == FileStream::Splice::kDrain && res > 0) f.in_pipe -= static_cast<uint32_t>(res);
+  if (f.aborted || phase_ >= Phase::kClosing) return;
+  if (op == FileStream::Splice::kFill) {
+    if (res <= 0) {
+      FileTruncated();
+    } else {
+      f.next += static_cast<uint64_t>(res);
+      PumpSplice();
+    }
+    Sync();
+    return;
+  }
+  if (res == -EAGAIN) {
+    // The socket is full: wait for room (the send deadline keeps running:
+    // a peer that takes nothing is cut off as with any send).
+    f.inflight = true;
+    f.splice_op = FileStream::Splice::kPoll;
+    env_->host->PollWritable(slot_);
+    return;
+  }
+  if (res < 0) {
+    Abort();  // EPIPE, ECONNRESET: the peer is gone
+    return;
+  }
+  // Progress on our output: the send deadline starts again.
+  send_deadline_ = After(env_->config->send_timeout_ms);
+  PumpSplice();
+  Sync();
+}
+
+void Connection::OnFileWritable(int res) {
+  FileStream& f = st_->file;
+  URING_CHECK(f.inflight && f.splice_op == FileStream::Splice::kPoll);
+  f.inflight = false;
+  f.splice_op = FileStream::Splice::kNone;
+  if (f.aborted || phase_ >= Phase::kClosing) return;
+  if (res < 0) {
+    Abort();
+    return;
+  }
+  PumpSplice();
   Sync();
 }
 
@@ -378,6 +469,10 @@ void Connection::EndFile() {
   URING_CHECK(!f.inflight && f.queued() == 0);
   if (f.entry != nullptr) env_->file_cache->Unref(f.entry);
   if (f.own_index >= 0) env_->file_closer->CloseFile(f.own_index);
+  if (f.pipe.read_fd >= 0) env_->host->ReleasePipe(f.pipe, f.in_pipe == 0);
+  f.pipe = ConnectionHost::Pipe();
+  f.in_pipe = 0;
+  f.splice = false;
   f.entry = nullptr;
   f.own_index = -1;
   f.step = FileStream::Step::kIdle;

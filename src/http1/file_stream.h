@@ -8,7 +8,10 @@
 //   kOpen   its openat2 into a direct descriptor
 //   kLoad   a read of a small file's whole content into the cache's memory
 //   kBody   the body: reads into the loop's file buffers (or the cached
-//           content), queued for sending as the output queue has room
+//           content), queued for sending as the output queue has room; or,
+//           for a large one, spliced: file -> pipe (kFill), then, once the
+//           head has gone, pipe -> socket (kDrain; kPoll while the socket
+//           has no room), a pipe's worth at a time
 //   kDone   every body byte is queued (or the answer was cut short):
 //           waiting for the kernel to finish with them
 // At most one ring operation is in flight (`inflight`): its completion
@@ -34,6 +37,7 @@
 #include "src/files/open_file_cache.h"
 #include "src/files/url_path.h"
 #include "src/files/validators.h"
+#include "src/http1/connection_host.h"
 #include "src/http1/output_queue.h"
 #include "src/io/arena.h"
 #include "src/router/router.h"
@@ -46,8 +50,15 @@ struct FileStream final : ExternalOwner {
   // Room for a resolved path and the "/index.html" a directory adds.
   static constexpr size_t kPathRoom = files::kMaxPathBytes + 16;
 
+  // What a spliced body's operation in flight is.
+  enum class Splice : uint8_t { kNone, kFill, kDrain, kPoll };
+
   Step step = Step::kIdle;
-  bool inflight = false;      // a stat, open or read is with the kernel
+  bool inflight = false;      // a stat, open, read, splice or poll is with the kernel
+  bool splice = false;        // the body goes file -> pipe -> socket
+  Splice splice_op = Splice::kNone;
+  ConnectionHost::Pipe pipe;  // while splicing
+  uint32_t in_pipe = 0;       // bytes in the pipe, not yet on the socket
   bool index = false;         // `path` is a directory's index.html
   bool aborted = false;       // the connection gave up on this answer
   const router::FileMount* mount = nullptr;
@@ -66,6 +77,9 @@ struct FileStream final : ExternalOwner {
   std::string_view path_view() const { return {path, path_len}; }
   int file_index() const { return entry != nullptr ? entry->file_index() : own_index; }
   bool idle() const { return step == Step::kIdle; }
+  // A splice to the socket or the wait for its room: the socket is ours
+  // alone until it completes (no send may interleave).
+  bool socket_busy() const { return splice_op == Splice::kDrain || splice_op == Splice::kPoll; }
   // Body bytes the output queue holds (appended, not yet released).
   size_t queued() const { return queued_bytes_; }
 

@@ -49,7 +49,9 @@ void Acceptor::Ensure() {
       // Direct: the socket goes straight into the fixed-file table
       // (IORING_FILE_INDEX_ALLOC picks a free entry), never into the
       // process's descriptor table.
-      io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, 0);
+      // O_NONBLOCK: io_uring's own sends and receives never look at it, but
+      // a splice to the socket does (a full socket is then -EAGAIN).
+      io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
       io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0));
       multishot_armed_ = true;
     }
@@ -68,7 +70,7 @@ void Acceptor::Ensure() {
     io_uring_sqe* sqe = Sqe();
     // Not io_uring_prep_accept_direct(..., IORING_FILE_INDEX_ALLOC): liburing
     // 2.3 stores index + 1, which wraps ALLOC to 0, a plain accept.
-    io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, 0);
+    io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
     sqe->file_index = IORING_FILE_INDEX_ALLOC;
     io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0));
     ++single_accepts_;

@@ -58,6 +58,10 @@ struct ServerConfig {
   uint32_t file_cache_max_file = 64u << 10;
   uint32_t file_buffer_count = 0;
   uint32_t file_buffer_size = 64u << 10;
+  // File bodies at least this large are spliced (file -> pipe -> socket: no
+  // copy through user space) in pipes of file_splice_pipe_bytes; 0: never.
+  uint64_t file_splice_min_bytes = 0;
+  uint32_t file_splice_pipe_bytes = 1u << 20;
 
   // Access log in Common Log Format; empty: none.
   std::string access_log_path;

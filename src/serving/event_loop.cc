@@ -184,6 +184,8 @@ absl::Status EventLoop::Init() {
     fc.buffer_count = config_.file_buffer_count != 0
                           ? config_.file_buffer_count
                           : std::clamp<uint32_t>(capacity_ / 8, 64, 512);
+    fc.pipe_bytes = config_.file_splice_pipe_bytes;
+    fc.max_pipes = std::clamp<uint32_t>(capacity_, 1, 256);
     files_ = std::make_unique<FileService>();
     if (absl::Status s = files_->Init(ring_.get(), fc, PackUserData(Op::kIgnore, 0, 0)); !s.ok()) {
       return s;
@@ -219,6 +221,7 @@ absl::Status EventLoop::Init() {
   conn_config_.recv_pool_bytes =
       size_t{recv_buffers} * recv_buffer_size + size_t{bulk_buffers} * bulk_buffer_size;
   conn_config_.bulk_receives = bulk_buffers > 0;
+  conn_config_.splice_min_bytes = config_.file_splice_min_bytes;
   // Stream states come and go with bodies; a few hundred are kept for reuse.
   streams_ = std::make_unique<http1::StreamStatePool>(conn_config_.chunked, 256);
   env_.config = &conn_config_;
@@ -266,9 +269,14 @@ std::string EventLoop::Features() const {
     absl::StrAppend(&f, ",no-send-zc(kernel<6.2)");
   }
   if (files_ != nullptr) {
-    absl::StrAppend(&f, ",files(openat2-beneath,statx,open-file-cache=",
-                    files_->cache()->limits().max_entries, ",read", files_->fixed_buffers() ? "-fixed" : "",
-                    "=", files_->buffers()->count(), "x", files_->buffers()->chunk_size(), ")");
+    absl::StrAppend(&f, ",files(openat2-beneath+statx+open-file-cache=",
+                    files_->cache()->limits().max_entries, "+read",
+                    files_->fixed_buffers() ? "-fixed" : "", "=", files_->buffers()->count(), "x",
+                    files_->buffers()->chunk_size());
+    if (config_.file_splice_min_bytes > 0) {
+      absl::StrAppend(&f, "+splice>=", config_.file_splice_min_bytes);
+    }
+    absl::StrAppend(&f, ")");
   }
   if (workers_ != nullptr) {
     absl::StrAppend(&f, ",msg-ring",
@@ -345,7 +353,9 @@ void EventLoop::Run() {
         case Op::kClose:
         case Op::kFileStat:
         case Op::kFileOpen:
-        case Op::kFileRead: {
+        case Op::kFileRead:
+        case Op::kFileSplice:
+        case Op::kFileWritable: {
           const uint32_t slot = UserDataSlot(ud);
           // A slot lives until every completion naming it has come back.
           URING_CHECK(slot < capacity_ && slots_[slot].in_use &&
@@ -443,6 +453,12 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
       break;
     case Op::kFileRead:
       conn.OnFileRead(res);
+      break;
+    case Op::kFileSplice:
+      conn.OnFileSplice(res);
+      break;
+    case Op::kFileWritable:
+      conn.OnFileWritable(res);
       break;
     default:
       break;
@@ -649,6 +665,13 @@ void EventLoop::OnTimerTick() {
     MaybeFree(slot);
   });
   stats_.chunk_heap_fallbacks.Add(chunks_.heap_fallbacks() - stats_.chunk_heap_fallbacks.Get());
+  if (files_ != nullptr) {
+    const files::OpenFileCache::Stats& c = files_->cache()->stats();
+    stats_.file_cache_hits.Set(c.hits);
+    stats_.file_cache_revalidations.Set(c.revalidations);
+    stats_.file_cache_entries.Set(c.open_entries);
+    stats_.file_cache_content_bytes.Set(c.content_bytes);
+  }
   if (stopping_ && now >= stop_deadline_tick_) {
     // Drain time is up: whatever is still open is closed now.
     for (uint32_t slot = 0; slot < capacity_; ++slot) {

@@ -113,6 +113,19 @@ class EventLoop final : private http1::ConnectionHost {
                 uint64_t offset) override {
     files_->PrepRead(file_index, buf, len, offset, UserData(Op::kFileRead, slot));
   }
+  bool AcquirePipe(Pipe* pipe) override { return files_->AcquirePipe(pipe); }
+  void ReleasePipe(const Pipe& pipe, bool empty) override { files_->ReleasePipe(pipe, empty); }
+  void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
+                    uint32_t len) override {
+    files_->PrepSpliceToPipe(file_index, offset, pipe_write, len, UserData(Op::kFileSplice, slot));
+  }
+  void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) override {
+    files_->PrepSpliceToSocket(pipe_read, slots_[slot].file_index, len, more,
+                               UserData(Op::kFileSplice, slot));
+  }
+  void PollWritable(uint32_t slot) override {
+    files_->PrepPollWritable(slots_[slot].file_index, UserData(Op::kFileWritable, slot));
+  }
   void AfterBatch(uint32_t slot) override { after_batch_[after_batch_count_++] = slot; }
 
   // Completions.

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -42,7 +44,78 @@ absl::Status FileService::Init(io::Ring* ring, const FileServiceConfig& config,
   iovec region{buffers_.base(), buffers_.bytes()};
   fixed_buffers_ = io_uring_register_buffers(ring->raw(), &region, 1) == 0;
   cache_.emplace(this, config.cache);
+  pipe_bytes_ = config.pipe_bytes;
+  max_pipes_ = config.max_pipes;
   return absl::OkStatus();
+}
+
+FileService::~FileService() {
+  for (const auto& p : free_pipes_) {
+    close(p.read_fd);
+    close(p.write_fd);
+  }
+}
+
+bool FileService::AcquirePipe(http1::ConnectionHost::Pipe* pipe) {
+  if (!free_pipes_.empty()) {
+    *pipe = free_pipes_.back();
+    free_pipes_.pop_back();
+    ++pipes_out_;
+    return true;
+  }
+  if (pipes_out_ >= max_pipes_) return false;
+  int fds[2];
+  // Not O_NONBLOCK: the pipe is only ever filled when empty and drained
+  // by what was put in, so no splice waits on it. (A full socket is
+  // SPLICE_F_NONBLOCK's and the socket's O_NONBLOCK's to report.)
+  if (pipe2(fds, O_CLOEXEC) != 0) return false;  // EMFILE: read instead
+  const int size = fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(pipe_bytes_));
+  pipe->read_fd = fds[0];
+  pipe->write_fd = fds[1];
+  pipe->capacity = static_cast<uint32_t>(size > 0 ? size : fcntl(fds[1], F_GETPIPE_SZ));
+  ++pipes_out_;
+  return true;
+}
+
+void FileService::ReleasePipe(const http1::ConnectionHost::Pipe& pipe, bool empty) {
+  --pipes_out_;
+  if (empty) {
+    free_pipes_.push_back(pipe);
+    return;
+  }
+  // Bytes of an abandoned body are still in it: it cannot serve another.
+  close(pipe.read_fd);
+  close(pipe.write_fd);
+}
+
+void FileService::PrepSpliceToPipe(int file_index, uint64_t offset, int pipe_write, uint32_t len,
+                                   uint64_t user_data) {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  // io_uring always runs a splice on its io-wq (it has no non-blocking
+  // attempt): a cold page cache blocks a kernel worker, not this thread.
+  // The input is our direct descriptor (SPLICE_F_FD_IN_FIXED).
+  io_uring_prep_splice(sqe, file_index, static_cast<int64_t>(offset), pipe_write, -1, len,
+                       SPLICE_F_FD_IN_FIXED);
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void FileService::PrepSpliceToSocket(int pipe_read, uint32_t socket_index, uint32_t len,
+                                     bool more, uint64_t user_data) {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  // The socket (the output, sqe->fd) is a direct descriptor: IOSQE_FIXED_FILE.
+  // It was accepted O_NONBLOCK, so a full socket is -EAGAIN (then a poll),
+  // never a kernel worker parked on a slow reader.
+  io_uring_prep_splice(sqe, pipe_read, -1, static_cast<int>(socket_index), -1, len,
+                       SPLICE_F_NONBLOCK | (more ? SPLICE_F_MORE : 0));
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void FileService::PrepPollWritable(uint32_t socket_index, uint64_t user_data) {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  io_uring_prep_poll_add(sqe, static_cast<int>(socket_index), POLLOUT);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  io_uring_sqe_set_data64(sqe, user_data);
 }
 
 void FileService::PrepStat(int dir_fd, const char* path, struct statx* out, uint64_t user_data) {

@@ -8,6 +8,10 @@
 // pinning or user-copy checks per read). Where registering fails (the
 // RLIMIT_MEMLOCK of a user without CAP_IPC_LOCK) plain reads are used.
 //
+// Splicing (large bodies): pipes made on first use and reused, each a pair
+// of ordinary descriptors (splice needs a real pipe), at most max_pipes;
+// when none is to be had the body is read instead.
+//
 // Descriptors: every file is opened into the ring's fixed-file table
 // (IORING_FILE_INDEX_ALLOC), which the loop sized for the cache plus one
 // file per connection; none of them counts against RLIMIT_NOFILE.
@@ -22,9 +26,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "src/files/open_file_cache.h"
+#include "src/http1/connection_host.h"
 #include "src/io/arena.h"
 #include "src/io/ring.h"
 
@@ -34,6 +40,10 @@ struct FileServiceConfig {
   files::OpenFileCacheLimits cache;
   uint32_t buffer_count = 256;
   uint32_t buffer_size = 64 * 1024;
+  // Splicing: pipes of this size (F_SETPIPE_SZ; the kernel may give less),
+  // at most max_pipes of them at once.
+  uint32_t pipe_bytes = 1u << 20;
+  uint32_t max_pipes = 256;
 };
 
 class FileService final : public files::FileCloser {
@@ -51,6 +61,16 @@ class FileService final : public files::FileCloser {
   // files::FileCloser: IORING_OP_CLOSE of the table entry.
   void CloseFile(int file_index) override;
 
+  // Pipes for splicing, made on first use and kept for the next body.
+  bool AcquirePipe(http1::ConnectionHost::Pipe* pipe);
+  void ReleasePipe(const http1::ConnectionHost::Pipe& pipe, bool empty);
+  void PrepSpliceToPipe(int file_index, uint64_t offset, int pipe_write, uint32_t len,
+                        uint64_t user_data);
+  void PrepSpliceToSocket(int pipe_read, uint32_t socket_index, uint32_t len, bool more,
+                          uint64_t user_data);
+  void PrepPollWritable(uint32_t socket_index, uint64_t user_data);
+  ~FileService();
+
   files::OpenFileCache* cache() { return cache_ ? &*cache_ : nullptr; }
   io::ChunkPool* buffers() { return &buffers_; }
   bool fixed_buffers() const { return fixed_buffers_; }
@@ -65,6 +85,10 @@ class FileService final : public files::FileCloser {
   io::ChunkPool buffers_;
   bool fixed_buffers_ = false;
   uint64_t close_user_data_ = 0;
+  uint32_t pipe_bytes_ = 0;
+  uint32_t max_pipes_ = 0;
+  uint32_t pipes_out_ = 0;  // given to connections
+  std::vector<http1::ConnectionHost::Pipe> free_pipes_;
   std::optional<files::OpenFileCache> cache_;
 };
 

@@ -49,6 +49,11 @@ struct alignas(64) LoopStats {
   Counter chunk_heap_fallbacks;
   Counter cq_overflows;     // waits that found completions held beyond the CQ
   Counter mailbox_messages; // worker messages that came through the mailbox
+  // The open-file cache's own figures, copied once per tick.
+  Counter file_cache_hits;
+  Counter file_cache_revalidations;
+  Counter file_cache_entries;
+  Counter file_cache_content_bytes;
   http1::ConnectionStats conn;  // what the loop's connections count
 };
 

@@ -115,6 +115,27 @@ std::string Server::RenderMetrics() const {
       {"uring_http_lingering_closes_total", "counter",
        "Closes that sent our FIN and read until the client's, because input was left unread.",
        s.lingering_closes},
+      {"uring_http_files_served_total", "counter",
+       "Requests answered from a static-file mount (any status).", s.files_served},
+      {"uring_http_file_opens_total", "counter",
+       "Files opened (openat2): cache misses, and cached files found changed.", s.file_opens},
+      {"uring_http_file_cache_hits_total", "counter",
+       "Requests answered from the open-file cache without a statx or an open.",
+       s.file_cache_hits},
+      {"uring_http_file_cache_revalidations_total", "counter",
+       "Cached files checked again with statx after --open-file-cache-valid.",
+       s.file_cache_revalidations},
+      {"uring_http_file_cache_entries", "gauge", "Files held open by the caches now.",
+       s.file_cache_entries},
+      {"uring_http_file_cache_content_bytes", "gauge",
+       "Bytes of small files' contents the caches hold now.", s.file_cache_content_bytes},
+      {"uring_http_file_splices_total", "counter",
+       "File bodies spliced (file -> pipe -> socket) rather than read (--file-splice).",
+       s.file_splices},
+      {"uring_http_file_truncated_total", "counter",
+       "Files that ended before their body while sent (changed or deleted): the connection "
+       "was closed.",
+       s.file_truncated},
   };
   for (const Simple& m : simple) {
     Family(out, m.name, m.type, m.help);

@@ -38,6 +38,8 @@ enum LongOnly {
   kOpenFileCache,
   kOpenFileCacheValid,
   kFileCacheBytes,
+  kFileSplice,
+  kFileSplicePipe,
 };
 
 const option kLongOptions[] = {
@@ -74,6 +76,8 @@ const option kLongOptions[] = {
     {"open-file-cache", required_argument, nullptr, kOpenFileCache},
     {"open-file-cache-valid", required_argument, nullptr, kOpenFileCacheValid},
     {"file-cache-bytes", required_argument, nullptr, kFileCacheBytes},
+    {"file-splice", required_argument, nullptr, kFileSplice},
+    {"file-splice-pipe", required_argument, nullptr, kFileSplicePipe},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -161,7 +165,11 @@ std::string UsageText(const char* program) {
       "                             checks it again (1s; 0: every request)\n"
       "      --file-cache-bytes=bytes  Memory per accept thread for the contents of small\n"
       "                             files (up to 64 KiB each) answered without a read\n"
-      "                             (33554432); 0: none\n\n"
+      "                             (33554432); 0: none\n"
+      "      --file-splice=bytes    Bodies at least this large go file -> pipe -> socket\n"
+      "                             by splice, never through user space (0: off)\n"
+      "      --file-splice-pipe=bytes  Pipe size for splicing (1048576; 4096..the\n"
+      "                             system's /proc/sys/fs/pipe-max-size)\n\n"
       "Limits (exceeded: the status shown, then the connection is closed):\n"
       "      --max-request-line=bytes   8192 (414)\n"
       "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
@@ -366,6 +374,16 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         n = ParseNumber(code, optarg, 0, 1ull << 36);
         if (!n.ok()) return n.status();
         options.config.file_cache_bytes = *n;
+        break;
+      case kFileSplice:
+        n = ParseNumber(code, optarg, 0, 1ull << 50);
+        if (!n.ok()) return n.status();
+        options.config.file_splice_min_bytes = *n;
+        break;
+      case kFileSplicePipe:
+        n = ParseNumber(code, optarg, 4096, 1u << 30);
+        if (!n.ok()) return n.status();
+        options.config.file_splice_pipe_bytes = static_cast<uint32_t>(*n);
         break;
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");

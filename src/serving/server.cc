@@ -232,6 +232,14 @@ ServerStats Server::Stats() const {
     s.streamed_responses += c.streamed_responses.Get();
     s.aborted_streams += c.aborted_streams.Get();
     s.lingering_closes += c.lingering_closes.Get();
+    s.files_served += c.files_served.Get();
+    s.file_opens += c.file_opens.Get();
+    s.file_splices += c.file_splices.Get();
+    s.file_truncated += c.file_truncated.Get();
+    s.file_cache_hits += l.file_cache_hits.Get();
+    s.file_cache_revalidations += l.file_cache_revalidations.Get();
+    s.file_cache_entries += l.file_cache_entries.Get();
+    s.file_cache_content_bytes += l.file_cache_content_bytes.Get();
   }
   if (workers_ != nullptr) s.workers = workers_->Stats();
   return s;

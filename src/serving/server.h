@@ -44,6 +44,9 @@ struct ServerStats {
   uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0, cq_overflows = 0;
   uint64_t chunked_bodies = 0, streamed_requests = 0, streamed_responses = 0;
   uint64_t aborted_streams = 0, lingering_closes = 0, mailbox_messages = 0;
+  uint64_t files_served = 0, file_opens = 0, file_cache_hits = 0, file_cache_revalidations = 0;
+  uint64_t file_cache_entries = 0, file_cache_content_bytes = 0, file_splices = 0;
+  uint64_t file_truncated = 0;
   worker::WorkerPoolStats workers;
 };
 

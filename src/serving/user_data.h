@@ -29,6 +29,8 @@ enum class Op : uint8_t {
   kFileStat,    // a static file's statx, for a connection
   kFileOpen,    // ... its openat2 into a direct descriptor
   kFileRead,    // ... a read of its bytes
+  kFileSplice,  // ... a splice of them (file -> pipe, or pipe -> socket)
+  kFileWritable,// ... a POLLOUT on the socket between splices
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

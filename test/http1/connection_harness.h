@@ -17,6 +17,8 @@
 
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -93,7 +95,12 @@ class FakeHost final : public ConnectionHost {
     if (closed) violations.push_back("a second close");
     if (shutdown_pending) violations.push_back("close before the shutdown completed");
     if (recv_armed_said != recv_armed) violations.push_back("close: receive state disagrees");
-    if (send_inflight_said != send.has_value()) violations.push_back("close: send state disagrees");
+    // A splice to the socket, or the poll for its room, is cancelled like a send.
+    const bool socket_op = file_op.has_value() && (file_op->kind == FileOp::kDrain ||
+                                                   file_op->kind == FileOp::kPoll);
+    if (send_inflight_said != (send.has_value() || socket_op)) {
+      violations.push_back("close: send state disagrees");
+    }
     closed = true;
   }
   void SetDeadline(uint32_t, uint64_t tick) override { deadline = tick; }
@@ -117,6 +124,47 @@ class FakeHost final : public ConnectionHost {
     op.buf = buf;
     op.len = len;
     op.offset = offset;
+    NewFileOp(op);
+  }
+  bool AcquirePipe(Pipe* pipe) override {
+    if (pipes_out >= max_pipes) return false;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return false;
+    pipe->read_fd = fds[0];
+    pipe->write_fd = fds[1];
+    pipe->capacity = static_cast<uint32_t>(fcntl(fds[1], F_SETPIPE_SZ, pipe_bytes));
+    ++pipes_out;
+    return true;
+  }
+  void ReleasePipe(const Pipe& pipe, bool empty) override {
+    --pipes_out;
+    int queued = 0;
+    ioctl(pipe.read_fd, FIONREAD, &queued);
+    if (empty != (queued == 0)) violations.push_back("a pipe released with the wrong emptiness");
+    ::close(pipe.read_fd);
+    ::close(pipe.write_fd);
+  }
+  void SpliceToPipe(uint32_t, int file_index, uint64_t offset, int pipe_write,
+                    uint32_t len) override {
+    FileOp op;
+    op.kind = FileOp::kFill;
+    op.file_index = file_index;
+    op.offset = offset;
+    op.pipe_fd = pipe_write;
+    op.len = len;
+    NewFileOp(op);
+  }
+  void SpliceToSocket(uint32_t, int pipe_read, uint32_t len, bool) override {
+    if (send.has_value()) violations.push_back("a splice to the socket while a send is in flight");
+    FileOp op;
+    op.kind = FileOp::kDrain;
+    op.pipe_fd = pipe_read;
+    op.len = len;
+    NewFileOp(op);
+  }
+  void PollWritable(uint32_t) override {
+    FileOp op;
+    op.kind = FileOp::kPoll;
     NewFileOp(op);
   }
   void AfterBatch(uint32_t) override { batch_end_due = true; }
@@ -150,7 +198,7 @@ class FakeHost final : public ConnectionHost {
     const router::Route* route;
   };
   struct FileOp {
-    enum Kind { kStat, kOpen, kRead } kind = kStat;
+    enum Kind { kStat, kOpen, kRead, kFill, kDrain, kPoll } kind = kStat;
     int dir_fd = -1;
     std::string path;
     struct statx* stx = nullptr;
@@ -158,6 +206,7 @@ class FakeHost final : public ConnectionHost {
     char* buf = nullptr;
     uint32_t len = 0;
     uint64_t offset = 0;
+    int pipe_fd = -1;
   };
   void NewFileOp(const FileOp& op) {
     if (file_op.has_value()) violations.push_back("a second file operation in flight");
@@ -166,6 +215,11 @@ class FakeHost final : public ConnectionHost {
   }
   std::optional<FileOp> file_op;
   int file_ops = 0;
+  int pipes_out = 0;
+  int max_pipes = 4;
+  int pipe_bytes = 64 * 1024;
+  // The peer's socket takes at most this much per splice (then -EAGAIN).
+  size_t socket_room = SIZE_MAX;
   std::deque<Task> tasks;
   std::vector<Done> done;
   std::vector<std::string> violations;
@@ -348,6 +402,32 @@ class Harness {
         conn.OnFileOpen(res);
         break;
       }
+      case FakeHost::FileOp::kFill: {
+        loff_t off = static_cast<loff_t>(op.offset);
+        const ssize_t n = ::splice(op.file_index, &off, op.pipe_fd, nullptr, op.len, 0);
+        res = force_res ? *force_res : n >= 0 ? static_cast<int>(n) : -errno;
+        conn.OnFileSplice(res);
+        break;
+      }
+      case FakeHost::FileOp::kDrain: {
+        // The socket is the wire: what the pipe gives, up to the room.
+        const size_t room = std::min<size_t>(op.len, host.socket_room);
+        if (force_res) {
+          res = *force_res;
+        } else if (room == 0) {
+          res = -EAGAIN;
+        } else {
+          std::string bytes(room, '\0');
+          const ssize_t n = ::read(op.pipe_fd, bytes.data(), room);
+          res = n >= 0 ? static_cast<int>(n) : -errno;
+          if (n > 0) wire.append(bytes.data(), static_cast<size_t>(n));
+        }
+        conn.OnFileSplice(res);
+        break;
+      }
+      case FakeHost::FileOp::kPoll:
+        conn.OnFileWritable(force_res ? *force_res : POLLOUT);
+        break;
       case FakeHost::FileOp::kRead: {
         if (closer_.open.count(op.file_index) == 0) {
           host.violations.push_back("read of a descriptor that is not open");

@@ -57,13 +57,13 @@ class FileAnswerTest : public ::testing::Test {
 
   // A harness serving root_ at "/" (and a FAST route beside it).
   std::unique_ptr<Harness> Make(files::OpenFileCacheLimits limits = {}, size_t buffers = 8,
-                                size_t buffer_size = 4096) {
+                                size_t buffer_size = 4096, ConnectionConfig config = {}) {
     router::Router r;
     (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
       resp.set_static_body("ok");
     });
     EXPECT_TRUE(r.Static("/", root_).ok());
-    auto h = std::make_unique<Harness>(std::move(r));
+    auto h = std::make_unique<Harness>(std::move(r), config);
     h->EnableFiles(limits, buffers, buffer_size);
     h->Open();
     return h;
@@ -391,6 +391,102 @@ TEST_F(FileAnswerTest, FailedStepsAnswerWithTheirStatus) {
     EXPECT_TRUE(h->closer().open.empty());
     Check(*h);
   }
+}
+
+// ---- splicing (file -> pipe -> socket)
+
+ConnectionConfig SpliceConfig(uint64_t min_bytes = 50'000) {
+  ConnectionConfig c;
+  c.splice_min_bytes = min_bytes;
+  return c;
+}
+
+TEST_F(FileAnswerTest, LargeBodiesAreSplicedAfterTheHead) {
+  auto h = Make({}, 4, 4096, SpliceConfig());
+  h->Recv(Get("/big.bin") + Get("/a.txt") + Get("/big.bin", "Range: bytes=10-60009\r\n"));
+  for (int i = 0; i < 100000 && (h->host.file_op || h->host.send); ++i) {
+    // The head is sent (and done) before any body byte is spliced after it.
+    if (h->host.file_op && h->host.file_op->kind == testing::FakeHost::FileOp::kDrain) {
+      EXPECT_FALSE(h->host.send.has_value());
+    }
+    h->CompleteFileOp();
+    h->CompleteSend();
+  }
+  std::vector<Reply> r = h->Replies();
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].body, Pattern(100'000));
+  EXPECT_EQ(r[1].body, "hello, file\n");  // small: from memory, not spliced
+  EXPECT_EQ(r[2].status, 206);
+  EXPECT_EQ(r[2].body, Pattern(100'000).substr(10, 60'000));
+  EXPECT_EQ(h->stats.file_splices.Get(), 2u);
+  EXPECT_EQ(h->host.pipes_out, 0);  // given back (empty: checked by the host)
+  EXPECT_TRUE(h->conn.open());
+  Check(*h);
+}
+
+TEST_F(FileAnswerTest, SplicingWaitsForRoomAndTimesOutWithoutProgress) {
+  ConnectionConfig config = SpliceConfig();
+  config.send_timeout_ms = 1000;  // 10 ticks
+  auto h = Make({}, 4, 4096, config);
+  h->host.socket_room = 1000;  // a slow reader
+  h->Recv(Get("/big.bin"));
+  ASSERT_TRUE(h->CompleteFileOp());  // statx
+  ASSERT_TRUE(h->CompleteFileOp());  // open
+  h->CompleteSend();                 // the head
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(h->CompleteFileOp());
+    h->Tick(5);  // progress every half timeout: never cut off
+  }
+  EXPECT_TRUE(h->conn.open());
+  EXPECT_EQ(h->stats.timeouts.Get(), 0u);
+  EXPECT_GT(h->wire.size(), 10'000u);
+  // Now the peer takes nothing: the socket stays full and the poll pending.
+  h->host.socket_room = 0;
+  while (h->host.file_op && h->host.file_op->kind != testing::FakeHost::FileOp::kPoll) {
+    h->CompleteFileOp();
+  }
+  ASSERT_TRUE(h->host.file_op.has_value());
+  h->Tick(11);
+  EXPECT_EQ(h->stats.timeouts.Get(), 1u);
+  EXPECT_TRUE(h->host.closed);
+  EXPECT_FALSE(h->conn.Freeable());  // the poll is still armed
+  h->CloseDone();
+  ASSERT_TRUE(h->CompleteFileOp(-ECANCELED));  // cancelled by the close
+  EXPECT_TRUE(h->conn.Freeable());
+  h->conn.Release();
+  EXPECT_EQ(h->host.pipes_out, 0);  // given back with bytes in it: closed
+  Check(*h);
+}
+
+TEST_F(FileAnswerTest, FileShrunkWhileSplicedClosesTheConnection) {
+  auto h = Make({.max_entries = 0}, 4, 4096, SpliceConfig());
+  h->host.pipe_bytes = 16384;
+  h->Recv(Get("/big.bin"));
+  ASSERT_TRUE(h->CompleteFileOp());  // statx
+  ASSERT_TRUE(h->CompleteFileOp());  // open
+  ASSERT_EQ(truncate((root_ + "/big.bin").c_str(), 20'000), 0);
+  h->Drive();
+  EXPECT_EQ(h->stats.file_truncated.Get(), 1u);
+  EXPECT_TRUE(h->host.closed || h->host.shutdown_pending || h->host.shutdown_done);
+  EXPECT_NE(h->wire.find("Content-Length: 100000"), std::string::npos);
+  EXPECT_EQ(h->wire.substr(h->wire.find("\r\n\r\n") + 4), Pattern(100'000).substr(0, 20'000));
+  h->CloseDone();
+  EXPECT_TRUE(h->conn.Freeable());
+  h->conn.Release();
+  EXPECT_TRUE(h->closer().open.empty());
+  EXPECT_EQ(h->host.pipes_out, 0);
+  Check(*h);
+}
+
+TEST_F(FileAnswerTest, WithoutAPipeTheBodyIsRead) {
+  auto h = Make({}, 4, 4096, SpliceConfig());
+  h->host.max_pipes = 0;
+  h->Recv(Get("/big.bin"));
+  h->Drive();
+  ASSERT_EQ(h->Replies().size(), 1u);
+  EXPECT_EQ(h->Replies()[0].body, Pattern(100'000));
+  EXPECT_EQ(h->stats.file_splices.Get(), 0u);
+  Check(*h);
 }
 
 }  // namespace
