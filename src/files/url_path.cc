@@ -41,6 +41,15 @@ bool DecodeOnce(std::string_view encoded, std::string* out) {
 
 ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
   ResolvedPath result;
+  ResolveUrlPath(path, prefix, &result);
+  return result;
+}
+
+void ResolveUrlPath(std::string_view path, std::string_view prefix, ResolvedPath* resolved) {
+  ResolvedPath& result = *resolved;
+  result.status = PathStatus::kBadRequest;
+  result.relative.clear();  // keeps its capacity: no allocation once warm
+  result.directory = false;
   std::string_view rest;
   if (path.starts_with(prefix)) {
     rest = path.substr(prefix.size());
@@ -49,19 +58,19 @@ ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
     rest = {};  // "/assets" for "/assets/": the root
   } else {
     result.status = PathStatus::kNotFound;  // not under this mount at all
-    return result;
+    return;
   }
 
   std::string& out = result.relative;
   if (!DecodeOnce(rest, &out)) {
     out.clear();
     result.status = PathStatus::kBadRequest;
-    return result;
+    return;
   }
   if (out.size() > kMaxPathBytes) {
     out.clear();
     result.status = PathStatus::kNotFound;
-    return result;
+    return;
   }
 
   // Resolve segments in place: `write` never passes the start of the segment
@@ -80,7 +89,7 @@ ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
     if (length > kMaxSegmentBytes) {
       out.clear();
       result.status = PathStatus::kNotFound;
-      return result;
+      return;
     }
     const bool dot = length == 1 && segment[0] == '.';
     const bool dot_dot = length == 2 && segment[0] == '.' && segment[1] == '.';
@@ -88,7 +97,7 @@ ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
       if (write == 0) {  // nothing to remove: this would leave the root
         out.clear();
         result.status = PathStatus::kNotFound;
-        return result;
+        return;
       }
       const size_t slash = out.rfind('/', write - 1);
       write = slash == std::string::npos ? 0 : slash;
@@ -106,7 +115,7 @@ ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
   out.resize(write);
   result.status = PathStatus::kOk;
   result.directory = ends_as_directory || out.empty();
-  return result;
+  return;
 }
 
 }  // namespace uring_http::files

@@ -62,6 +62,9 @@ struct ResolvedPath {
 // is for form data, not paths). Bytes 0x80-0xff pass through unchecked
 // (UTF-8 file names; the file system decides).
 ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix);
+// The same into *resolved, reusing its string's memory (the hot path
+// allocates nothing once the string has grown to the longest path seen).
+void ResolveUrlPath(std::string_view path, std::string_view prefix, ResolvedPath* resolved);
 
 }  // namespace uring_http::files
 

@@ -78,7 +78,9 @@ void AppendEncodedPath(std::string& out, std::string_view path) {
 void Connection::StartFile(const http::Request& request) {
   env_->stats->files_served.Add();
   const router::FileMount& mount = *ex_.route->mount;
-  files::ResolvedPath resolved = files::ResolveUrlPath(request.path, mount.prefix);
+  // One per thread, reused: resolving a path allocates nothing once warm.
+  thread_local files::ResolvedPath resolved;
+  files::ResolveUrlPath(request.path, mount.prefix, &resolved);
   if (resolved.status != files::PathStatus::kOk) {
     return RespondError(resolved.status == files::PathStatus::kBadRequest ? 400 : 404,
                         /*close=*/false);

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <cstring>
 #include <new>
 #include <string>
@@ -104,6 +106,79 @@ TEST(NoAllocationTest, FastPathAllocatesNothingPerRequest) {
   EXPECT_GT(g_allocations.load(), 0u);
   server.Stop();
   server.Wait();
+}
+
+// Static files: a cached hit answered from memory, a larger file read into
+// the ring's buffers, and one spliced, allocate nothing per request either.
+TEST(NoAllocationTest, CachedFilesAllocateNothingPerRequest) {
+  char dir[] = "/tmp/no_alloc_files_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string root = dir;
+  const std::string small(3000, 's'), medium(200'000, 'm'), large(600'000, 'l');
+  for (const auto& [name, content] :
+       {std::pair<std::string, const std::string*>{"/small-file-with-a-long-name.txt", &small},
+        {"/medium.bin", &medium},
+        {"/large.bin", &large}}) {
+    FILE* f = std::fopen((root + name).c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(content->data(), 1, content->size(), f);
+    std::fclose(f);
+  }
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 64;
+  config.workers = 1;
+  config.file_splice_min_bytes = 500'000;  // large.bin is spliced, medium.bin read
+  config.open_file_cache_valid_ms = 3'600'000;
+  router::Router router = testing::MakeTestRouter();
+  ASSERT_TRUE(router.Static("/", root).ok());
+  Server server(config, std::move(router));
+  ASSERT_TRUE(server.Start().ok());
+  testing::TestClient client(server.port());
+
+  static char buf[1 << 20];
+  auto get = [&](const char* request, size_t body) {
+    if (send(client.fd(), request, std::strlen(request), MSG_NOSIGNAL) <= 0) return false;
+    size_t got = 0, need = SIZE_MAX;
+    while (got < need) {
+      ssize_t n = recv(client.fd(), buf + got, sizeof(buf) - got, 0);
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+      if (need == SIZE_MAX) {
+        for (size_t i = 3; i < got; ++i) {
+          if (std::memcmp(buf + i - 3, "\r\n\r\n", 4) == 0) {
+            need = i + 1 + body;
+            break;
+          }
+        }
+      }
+    }
+    return got == need && std::memcmp(buf, "HTTP/1.1 200 OK\r\n", 17) == 0;
+  };
+  const char* kSmall = "GET /small-file-with-a-long-name.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+  const char* kMedium = "GET /medium.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+  const char* kLarge = "GET /large.bin HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (int i = 0; i < 50; ++i) {  // warm-up: cache entries, contents, pipes
+    ASSERT_TRUE(get(kSmall, small.size()));
+    ASSERT_TRUE(get(kMedium, medium.size()));
+    ASSERT_TRUE(get(kLarge, large.size()));
+  }
+  g_allocations.store(0);
+  g_counting.store(true);
+  bool ok = true;
+  for (int i = 0; i < 500 && ok; ++i) {
+    ok = get(kSmall, small.size()) && get(kMedium, medium.size()) && get(kLarge, large.size());
+  }
+  g_counting.store(false);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(g_allocations.load(), 0u) << "allocations during 1,500 cached file requests";
+  const ServerStats stats = server.Stats();
+  EXPECT_GE(stats.file_splices, 500u);
+  server.Stop();
+  server.Wait();
+  ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
 }
 
 }  // namespace
