@@ -167,7 +167,7 @@ std::string UsageText(const char* program) {
       "                             files (up to 64 KiB each) answered without a read\n"
       "                             (33554432); 0: none\n"
       "      --file-splice=bytes    Bodies at least this large go file -> pipe -> socket\n"
-      "                             by splice, never through user space (0: off)\n"
+      "                             by splice, never through user space (65536; 0: off)\n"
       "      --file-splice-pipe=bytes  Pipe size for splicing (1048576; 4096..the\n"
       "                             system's /proc/sys/fs/pipe-max-size)\n\n"
       "Limits (exceeded: the status shown, then the connection is closed):\n"

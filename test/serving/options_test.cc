@@ -246,6 +246,38 @@ TEST(OptionsTest, EndpointsAndPidFile) {
   ExpectError({"--pid-file="}, "--pid-file");
 }
 
+TEST(OptionsTest, StaticFiles) {
+  absl::StatusOr<Options> defaults = Parse({});
+  ASSERT_TRUE(defaults.ok());
+  EXPECT_EQ(defaults->root, "");
+  EXPECT_EQ(defaults->config.open_file_cache_entries, 1000u);
+  EXPECT_EQ(defaults->config.open_file_cache_valid_ms, 1000u);
+  EXPECT_EQ(defaults->config.file_splice_min_bytes, 65536u);
+
+  absl::StatusOr<Options> options =
+      Parse({"--root=/srv/www", "--open-file-cache=0", "--open-file-cache-valid=250ms",
+             "--file-cache-bytes", "1048576", "--file-splice=0", "--file-splice-pipe=262144"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->root, "/srv/www");
+  EXPECT_EQ(options->config.open_file_cache_entries, 0u);
+  EXPECT_EQ(options->config.open_file_cache_valid_ms, 250u);
+  EXPECT_EQ(options->config.file_cache_bytes, 1048576u);
+  EXPECT_EQ(options->config.file_splice_min_bytes, 0u);
+  EXPECT_EQ(options->config.file_splice_pipe_bytes, 262144u);
+  // 0 checks every request.
+  options = Parse({"--open-file-cache-valid=0"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_EQ(options->config.open_file_cache_valid_ms, 0u);
+
+  ExpectError({"--root="}, "--root");
+  ExpectError({"--open-file-cache=-1"}, "--open-file-cache");
+  ExpectError({"--open-file-cache=600000"}, "--open-file-cache");
+  ExpectError({"--open-file-cache-valid=soon"}, "--open-file-cache-valid");
+  ExpectError({"--file-cache-bytes=1x"}, "--file-cache-bytes");
+  ExpectError({"--file-splice=big"}, "--file-splice");
+  ExpectError({"--file-splice-pipe=100"}, "--file-splice-pipe");
+}
+
 TEST(OptionsTest, Help) {
   for (const char* flag : {"-h", "--help", "-?"}) {
     absl::StatusOr<Options> options = Parse({flag});
@@ -265,7 +297,9 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
         "--worker-threads", "--slow-duration", "--verbose", "--daemonize", "--help",
         "--max-request-line", "--max-header-bytes", "--max-headers", "--max-body-bytes",
         "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
-        "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
+        "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "--root", "--open-file-cache",
+        "--open-file-cache-valid", "--file-cache-bytes", "--file-splice", "--file-splice-pipe",
+        "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }
   EXPECT_NE(usage.find("Usage: uring-http "), std::string::npos);
