@@ -147,20 +147,24 @@ void Connection::SyncRecv() {
 
 void Connection::Flush() {
   if (out_.send_inflight() || out_.empty() || phase_ >= Phase::kCloseSubmitted) return;
-  if (SocketSpliced()) return;  // a file's bytes are going out by splice
+  if (FileOwnsSocket()) return;  // a file splices to it, or waits for its room
   const bool zc_allowed = env_->send_zc && env_->now_tick >= env_->zc_paused_until_tick;
   bool zero_copy = false;
   const unsigned n =
       out_.PrepareSend(zc_allowed ? env_->config->send_zc_min_bytes : 0, &zero_copy);
   if (n == 0) return;
   zc_inflight_ = zero_copy;
+  send_dont_wait_ = FileSendsMustNotWait();
   if (zero_copy) env_->stats->sends_zc.Add();
-  env_->host->Send(slot_, out_.send_iov(), n, zero_copy, out_.send_msghdr());
+  env_->host->Send(slot_, out_.send_iov(), n, zero_copy, out_.send_msghdr(), send_dont_wait_);
   if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
 
 void Connection::OnSend(int res, bool notification_follows) {
   const bool was_zc = std::exchange(zc_inflight_, false);
+  const bool dont_wait = std::exchange(send_dont_wait_, false);
+  const size_t asked = out_.inflight_bytes();
+  if (dont_wait && res == -EAGAIN) res = 0;  // no room at all: a short send of nothing
   if (was_zc && res == -ENOMEM && phase_ < Phase::kCloseSubmitted) {
     // The pages a zero-copy send pins count against RLIMIT_MEMLOCK unless we
     // hold CAP_IPC_LOCK: at the limit, copy instead (this send at once, the
@@ -182,6 +186,9 @@ void Connection::OnSend(int res, bool notification_follows) {
     return;
   }
   out_.OnSent(static_cast<size_t>(res), notification_follows);
+  if (dont_wait && static_cast<size_t>(res) < asked && phase_ < Phase::kClosing) {
+    YieldFileOutput();
+  }
   // Progress on our output is what the send deadline measures: it moves on
   // with every byte the peer takes, and never with what the peer sends.
   send_deadline_ = res > 0 && !out_.empty() ? After(env_->config->send_timeout_ms)
@@ -214,7 +221,9 @@ void Connection::Sync() {
   if (in_.len > 0 && !in_staged_source_) ProcessStaged();
   if (ex_.answer == Answer::kProducer) PumpProducer();
   if (resp_pipe() != nullptr || (task_ != nullptr && ex_.answer == Answer::kTask)) PumpPipe();
-  if (ex_.answer == Answer::kFile) PumpFile();
+  // (A file's body may still be read after its exchange counts as
+  // answered: bytes a full socket gave back are read again.)
+  if (FileBusy()) PumpFile();
   if (phase_ >= Phase::kLingering) {
     if (phase_ == Phase::kLingering) {
       SyncRecv();
@@ -259,7 +268,7 @@ void Connection::SyncDeadline() {
     }
     idle_deadline_ = After(ms);
   }
-  if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty() && !SocketSpliced()) {
+  if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty() && !FileOwnsSocket()) {
     send_deadline_ = 0;
   }
   MaybeReleaseStreams();
@@ -330,7 +339,7 @@ void Connection::OnDeadline() {
   }
   if (due(producer_retry_)) {
     if (ex_.answer == Answer::kProducer) PumpProducer();
-    if (ex_.answer == Answer::kFile) PumpFile();  // a file buffer may be free now
+    if (FileBusy()) PumpFile();  // a file buffer may be free now
   }
   Sync();
 }
@@ -425,7 +434,7 @@ void Connection::IssueClose() {
     armed_deadline_ = 0;
     env_->host->SetDeadline(slot_, 0);
   }
-  env_->host->Close(slot_, recv_ != Recv::kOff, out_.send_inflight() || SocketSpliced());
+  env_->host->Close(slot_, recv_ != Recv::kOff, out_.send_inflight() || FileOwnsSocket());
 }
 
 void Connection::OnClosed() {

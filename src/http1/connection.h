@@ -200,8 +200,19 @@ class Connection final : private ExternalOwner {
   void StartFile(const http::Request& request);
   // The file's version is known and its descriptor open: answers.
   void ServeFile(const http::Request* request);
+  // The path is a directory reached beneath the root: 301 to "path/".
+  void RedirectToDirectory();
   void PumpFile();
   void PumpSplice();
+  // A send of file bytes came back short (the socket is full): the file's
+  // unsent bytes are taken back (their buffers freed) and the file waits
+  // for room, holding nothing a stalled reader could starve others of.
+  void YieldFileOutput();
+  // File bytes read into the loop's buffers are queued: a send of them
+  // must not wait in the kernel for a reader that may never read.
+  bool FileSendsMustNotWait() const {
+    return FileBusy() && !st_->file.splice && st_->file.queued() > 0;
+  }
   // The file ended before the body did: the connection closes after what
   // is queued (only that tells the client).
   void FileTruncated();
@@ -212,7 +223,7 @@ class Connection final : private ExternalOwner {
   void MaybeEndFile();
   void EndFile();
   bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
-  bool SocketSpliced() const { return FileBusy() && st_->file.socket_busy(); }
+  bool FileOwnsSocket() const { return FileBusy() && st_->file.socket_busy(); }
 
   // ---- I/O and life (connection.cc)
   // After every event: drives output, closes when done, reconciles the
@@ -263,6 +274,7 @@ class Connection final : private ExternalOwner {
   bool linger_ = false;           // input was left unread: the close lingers
   bool in_staged_source_ = false; // Process() is working on in_ itself
   bool zc_inflight_ = false;      // the send in flight is zero-copy
+  bool send_dont_wait_ = false;   // ... and it returns -EAGAIN, not waits, on a full socket
   bool batch_hook_ = false;       // OnBatchEnd() is due
 
   Buffer in_;                     // staged input, not yet processed

@@ -44,9 +44,11 @@ class ConnectionHost {
   // One send of the iovecs (count >= 1; they, and `msg`, room for a
   // gathered send's header, stay valid until it completes: OnSend).
   // `zero_copy`: IORING_OP_SEND_ZC of the one iovec, whose bytes the kernel
-  // may read until OnSendNotification.
+  // may read until OnSendNotification. `dont_wait`: a socket with no room
+  // at all completes it with -EAGAIN at once (MSG_DONTWAIT) instead of
+  // keeping it (and its buffers) until the peer reads.
   virtual void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
-                    msghdr* msg) = 0;
+                    msghdr* msg, bool dont_wait) = 0;
   // Our FIN (shutdown SHUT_WR); completes with OnShutdownDone.
   virtual void ShutdownWrite(uint32_t slot) = 0;
   // Closes the descriptor, first cancelling what is still armed on it (a
@@ -70,8 +72,9 @@ class ConnectionHost {
   // Opens `path` read-only beneath `dir_fd` (openat2 with RESOLVE_BENEATH |
   // RESOLVE_NO_MAGICLINKS: no "..", absolute or symbolic link leaves it) as
   // a direct descriptor: OnFileOpen(its index, or -errno). Close it with
-  // ConnectionEnv::file_closer.
-  virtual void OpenFile(uint32_t slot, int dir_fd, const char* path) = 0;
+  // ConnectionEnv::file_closer. `check_only`: O_PATH, only to learn
+  // that the path (a directory, say) is reachable beneath `dir_fd`.
+  virtual void OpenFile(uint32_t slot, int dir_fd, const char* path, bool check_only) = 0;
   // Reads len bytes at `offset` of a direct descriptor into buf (one of
   // ConnectionEnv::file_buffers): OnFileRead(bytes, 0 at the end, -errno).
   virtual void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,

@@ -3,8 +3,9 @@
 // fresh hit at once, and anything else is a statx, then (for a file not
 // cached, or changed) an openat2 into a direct descriptor, both on the ring.
 // The body comes from the cache's memory for a small hot file, otherwise
-// from reads into the loop's file buffers, as the output queue has room: a
-// slow reader holds at most two buffers, never the file.
+// from reads into the loop's file buffers, as the output queue has room; a
+// reader too slow to take them gives them back (YieldFileOutput), so a
+// stalled reader holds no buffer at all.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -136,31 +137,16 @@ void Connection::OnFileStat(int res) {
                        : nullptr;
   if (res < 0) {
     if (e != nullptr) cache->Remove(e);  // deleted (or no longer reachable)
-    return FileError(StatusForErrno(-res));
+    if (StatusForErrno(-res) != 403) return FileError(StatusForErrno(-res));
   }
   const uint16_t mode = f.stx.stx_mode;
-  if (S_ISDIR(mode)) {
+  if (res < 0 || S_ISDIR(mode)) {
     if (e != nullptr) cache->Remove(e);
-    if (f.index) return FileError(404);  // ".../index.html" is a directory
-    // "/docs" names a directory: its index is "/docs/" (relative links in
-    // it resolve against that), as nginx and h2o answer.
-    http::Request request;
-    ReparseHead(&request);
-    http::Response response;
-    response.set_status(301);
-    std::string location = f.mount->prefix;
-    AppendEncodedPath(location, f.path_view());
-    location.push_back('/');
-    if (!request.query.empty()) {
-      location.push_back('?');
-      location.append(request.query);
-    }
-    response.AddHeader("Location", location);
-    response.set_content_type("text/plain; charset=utf-8");
-    response.set_body("301 Moved Permanently\n");
-    EndFile();
-    Respond(response);
-    Sync();
+    if (res == 0 && f.index) return FileError(404);  // ".../index.html" is a directory
+    f.step = FileStream::Step::kCheck;
+    f.stat_errno = -res;
+    f.inflight = true;
+    env_->host->OpenFile(slot_, f.mount->dir_fd, f.path, /*check_only=*/true);
     return;
   }
   if (!S_ISREG(mode)) {
@@ -183,13 +169,45 @@ void Connection::OnFileStat(int res) {
   f.step = FileStream::Step::kOpen;
   f.inflight = true;
   env_->stats->file_opens.Add();
-  env_->host->OpenFile(slot_, f.mount->dir_fd, f.path);
+  env_->host->OpenFile(slot_, f.mount->dir_fd, f.path, /*check_only=*/false);
+}
+
+void Connection::RedirectToDirectory() {
+  // "/docs" names a directory: its index is "/docs/" (relative links in
+  // it resolve against that), as nginx and h2o answer.
+  FileStream& f = st_->file;
+  http::Request request;
+  ReparseHead(&request);
+  http::Response response;
+  response.set_status(301);
+  std::string location = f.mount->prefix;
+  AppendEncodedPath(location, f.path_view());
+  location.push_back('/');
+  if (!request.query.empty()) {
+    location.push_back('?');
+    location.append(request.query);
+  }
+  response.AddHeader("Location", location);
+  response.set_content_type("text/plain; charset=utf-8");
+  response.set_body("301 Moved Permanently\n");
+  EndFile();
+  Respond(response);
+  Sync();
 }
 
 void Connection::OnFileOpen(int res) {
   FileStream& f = st_->file;
-  URING_CHECK(f.inflight && f.step == FileStream::Step::kOpen);
+  URING_CHECK(f.inflight &&
+              (f.step == FileStream::Step::kOpen || f.step == FileStream::Step::kCheck));
   f.inflight = false;
+  if (f.step == FileStream::Step::kCheck) {
+    if (res >= 0) env_->file_closer->CloseFile(res);
+    if (f.aborted) return;
+    // EXDEV: the path leads outside the root, which must not tell (404).
+    if (res < 0) return FileError(StatusForErrno(-res));
+    if (f.stat_errno != 0) return FileError(StatusForErrno(f.stat_errno));
+    return RedirectToDirectory();
+  }
   if (f.aborted) {
     if (res >= 0) env_->file_closer->CloseFile(res);
     return;
@@ -276,6 +294,13 @@ void Connection::ServeFile(const http::Request* request) {
   }
   f.step = FileStream::Step::kBody;
   files::OpenFileCache::Entry* e = f.entry;
+  // Unless the body comes from memory now, the exchange ends in a later
+  // event (a read's, a splice's), after the receive buffer the head was
+  // parsed from has been reused: keep it (the access log names it).
+  if (!(e != nullptr && e->content_ready()) && !ex_.head_kept &&
+      !KeepHead(ex_.head_ptr, ex_.head_len)) {
+    return Abort();
+  }
   const uint64_t splice_min = env_->config->splice_min_bytes;
   if (splice_min != 0 && plan.length >= splice_min && !(e != nullptr && e->content_ready()) &&
       env_->host->AcquirePipe(&f.pipe)) {
@@ -326,8 +351,27 @@ void Connection::PumpFile() {
   }
   if (f.next == f.end) {
     f.step = FileStream::Step::kDone;
-    Answered();  // the exchange ends once the kernel is done with the bytes
+    // The exchange ends once the kernel is done with the bytes. (It may
+    // have counted as answered before bytes were given back and read again.)
+    if (ex_.answer == Answer::kFile) Answered();
   }
+}
+
+void Connection::YieldFileOutput() {
+  if (!FileBusy()) return;
+  FileStream& f = st_->file;
+  if (f.splice || f.aborted || f.step < FileStream::Step::kBody) return;
+  const size_t back = out_.TakeBack(&f);
+  f.next -= back;
+  if (back > 0 && f.step == FileStream::Step::kDone) f.step = FileStream::Step::kBody;
+  if (f.inflight) {
+    // A read is in flight: its buffer goes back when it completes, unsent.
+    f.yield_after_read = true;
+    return;
+  }
+  f.inflight = true;
+  f.op = FileStream::Op::kPoll;
+  env_->host->PollWritable(slot_);
 }
 
 void Connection::OnFileRead(int res) {
@@ -346,6 +390,15 @@ void Connection::OnFileRead(int res) {
   }
   char* buf = f.read_buf;
   f.read_buf = nullptr;
+  if (f.yield_after_read && !f.aborted) {
+    // The socket filled meanwhile: read this again once it has room.
+    f.yield_after_read = false;
+    env_->file_buffers->Release(buf);
+    f.inflight = true;
+    f.op = FileStream::Op::kPoll;
+    env_->host->PollWritable(slot_);
+    return;
+  }
   if (f.aborted || res <= 0) {
     env_->file_buffers->Release(buf);
     if (f.aborted) return;
@@ -385,7 +438,7 @@ void Connection::PumpSplice() {
     // Fill: page references move into the pipe, no bytes are copied.
     const uint32_t len = static_cast<uint32_t>(std::min<uint64_t>(f.pipe.capacity, f.end - f.next));
     f.inflight = true;
-    f.splice_op = FileStream::Splice::kFill;
+    f.op = FileStream::Op::kFill;
     env_->host->SpliceToPipe(slot_, f.file_index(), f.next, f.pipe.write_fd, len);
     return;
   }
@@ -393,22 +446,22 @@ void Connection::PumpSplice() {
   // completion comes back here through Sync().
   if (!out_.empty() || out_.send_inflight() || phase_ > Phase::kFinishing) return;
   f.inflight = true;
-  f.splice_op = FileStream::Splice::kDrain;
+  f.op = FileStream::Op::kDrain;
   env_->host->SpliceToSocket(slot_, f.pipe.read_fd, f.in_pipe, f.next < f.end);
   if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
 
 void Connection::OnFileSplice(int res) {
   FileStream& f = st_->file;
-  URING_CHECK(f.inflight && (f.splice_op == FileStream::Splice::kFill ||
-                             f.splice_op == FileStream::Splice::kDrain));
-  const FileStream::Splice op = f.splice_op;
+  URING_CHECK(f.inflight && (f.op == FileStream::Op::kFill ||
+                             f.op == FileStream::Op::kDrain));
+  const FileStream::Op op = f.op;
   f.inflight = false;
-  f.splice_op = FileStream::Splice::kNone;
-  if (op == FileStream::Splice::kFill && res > 0) f.in_pipe += static_cast<uint32_t>(res);
-  if (op == FileStream::Splice::kDrain && res > 0) f.in_pipe -= static_cast<uint32_t>(res);
+  f.op = FileStream::Op::kNone;
+  if (op == FileStream::Op::kFill && res > 0) f.in_pipe += static_cast<uint32_t>(res);
+  if (op == FileStream::Op::kDrain && res > 0) f.in_pipe -= static_cast<uint32_t>(res);
   if (f.aborted || phase_ >= Phase::kClosing) return;
-  if (op == FileStream::Splice::kFill) {
+  if (op == FileStream::Op::kFill) {
     if (res <= 0) {
       FileTruncated();
     } else {
@@ -422,7 +475,7 @@ void Connection::OnFileSplice(int res) {
     // The socket is full: wait for room (the send deadline keeps running:
     // a peer that takes nothing is cut off as with any send).
     f.inflight = true;
-    f.splice_op = FileStream::Splice::kPoll;
+    f.op = FileStream::Op::kPoll;
     env_->host->PollWritable(slot_);
     return;
   }
@@ -438,15 +491,19 @@ void Connection::OnFileSplice(int res) {
 
 void Connection::OnFileWritable(int res) {
   FileStream& f = st_->file;
-  URING_CHECK(f.inflight && f.splice_op == FileStream::Splice::kPoll);
+  URING_CHECK(f.inflight && f.op == FileStream::Op::kPoll);
   f.inflight = false;
-  f.splice_op = FileStream::Splice::kNone;
+  f.op = FileStream::Op::kNone;
   if (f.aborted || phase_ >= Phase::kClosing) return;
   if (res < 0) {
     Abort();
     return;
   }
-  PumpSplice();
+  if (f.splice) {
+    PumpSplice();
+  } else {
+    PumpFile();
+  }
   Sync();
 }
 
@@ -478,7 +535,8 @@ void Connection::EndFile() {
   f.entry = nullptr;
   f.own_index = -1;
   f.step = FileStream::Step::kIdle;
-  f.index = f.aborted = false;
+  f.index = f.aborted = f.yield_after_read = false;
+  f.stat_errno = 0;
   f.mount = nullptr;
   f.path_len = 0;
   f.next = f.end = 0;

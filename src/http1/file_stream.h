@@ -6,12 +6,19 @@
 //   kStat   a statx of the path (a cache miss, or an entry older than the
 //           valid interval)
 //   kOpen   its openat2 into a direct descriptor
+//   kCheck  the statx found a directory (the answer is a redirect to
+//           "dir/") or was refused (403): an openat2 (O_PATH) of the path
+//           beneath the root first, because the statx follows symbolic
+//           links anywhere and neither answer may tell what lies outside
 //   kLoad   a read of a small file's whole content into the cache's memory
 //   kBody   the body: reads into the loop's file buffers (or the cached
 //           content), queued for sending as the output queue has room; or,
 //           for a large one, spliced: file -> pipe (kFill), then, once the
-//           head has gone, pipe -> socket (kDrain; kPoll while the socket
-//           has no room), a pipe's worth at a time
+//           head has gone, pipe -> socket (kDrain), a pipe's worth at a time
+// Either way, a socket without room is waited for with a poll (kPoll)
+// holding no buffer: read bytes the socket did not take are given back by
+// the output queue (TakeBackOutput) and read again when it has room, so
+// that stalled readers cannot starve the others of the loop's buffers.
 //   kDone   every body byte is queued (or the answer was cut short):
 //           waiting for the kernel to finish with them
 // At most one ring operation is in flight (`inflight`): its completion
@@ -45,21 +52,24 @@
 namespace uring_http::http1 {
 
 struct FileStream final : ExternalOwner {
-  enum class Step : uint8_t { kIdle, kStat, kOpen, kLoad, kBody, kDone };
+  enum class Step : uint8_t { kIdle, kStat, kOpen, kCheck, kLoad, kBody, kDone };
 
   // Room for a resolved path and the "/index.html" a directory adds.
   static constexpr size_t kPathRoom = files::kMaxPathBytes + 16;
 
-  // What a spliced body's operation in flight is.
-  enum class Splice : uint8_t { kNone, kFill, kDrain, kPoll };
+  // The body's operation in flight, besides a read: a splice into the
+  // pipe, out of it to the socket, or the poll for the socket's room.
+  enum class Op : uint8_t { kNone, kFill, kDrain, kPoll };
 
   Step step = Step::kIdle;
   bool inflight = false;      // a stat, open, read, splice or poll is with the kernel
   bool splice = false;        // the body goes file -> pipe -> socket
-  Splice splice_op = Splice::kNone;
+  Op op = Op::kNone;
+  bool yield_after_read = false;  // the socket filled while a read was in flight
   ConnectionHost::Pipe pipe;  // while splicing
   uint32_t in_pipe = 0;       // bytes in the pipe, not yet on the socket
   bool index = false;         // `path` is a directory's index.html
+  int stat_errno = 0;         // kCheck: the statx's error (0: a directory)
   bool aborted = false;       // the connection gave up on this answer
   const router::FileMount* mount = nullptr;
   uint32_t path_len = 0;
@@ -79,7 +89,7 @@ struct FileStream final : ExternalOwner {
   bool idle() const { return step == Step::kIdle; }
   // A splice to the socket or the wait for its room: the socket is ours
   // alone until it completes (no send may interleave).
-  bool socket_busy() const { return splice_op == Splice::kDrain || splice_op == Splice::kPoll; }
+  bool socket_busy() const { return op == Op::kDrain || op == Op::kPoll; }
   // Body bytes the output queue holds (appended, not yet released).
   size_t queued() const { return queued_bytes_; }
 
@@ -100,6 +110,19 @@ struct FileStream final : ExternalOwner {
     fifo_head_ = static_cast<uint8_t>((fifo_head_ + 1) % kFifo);
     --fifo_count_;
     queued_bytes_ -= bytes;
+  }
+  // The output queue gave back the newest `bytes` unsent (the socket had
+  // no room): a buffer left empty goes back to the pool at once.
+  void TakeBackOutput(size_t bytes) override {
+    URING_CHECK(fifo_count_ > 0);
+    Piece& p = fifo_[(fifo_head_ + fifo_count_ - 1) % kFifo];
+    URING_CHECK(bytes <= p.len);
+    p.len -= bytes;
+    queued_bytes_ -= bytes;
+    if (p.len == 0) {
+      if (p.buffer != nullptr) buffers->Release(p.buffer);
+      --fifo_count_;
+    }
   }
 
  private:

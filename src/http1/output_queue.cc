@@ -194,6 +194,31 @@ void OutputQueue::OnNotification() {
   ReleaseFront();
 }
 
+void ExternalOwner::TakeBackOutput(size_t) {
+  URING_CHECK(false && "TakeBack() of an owner that cannot produce its bytes again");
+}
+
+size_t OutputQueue::TakeBack(ExternalOwner* owner) {
+  URING_CHECK(inflight_count_ == 0 && !discarded_);
+  size_t taken = 0;
+  while (count_ > 0) {
+    Segment& s = At(count_ - 1);
+    if (s.kind != Kind::kExternal || s.holder != owner || s.sent == s.len || s.zc_hold) break;
+    const size_t unsent = s.len - s.sent;
+    owner->TakeBackOutput(unsent);
+    taken += unsent;
+    pending_ -= unsent;
+    if (s.sent > 0) {
+      s.len = s.sent;  // the sent part is released as usual, with its new length
+      break;
+    }
+    s = Segment();
+    --count_;
+  }
+  ReleaseFront();
+  return taken;
+}
+
 void OutputQueue::DiscardUnsent() {
   if (table_ == nullptr) return;
   discarded_ = true;

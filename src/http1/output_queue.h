@@ -41,6 +41,10 @@ namespace uring_http::http1 {
 class ExternalOwner {
  public:
   virtual void ReleaseOutput(size_t bytes) = 0;
+  // OutputQueue::TakeBack() removed the last `bytes` of the newest segment
+  // appended (unsent), newest first; a segment left with no bytes is
+  // neither released nor seen again. Only owners that call TakeBack().
+  virtual void TakeBackOutput(size_t bytes);
 
  protected:
   ~ExternalOwner() = default;
@@ -110,6 +114,16 @@ class OutputQueue {
   void OnNotification();
   bool send_inflight() const { return inflight_count_ > 0; }
   bool notification_pending() const { return zc_index_ != kNoIndex; }
+
+  // Takes back `owner`'s unsent bytes at the tail of the queue (external
+  // segments, newest first, down to the first byte sent or another
+  // owner's): they will not be sent, and the owner is told through
+  // TakeBackOutput() so that it can free their memory now and produce them
+  // again later (a file's bytes, re-read when the socket has room). No send
+  // may be in flight. Returns the bytes taken back.
+  size_t TakeBack(ExternalOwner* owner);
+  // What the send in flight was given.
+  size_t inflight_bytes() const { return inflight_bytes_; }
 
   // Drops every byte not yet sent (the connection is closing) and frees
   // what the kernel no longer holds; the rest is freed by OnSent() and

@@ -34,17 +34,21 @@ inline void PrepRecvMultishot(io_uring_sqe* sqe, uint32_t file_index, uint16_t g
 // sees every step of a large send's progress (the send deadline measures
 // it) and sends the rest itself. MSG_NOSIGNAL: a reset peer is an EPIPE
 // result, not a SIGPIPE. Several iovecs go as one IORING_OP_SENDMSG; `msg`
-// and `iov` must stay valid until the completion.
+// and `iov` must stay valid until the completion. `dont_wait`: MSG_DONTWAIT
+// makes io_uring complete a send the socket has no room for with -EAGAIN
+// instead of arming its internal poll (the socket's own O_NONBLOCK does
+// not: io_uring sends ignore it).
 inline void PrepSend(io_uring_sqe* sqe, uint32_t file_index, const iovec* iov, unsigned count,
-                     msghdr* msg, uint64_t user_data) {
+                     msghdr* msg, bool dont_wait, uint64_t user_data) {
+  const int flags = MSG_NOSIGNAL | (dont_wait ? MSG_DONTWAIT : 0);
   if (count == 1) {
     io_uring_prep_send(sqe, static_cast<int>(file_index), iov[0].iov_base, iov[0].iov_len,
-                       MSG_NOSIGNAL);
+                       flags);
   } else {
     *msg = msghdr{};
     msg->msg_iov = const_cast<iovec*>(iov);
     msg->msg_iovlen = count;
-    io_uring_prep_sendmsg(sqe, static_cast<int>(file_index), msg, MSG_NOSIGNAL);
+    io_uring_prep_sendmsg(sqe, static_cast<int>(file_index), msg, flags);
   }
   sqe->flags |= IOSQE_FIXED_FILE;
   io_uring_sqe_set_data64(sqe, user_data);

@@ -566,13 +566,13 @@ void EventLoop::CancelRecv(uint32_t slot) {
 }
 
 void EventLoop::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
-                     msghdr* msg) {
+                     msghdr* msg, bool dont_wait) {
   Slot& s = slots_[slot];
   if (zero_copy) {
     URING_CHECK(count == 1);
     io::PrepSendZc(Sqe(), s.file_index, iov[0], UserData(Op::kSend, slot));
   } else {
-    io::PrepSend(Sqe(), s.file_index, iov, count, msg, UserData(Op::kSend, slot));
+    io::PrepSend(Sqe(), s.file_index, iov, count, msg, dont_wait, UserData(Op::kSend, slot));
   }
 }
 

@@ -95,8 +95,8 @@ class EventLoop final : private http1::ConnectionHost {
   // ---- ConnectionHost
   void ArmRecv(uint32_t slot, bool bulk) override;
   void CancelRecv(uint32_t slot) override;
-  void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
-            msghdr* msg) override;
+  void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy, msghdr* msg,
+            bool dont_wait) override;
   void ShutdownWrite(uint32_t slot) override;
   void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
   void SetDeadline(uint32_t slot, uint64_t tick) override;
@@ -106,8 +106,8 @@ class EventLoop final : private http1::ConnectionHost {
   void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
     files_->PrepStat(dir_fd, path, out, UserData(Op::kFileStat, slot));
   }
-  void OpenFile(uint32_t slot, int dir_fd, const char* path) override {
-    files_->PrepOpen(dir_fd, path, UserData(Op::kFileOpen, slot));
+  void OpenFile(uint32_t slot, int dir_fd, const char* path, bool check_only) override {
+    files_->PrepOpen(dir_fd, path, check_only, UserData(Op::kFileOpen, slot));
   }
   void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
                 uint64_t offset) override {

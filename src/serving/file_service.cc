@@ -24,6 +24,14 @@ const open_how kOpenHow = {
     .mode = 0,
     .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 };
+// A path opened only to prove it lies beneath the root (the statx before
+// it follows symbolic links anywhere): O_PATH needs no read permission,
+// touches nothing, and never blocks (on a FIFO, say).
+const open_how kCheckHow = {
+    .flags = O_PATH,
+    .mode = 0,
+    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+};
 
 }  // namespace
 
@@ -127,9 +135,10 @@ void FileService::PrepStat(int dir_fd, const char* path, struct statx* out, uint
   io_uring_sqe_set_data64(sqe, user_data);
 }
 
-void FileService::PrepOpen(int dir_fd, const char* path, uint64_t user_data) {
+void FileService::PrepOpen(int dir_fd, const char* path, bool check_only, uint64_t user_data) {
   io_uring_sqe* sqe = ring_->GetSqe();
-  io_uring_prep_openat2(sqe, dir_fd, path, const_cast<open_how*>(&kOpenHow));
+  io_uring_prep_openat2(sqe, dir_fd, path,
+                        const_cast<open_how*>(check_only ? &kCheckHow : &kOpenHow));
   // Not io_uring_prep_openat2_direct(..., IORING_FILE_INDEX_ALLOC): liburing
   // 2.3 adds one to the index, which turns ALLOC into slot 0.
   sqe->file_index = IORING_FILE_INDEX_ALLOC;

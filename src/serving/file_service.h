@@ -56,7 +56,7 @@ class FileService final : public files::FileCloser {
   absl::Status Init(io::Ring* ring, const FileServiceConfig& config, uint64_t close_user_data);
 
   void PrepStat(int dir_fd, const char* path, struct statx* out, uint64_t user_data);
-  void PrepOpen(int dir_fd, const char* path, uint64_t user_data);
+  void PrepOpen(int dir_fd, const char* path, bool check_only, uint64_t user_data);
   void PrepRead(int file_index, char* buf, uint32_t len, uint64_t offset, uint64_t user_data);
   // files::FileCloser: IORING_OP_CLOSE of the table entry.
   void CloseFile(int file_index) override;

@@ -53,6 +53,7 @@ class FakeHost final : public ConnectionHost {
     std::vector<iovec> iov;
     std::string bytes;  // what the iovecs held at submission
     bool zero_copy = false;
+    bool dont_wait = false;  // MSG_DONTWAIT: a full socket is -EAGAIN
   };
   struct Done {
     uint32_t route_id;
@@ -72,7 +73,8 @@ class FakeHost final : public ConnectionHost {
     if (!recv_armed) violations.push_back("cancel of a receive that is not armed");
     cancel_pending = true;
   }
-  void Send(uint32_t, const iovec* iov, unsigned count, bool zero_copy, msghdr*) override {
+  void Send(uint32_t, const iovec* iov, unsigned count, bool zero_copy, msghdr*,
+            bool dont_wait) override {
     if (send.has_value()) violations.push_back("a second send while one is in flight");
     if (closed) violations.push_back("send after close");
     SendCall s;
@@ -81,6 +83,7 @@ class FakeHost final : public ConnectionHost {
       s.bytes.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
     }
     s.zero_copy = zero_copy;
+    s.dont_wait = dont_wait;
     if (zero_copy && zc_held.has_value()) {
       violations.push_back("a second zero-copy send before the first one's notification");
     }
@@ -114,8 +117,10 @@ class FakeHost final : public ConnectionHost {
   void StatFile(uint32_t, int dir_fd, const char* path, struct statx* out) override {
     NewFileOp({FileOp::kStat, dir_fd, path, out});
   }
-  void OpenFile(uint32_t, int dir_fd, const char* path) override {
-    NewFileOp({FileOp::kOpen, dir_fd, path});
+  void OpenFile(uint32_t, int dir_fd, const char* path, bool check_only) override {
+    FileOp op{FileOp::kOpen, dir_fd, path};
+    op.check_only = check_only;
+    NewFileOp(op);
   }
   void ReadFile(uint32_t, int file_index, char* buf, uint32_t len, uint64_t offset) override {
     FileOp op;
@@ -207,6 +212,7 @@ class FakeHost final : public ConnectionHost {
     uint32_t len = 0;
     uint64_t offset = 0;
     int pipe_fd = -1;
+    bool check_only = false;
   };
   void NewFileOp(const FileOp& op) {
     if (file_op.has_value()) violations.push_back("a second file operation in flight");
@@ -393,7 +399,7 @@ class Harness {
           res = *force_res;
         } else {
           open_how how{};
-          how.flags = O_RDONLY | O_NOCTTY;
+          how.flags = op.check_only ? O_PATH : O_RDONLY | O_NOCTTY;
           how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
           const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
           res = fd >= 0 ? static_cast<int>(fd) : -errno;

@@ -48,6 +48,9 @@ class FileAnswerTest : public ::testing::Test {
     mkdir((root_ + "/bare").c_str(), 0755);
     ASSERT_EQ(symlink("/etc/hostname", (root_ + "/escape").c_str()), 0);
     ASSERT_EQ(symlink("a.txt", (root_ + "/inside").c_str()), 0);
+    ASSERT_EQ(symlink("/etc", (root_ + "/outdir").c_str()), 0);
+    ASSERT_EQ(symlink("/", (root_ + "/slash").c_str()), 0);
+    ASSERT_EQ(symlink("docs", (root_ + "/indir").c_str()), 0);
   }
   void TearDown() override { ASSERT_EQ(std::system(("rm -rf " + root_).c_str()), 0); }
 
@@ -120,6 +123,87 @@ TEST_F(FileAnswerTest, LargeFileStreamsThroughBoundedBuffers) {
   ASSERT_EQ(replies.size(), 1u);
   EXPECT_EQ(replies[0].body, Pattern(100'000));
   EXPECT_EQ(h->file_buffers_available(), 4u);  // all back
+  Check(*h);
+}
+
+// A reader that stops reading must not keep the loop's file buffers: what
+// the socket did not take is given back and read again once it has room.
+// (Before, each stalled download held its buffers inside a send that never
+// completed; enough of them starved every other file body on the loop.)
+TEST_F(FileAnswerTest, AStalledReaderHoldsNoFileBuffer) {
+  auto h = Make({}, /*buffers=*/4, /*buffer_size=*/4096);
+  h->Recv(Get("/big.bin"));
+  ASSERT_TRUE(h->CompleteFileOp());  // statx
+  ASSERT_TRUE(h->CompleteFileOp());  // open; the head goes
+  ASSERT_TRUE(h->host.send.has_value());
+  EXPECT_FALSE(h->host.send->dont_wait);  // no file bytes in it: it may wait
+  ASSERT_TRUE(h->CompleteFileOp());  // the first read; the next one is in flight
+  h->CompleteSend();
+  ASSERT_TRUE(h->host.send.has_value());
+  EXPECT_TRUE(h->host.send->dont_wait);  // file bytes: -EAGAIN, not a wait, when full
+  ASSERT_TRUE(h->host.file_op.has_value());
+  EXPECT_EQ(h->host.file_op->kind, testing::FakeHost::FileOp::kRead);
+  h->CompleteSend(1000);             // the socket took 1,000 bytes, and is full
+  ASSERT_TRUE(h->CompleteFileOp());  // the read in flight lands: its buffer goes back
+  ASSERT_TRUE(h->host.file_op.has_value());
+  EXPECT_EQ(h->host.file_op->kind, testing::FakeHost::FileOp::kPoll);
+  EXPECT_FALSE(h->host.send.has_value());
+  EXPECT_EQ(h->file_buffers_available(), 4u);
+  // Room for a moment: a read, a send that finds the socket full again.
+  ASSERT_TRUE(h->CompleteFileOp());  // writable
+  for (int i = 0; i < 4 && !h->host.send.has_value(); ++i) ASSERT_TRUE(h->CompleteFileOp());
+  ASSERT_TRUE(h->host.send.has_value());
+  h->FailSend(-EAGAIN);
+  if (h->host.file_op.has_value() && h->host.file_op->kind != testing::FakeHost::FileOp::kPoll) {
+    ASSERT_TRUE(h->CompleteFileOp());
+  }
+  ASSERT_TRUE(h->host.file_op.has_value());
+  EXPECT_EQ(h->host.file_op->kind, testing::FakeHost::FileOp::kPoll);
+  EXPECT_EQ(h->file_buffers_available(), 4u);
+  EXPECT_TRUE(h->conn.open());
+  // The reader comes back: every byte arrives once, in order.
+  h->Drive();
+  std::vector<Reply> replies = h->Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].body, Pattern(100'000));
+  EXPECT_EQ(h->file_buffers_available(), 4u);
+  EXPECT_EQ(h->stats.file_truncated.Get(), 0u);
+  // A request that is not a file's body waits in the kernel as before.
+  h->Recv(Get("/fast"));
+  ASSERT_TRUE(h->host.send.has_value());
+  EXPECT_FALSE(h->host.send->dont_wait);
+  h->Drive();
+  EXPECT_EQ(h->Replies().size(), 2u);
+  Check(*h);
+}
+
+// Closing while the file waits for the socket's room cancels the poll like
+// a send, and nothing of the file is left held.
+TEST_F(FileAnswerTest, ClosedWhileWaitingForRoom) {
+  auto h = Make({.max_entries = 10}, 4, 4096);
+  h->Recv(Get("/big.bin"));
+  for (int i = 0; i < 8 && !(h->host.send.has_value() && h->host.send->dont_wait); ++i) {
+    if (!h->CompleteFileOp()) h->CompleteSend();
+  }
+  ASSERT_TRUE(h->host.send.has_value());
+  h->FailSend(-EAGAIN);
+  if (h->host.file_op.has_value() && h->host.file_op->kind != testing::FakeHost::FileOp::kPoll) {
+    ASSERT_TRUE(h->CompleteFileOp());
+  }
+  ASSERT_TRUE(h->host.file_op.has_value());
+  EXPECT_EQ(h->host.file_op->kind, testing::FakeHost::FileOp::kPoll);
+  h->RecvEnd(-ECONNRESET);
+  EXPECT_TRUE(h->host.closed);  // with the poll cancelled (Close() checks what is armed)
+  h->CloseDone();
+  EXPECT_FALSE(h->conn.Freeable());
+  ASSERT_TRUE(h->CompleteFileOp(-ECANCELED));
+  EXPECT_TRUE(h->conn.Freeable());
+  h->conn.Release();
+  EXPECT_EQ(h->file_buffers_available(), 4u);
+  bool fresh;
+  files::OpenFileCache::Entry* e = h->file_cache()->Find(0, "big.bin", h->now(), &fresh);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->refs(), 0u);
   Check(*h);
 }
 
@@ -314,6 +398,15 @@ TEST_F(FileAnswerTest, PathsDirectoriesAndLinks) {
       {"/a.txt/", 404, "404 Not Found\n", ""},              // a file is no directory
       {"/inside", 200, "hello, file\n", ""},                // a link within the root
       {"/escape", 404, "404 Not Found\n", ""},              // a link out of it (EXDEV)
+      // A directory outside, through a link: 404 as if nothing were there
+      // (a redirect would tell that it exists).
+      {"/outdir", 404, "404 Not Found\n", ""},
+      {"/outdir/", 404, "404 Not Found\n", ""},
+      {"/slash", 404, "404 Not Found\n", ""},
+      {"/slash/etc", 404, "404 Not Found\n", ""},
+      {"/slash/nonexistent", 404, "404 Not Found\n", ""},
+      {"/indir", 301, "301 Moved Permanently\n", "/indir/"},  // a link to a directory inside
+      {"/indir/", 200, "<p>docs</p>", ""},
       {"/../a.txt", 404, "404 Not Found\n", ""},
       {"/docs/../a.txt", 200, "hello, file\n", ""},
       {"/%2e%2e/a.txt", 404, "404 Not Found\n", ""},

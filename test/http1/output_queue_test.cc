@@ -213,6 +213,56 @@ TEST_F(OutputQueueTest, ExternalRegionsReturnToTheirOwnerInOrder) {
   EXPECT_TRUE(queue_.idle());
 }
 
+struct Retractable : ExternalOwner {
+  void ReleaseOutput(size_t bytes) override { released.push_back(bytes); }
+  void TakeBackOutput(size_t bytes) override { taken.push_back(bytes); }
+  std::vector<size_t> released;
+  std::vector<size_t> taken;
+};
+
+// A short send of an owner's regions: the unsent rest goes back to it,
+// newest first, the partly sent region keeps only what was sent, and bytes
+// of others (a head before them) stay queued.
+TEST_F(OutputQueueTest, TakeBackReturnsTheOwnersUnsentTail) {
+  static const std::string kRegion(10000, 'e');
+  Retractable owner;
+  ASSERT_TRUE(queue_.Append("head"));
+  ASSERT_TRUE(queue_.AppendExternal(kRegion.data(), 6000, &owner));
+  ASSERT_TRUE(queue_.AppendExternal(kRegion.data() + 6000, 4000, &owner));
+  Prepare();
+  EXPECT_EQ(queue_.inflight_bytes(), 10004u);
+  queue_.OnSent(1004, false);  // the head and 1,000 bytes of the first region
+  EXPECT_EQ(queue_.TakeBack(&owner), 9000u);
+  EXPECT_EQ(owner.taken, (std::vector<size_t>{4000, 5000}));
+  EXPECT_EQ(owner.released, (std::vector<size_t>{1000}));  // what was sent, now free
+  EXPECT_TRUE(queue_.empty());
+  EXPECT_TRUE(queue_.idle());
+
+  // Nothing sent at all (-EAGAIN): the head stays, the region goes back.
+  owner.taken.clear();
+  owner.released.clear();
+  ASSERT_TRUE(queue_.Append("head2"));
+  ASSERT_TRUE(queue_.AppendExternal(kRegion.data(), 3000, &owner));
+  Prepare();
+  queue_.OnSent(0, false);
+  EXPECT_EQ(queue_.TakeBack(&owner), 3000u);
+  EXPECT_EQ(owner.taken, (std::vector<size_t>{3000}));
+  EXPECT_TRUE(owner.released.empty());
+  EXPECT_EQ(queue_.pending(), 5u);
+  EXPECT_EQ(Prepare(), "head2");
+  queue_.OnSent(5, false);
+  EXPECT_TRUE(queue_.idle());
+
+  // Another owner's region at the tail is not taken.
+  Released other;
+  ASSERT_TRUE(queue_.AppendExternal(kRegion.data(), 100, &owner));
+  ASSERT_TRUE(queue_.AppendExternal(kRegion.data(), 100, &other));
+  EXPECT_EQ(queue_.TakeBack(&owner), 0u);
+  Prepare();
+  queue_.OnSent(200, false);
+  EXPECT_TRUE(queue_.idle());
+}
+
 TEST_F(OutputQueueTest, TableFullRefusesAppendsUntilSent) {
   ASSERT_TRUE(queue_.Append("x"));
   for (unsigned i = 1; i < OutputQueue::kMaxSegments; ++i) {
