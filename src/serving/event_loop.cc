@@ -20,24 +20,14 @@
 #include "src/io/msg_ring_sender.h"
 #include "src/io/socket_ops.h"
 #include "src/io/uring_compat.h"
+#include "src/serving/loop_plan.h"
 
 namespace uring_http::serving {
 namespace {
 
 constexpr uint16_t kBufferGroup = 0;
 constexpr uint16_t kBulkBufferGroup = 1;
-constexpr size_t kChunkSize = 4096;
-constexpr uint32_t kTickMs = 100;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
-constexpr uint32_t kRefuseReserve = Acceptor::kRefuseReserve;
-// Fixed-file entries for files open outside the open-file cache.
-constexpr uint32_t kUncachedFiles = 1024;
-
-uint32_t RoundUpPow2(uint32_t v) {
-  uint32_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
 
 int64_t SteadyNs() {
   timespec ts;
@@ -92,40 +82,18 @@ absl::Status EventLoop::Init() {
     pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
   }
 
-  // One ring's fixed-file table holds at most RLIMIT_NOFILE entries (a larger
-  // sparse registration fails with EMFILE), so the pool is sized to fit it.
-  // Static files take entries too: the cache's, and room for files open
-  // outside it (the cache full of files being sent, or a cached file
-  // replaced while sent). Past that an open fails with ENFILE: a 503.
   rlimit nofile{};
   getrlimit(RLIMIT_NOFILE, &nofile);
   const bool files = router_.mount_count() > 0;
-  const uint64_t table_limit = std::min<uint64_t>(io::FileTableLimit(), kMaxSlots);
-  const uint64_t file_entries =
-      files ? uint64_t{config_.open_file_cache_entries} +
-                  std::min<uint64_t>(config_.accept_capacity, kUncachedFiles)
-            : 0;
-  const uint64_t wanted = uint64_t{config_.accept_capacity} + kRefuseReserve + file_entries;
-  file_table_size_ = static_cast<uint32_t>(std::min<uint64_t>(wanted, table_limit));
-  if (file_table_size_ <= kRefuseReserve + file_entries) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "RLIMIT_NOFILE (", nofile.rlim_cur, ", hard ", nofile.rlim_max,
-        ") leaves no room for connections", files ? " beside the files' entries" : ""));
-  }
-  capacity_ = static_cast<uint32_t>(std::min<uint64_t>(
-      config_.accept_capacity, file_table_size_ - kRefuseReserve - file_entries));
+  auto planned = PlanLoop(config_, files, io::FileTableLimit(), nofile.rlim_cur, nofile.rlim_max);
+  if (!planned.ok()) return planned.status();
+  const LoopPlan& plan = *planned;
+  file_table_size_ = plan.file_table_size;
+  capacity_ = plan.capacity;
 
   io::RingOptions ring_options;
-  // Sized for bursts: every live connection may post a receive completion
-  // and a worker result in the same round, plus accepts.
-  ring_options.sq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_), 256, 4096);
-  // Worst case per round: a receive completion per live connection, a worker
-  // result per connection with a task in flight, plus accepts. Beyond that
-  // the kernel keeps overflowed CQEs on its own list (IORING_FEAT_NODROP) and
-  // MSG_RING senders retry on -EOVERFLOW, so nothing is lost, only slower.
-  ring_options.cq_entries = std::clamp<uint32_t>(RoundUpPow2(capacity_ + 1024), 4096, 32768);
-  if (config_.ring_sq_entries != 0) ring_options.sq_entries = config_.ring_sq_entries;
-  if (config_.ring_cq_entries != 0) ring_options.cq_entries = config_.ring_cq_entries;
+  ring_options.sq_entries = plan.sq_entries;
+  ring_options.cq_entries = plan.cq_entries;
   ring_options.sqpoll = config_.sqpoll;
   ring_options.sqpoll_cpu = config_.sqpoll && config_.pin_cpus ? index_ : -1;
   ring_options.single_issuer = config_.ring_single_issuer;
@@ -139,55 +107,28 @@ absl::Status EventLoop::Init() {
 
   if (absl::Status st = io::RegisterFileTable(r, file_table_size_); !st.ok()) return st;
 
-  // Buffers are busy only between a receive completing and its bytes being
-  // parsed (or staged), so a fraction of the capacity suffices; a burst that
-  // empties the ring costs an ENOBUFS and a re-arm, not a connection.
-  const uint32_t recv_buffers =
-      config_.recv_buffer_count != 0
-          ? RoundUpPow2(config_.recv_buffer_count)
-          : std::clamp<uint32_t>(RoundUpPow2(capacity_ / 16), 256, 1024);
-  const uint32_t recv_buffer_size = std::max<uint32_t>(config_.recv_buffer_size, 64);
-  const uint32_t chunk_count = std::clamp<uint32_t>(capacity_ / 8, 128, 4096);
-  const uint32_t bulk_buffers =
-      config_.bulk_buffer_count == 0 ? 0 : RoundUpPow2(config_.bulk_buffer_count);
-  const uint32_t bulk_buffer_size = std::max<uint32_t>(config_.bulk_buffer_size, 4096);
-  const size_t arena_bytes = size_t{recv_buffers} * recv_buffer_size +
-                             recv_buffers * sizeof(io_uring_buf) +
-                             size_t{bulk_buffers} * bulk_buffer_size +
-                             bulk_buffers * sizeof(io_uring_buf) + chunk_count * kChunkSize +
-                             5 * 4096;
-  auto arena = io::Arena::Create(arena_bytes);
+  auto arena = io::Arena::Create(plan.arena_bytes);
   if (!arena.ok()) return arena.status();
   arena_ = *std::move(arena);
-  if (absl::Status s = buffers_.Init(r, arena_, kBufferGroup, recv_buffers, recv_buffer_size);
+  if (absl::Status s =
+          buffers_.Init(r, arena_, kBufferGroup, plan.recv_buffers, plan.recv_buffer_size);
       !s.ok()) {
     return s;
   }
   // The bulk group's pages are touched only when a large body arrives.
-  if (bulk_buffers > 0) {
-    if (absl::Status s = bulk_buffers_.Init(r, arena_, kBulkBufferGroup, bulk_buffers,
-                                            bulk_buffer_size);
+  if (plan.bulk_buffers > 0) {
+    if (absl::Status s = bulk_buffers_.Init(r, arena_, kBulkBufferGroup, plan.bulk_buffers,
+                                            plan.bulk_buffer_size);
         !s.ok()) {
       return s;
     }
   }
-  if (absl::Status s = chunks_.Init(arena_, kChunkSize, chunk_count); !s.ok()) return s;
+  if (absl::Status s = chunks_.Init(arena_, kChunkSize, plan.chunks); !s.ok()) return s;
   if (files) {
-    FileServiceConfig fc;
-    fc.cache.max_entries = config_.open_file_cache_entries;
-    fc.cache.valid_ticks = (config_.open_file_cache_valid_ms + kTickMs - 1) / kTickMs;
-    fc.cache.max_content_bytes = config_.file_cache_bytes;
-    fc.cache.max_content_file = config_.file_cache_max_file;
-    fc.buffer_size = std::max<uint32_t>(config_.file_buffer_size, 4096);
-    // Two per connection reading a file at once is all one can hold (one
-    // being sent, one being read); past that, readers take turns.
-    fc.buffer_count = config_.file_buffer_count != 0
-                          ? config_.file_buffer_count
-                          : std::clamp<uint32_t>(capacity_ / 8, 64, 512);
-    fc.pipe_bytes = config_.file_splice_pipe_bytes;
-    fc.max_pipes = std::clamp<uint32_t>(capacity_, 1, 256);
     files_ = std::make_unique<FileService>();
-    if (absl::Status s = files_->Init(ring_.get(), fc, PackUserData(Op::kIgnore, 0, 0)); !s.ok()) {
+    if (absl::Status s =
+            files_->Init(ring_.get(), plan.file_service, PackUserData(Op::kIgnore, 0, 0));
+        !s.ok()) {
       return s;
     }
   }
@@ -208,20 +149,7 @@ absl::Status EventLoop::Init() {
   mailbox_ = std::make_unique<worker::Mailbox>(std::clamp<size_t>(2 * capacity_, 64, 1 << 16));
 
   send_zc_ = config_.send_zc_min_bytes > 0 && io::SendZcSupported(r);
-  conn_config_.limits = config_.limits;
-  conn_config_.chunked.max_trailer_bytes = config_.limits.max_header_bytes;
-  conn_config_.chunked.max_trailers = config_.limits.max_headers;
-  conn_config_.header_timeout_ms = config_.header_timeout_ms;
-  conn_config_.body_timeout_ms = config_.body_timeout_ms;
-  conn_config_.idle_timeout_ms = config_.idle_timeout_ms;
-  conn_config_.send_timeout_ms = config_.send_timeout_ms;
-  conn_config_.linger_timeout_ms = config_.linger_timeout_ms;
-  conn_config_.tick_ms = kTickMs;
-  conn_config_.send_zc_min_bytes = config_.send_zc_min_bytes;
-  conn_config_.recv_pool_bytes =
-      size_t{recv_buffers} * recv_buffer_size + size_t{bulk_buffers} * bulk_buffer_size;
-  conn_config_.bulk_receives = bulk_buffers > 0;
-  conn_config_.splice_min_bytes = config_.file_splice_min_bytes;
+  conn_config_ = ConnectionConfigFor(config_, plan);
   // Stream states come and go with bodies; a few hundred are kept for reuse.
   streams_ = std::make_unique<http1::StreamStatePool>(conn_config_.chunked, 256);
   env_.config = &conn_config_;
