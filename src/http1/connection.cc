@@ -193,7 +193,8 @@ void Connection::OnSend(int res, bool notification_follows) {
   // with every byte the peer takes, and never with what the peer sends.
   send_deadline_ = res > 0 && !out_.empty() ? After(env_->config->send_timeout_ms)
                                             : send_deadline_;
-  if (out_.empty()) send_deadline_ = 0;
+  // (A file waiting for room, its bytes taken back, is still our output.)
+  if (out_.empty() && !FileOwnsSocket()) send_deadline_ = 0;
   Sync();
 }
 

@@ -208,6 +208,8 @@ class Connection final : private ExternalOwner {
   // unsent bytes are taken back (their buffers freed) and the file waits
   // for room, holding nothing a stalled reader could starve others of.
   void YieldFileOutput();
+  // A poll for the socket's room, the send deadline running.
+  void WaitForRoom();
   // File bytes read into the loop's buffers are queued: a send of them
   // must not wait in the kernel for a reader that may never read.
   bool FileSendsMustNotWait() const {

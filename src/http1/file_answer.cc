@@ -369,9 +369,17 @@ void Connection::YieldFileOutput() {
     f.yield_after_read = true;
     return;
   }
+  WaitForRoom();
+}
+
+void Connection::WaitForRoom() {
+  FileStream& f = st_->file;
+  URING_CHECK(!f.inflight);
   f.inflight = true;
   f.op = FileStream::Op::kPoll;
   env_->host->PollWritable(slot_);
+  // The wait is our output not progressing: the send deadline runs on.
+  if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
 
 void Connection::OnFileRead(int res) {
@@ -394,9 +402,8 @@ void Connection::OnFileRead(int res) {
     // The socket filled meanwhile: read this again once it has room.
     f.yield_after_read = false;
     env_->file_buffers->Release(buf);
-    f.inflight = true;
-    f.op = FileStream::Op::kPoll;
-    env_->host->PollWritable(slot_);
+    WaitForRoom();
+    Sync();  // the deadline
     return;
   }
   if (f.aborted || res <= 0) {
@@ -474,9 +481,7 @@ void Connection::OnFileSplice(int res) {
   if (res == -EAGAIN) {
     // The socket is full: wait for room (the send deadline keeps running:
     // a peer that takes nothing is cut off as with any send).
-    f.inflight = true;
-    f.op = FileStream::Op::kPoll;
-    env_->host->PollWritable(slot_);
+    WaitForRoom();
     return;
   }
   if (res < 0) {

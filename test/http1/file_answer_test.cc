@@ -149,6 +149,7 @@ TEST_F(FileAnswerTest, AStalledReaderHoldsNoFileBuffer) {
   EXPECT_EQ(h->host.file_op->kind, testing::FakeHost::FileOp::kPoll);
   EXPECT_FALSE(h->host.send.has_value());
   EXPECT_EQ(h->file_buffers_available(), 4u);
+  EXPECT_NE(h->host.deadline, 0u);  // the send deadline runs while it waits
   // Room for a moment: a read, a send that finds the socket full again.
   ASSERT_TRUE(h->CompleteFileOp());  // writable
   for (int i = 0; i < 4 && !h->host.send.has_value(); ++i) ASSERT_TRUE(h->CompleteFileOp());
@@ -177,10 +178,14 @@ TEST_F(FileAnswerTest, AStalledReaderHoldsNoFileBuffer) {
   Check(*h);
 }
 
-// Closing while the file waits for the socket's room cancels the poll like
-// a send, and nothing of the file is left held.
-TEST_F(FileAnswerTest, ClosedWhileWaitingForRoom) {
-  auto h = Make({.max_entries = 10}, 4, 4096);
+// A reader that takes nothing while the file waits for the socket's room
+// is cut off by the send deadline (the wait holds no buffer, but it is
+// still our output not progressing); the close cancels the poll like a
+// send, and nothing of the file is left held.
+TEST_F(FileAnswerTest, WaitingForRoomTimesOutAndCloses) {
+  ConnectionConfig config;
+  config.send_timeout_ms = 1000;  // 10 ticks
+  auto h = Make({.max_entries = 10}, 4, 4096, config);
   h->Recv(Get("/big.bin"));
   for (int i = 0; i < 8 && !(h->host.send.has_value() && h->host.send->dont_wait); ++i) {
     if (!h->CompleteFileOp()) h->CompleteSend();
@@ -192,7 +197,11 @@ TEST_F(FileAnswerTest, ClosedWhileWaitingForRoom) {
   }
   ASSERT_TRUE(h->host.file_op.has_value());
   EXPECT_EQ(h->host.file_op->kind, testing::FakeHost::FileOp::kPoll);
-  h->RecvEnd(-ECONNRESET);
+  EXPECT_TRUE(h->conn.open());
+  h->Tick(5);
+  EXPECT_TRUE(h->conn.open());
+  h->Tick(6);
+  EXPECT_EQ(h->stats.timeouts.Get(), 1u);
   EXPECT_TRUE(h->host.closed);  // with the poll cancelled (Close() checks what is armed)
   h->CloseDone();
   EXPECT_FALSE(h->conn.Freeable());
