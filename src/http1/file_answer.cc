@@ -137,6 +137,7 @@ void Connection::OnFileStat(int res) {
                        : nullptr;
   if (res < 0) {
     if (e != nullptr) cache->Remove(e);  // deleted (or no longer reachable)
+    e = nullptr;
     if (StatusForErrno(-res) != 403) return FileError(StatusForErrno(-res));
   }
   const uint16_t mode = f.stx.stx_mode;
