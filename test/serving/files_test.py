@@ -25,7 +25,8 @@ content and for /etc/passwd's first line. The cases (see main()):
       mtime) and deleted: seen after --open-file-cache-valid;
    8. 1000 concurrent stalled downloads of a 100 MiB file: VmRSS flat;
    9. --send-timeout: a client that never reads is closed, a slow but steady
-      one gets the whole file;
+      one gets the whole file; spliced, and again with every body read
+      (--file-splice=0: bytes a full socket did not take are read again);
   10. RLIMIT_NOFILE 64: 500 files cached (open) at once, fewer than 64 fds;
   11. a cold page cache: /test/fast stays prompt during a disk-bound download;
   12. methods: POST/PUT/DELETE 405 + Allow; the built-in routes win over the
@@ -1603,7 +1604,19 @@ def main():
             many_stalled_downloads(b, t)
             b.stop()
 
-        for name, step in (("many stalled downloads", run_server_b),
+        def run_server_c():
+            # Case 9 again with every body read (no splicing): a full socket
+            # gives the read bytes back and waits for room holding nothing;
+            # the send deadline still runs, and the slow reader's 16 MiB
+            # (re-read wherever the socket took only part) arrive intact.
+            c = Server(binary, ["-A", "1", "-w", "1", "--root=" + t.root, "--file-splice=0",
+                                "--send-timeout=1s"], name="server C")
+            servers.append(c)
+            send_timeout(c, t, 1.0)
+            c.stop()
+
+        for name, step in (("read path", run_server_c),
+                           ("many stalled downloads", run_server_b),
                            ("RLIMIT_NOFILE 64", lambda: nofile_64(binary, t)),
                            ("small caches", lambda: small_caches(binary, t)),
                            ("no --root", lambda: no_root(binary, t))):
