@@ -221,12 +221,7 @@ void Connection::ReleaseOutput(size_t bytes) {
 }
 
 void Connection::Respond(http::Response& response) {
-  const bool keep = KeepAliveNow();
-  if (!keep) ex_.close_after = true;
-  http::SerializeOptions options;
-  options.keep_alive = keep;
-  options.keep_alive_header = keep && ex_.http10;
-  options.head_only = ex_.head;
+  http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
   const int status = response.status();
   const bool send_body = !ex_.head && http::StatusHasBody(status);
   const size_t body_size = response.body_view().size();
@@ -257,12 +252,7 @@ void Connection::RespondError(int status, bool close, std::string_view allow) {
     ex_.route_id = env_->unmatched_route;
     ex_.started_ns = NowNs();
   }
-  const bool keep = !close && KeepAliveNow();
-  if (!keep) ex_.close_after = true;
-  http::SerializeOptions options;
-  options.keep_alive = keep;
-  options.keep_alive_header = keep && ex_.http10;
-  options.head_only = ex_.head;
+  const http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   char buffer[512];
   const size_t size = http::SerializeError(status, options, allow, buffer, sizeof(buffer));
   URING_CHECK(out_.Append(std::string_view(buffer, std::min(size, sizeof(buffer)))));
@@ -286,12 +276,8 @@ void Connection::StartProducer(http::Response& response) {
   } else {
     S().produce_framing = ex_.http10 ? http::StreamFraming::kClose : http::StreamFraming::kChunked;
   }
-  const bool keep = KeepAliveNow() && S().produce_framing != http::StreamFraming::kClose;
-  if (!keep) ex_.close_after = true;
-  http::SerializeOptions options;
-  options.keep_alive = keep;
-  options.keep_alive_header = keep && ex_.http10;
-  options.head_only = ex_.head;
+  const http::SerializeOptions options =
+      HeadOptions(/*can_keep=*/S().produce_framing != http::StreamFraming::kClose);
   char buffer[2048];
   size_t size = http::SerializeStreamHead(response, options, S().produce_framing, S().produce_length,
                                           buffer, sizeof(buffer));
@@ -393,6 +379,16 @@ void Connection::MaybeFinishExchange() {
   } else if (input_ != Input::kDone) {
     input_ = Input::kHead;
   }
+}
+
+http::SerializeOptions Connection::HeadOptions(bool can_keep) {
+  const bool keep = can_keep && KeepAliveNow();
+  if (!keep) ex_.close_after = true;  // this response ends the connection
+  http::SerializeOptions options;
+  options.keep_alive = keep;
+  options.keep_alive_header = keep && ex_.http10;
+  options.head_only = ex_.head;
+  return options;
 }
 
 bool Connection::KeepAliveNow() const {

@@ -191,6 +191,9 @@ class Connection final : private ExternalOwner {
   void Answered();
   void MaybeFinishExchange();
   bool KeepAliveNow() const;
+  // How the next response head is written: keep-alive if `can_keep` and
+  // the exchange allows it (else the connection closes after it), HEAD.
+  http::SerializeOptions HeadOptions(bool can_keep);
   bool MoreRequestsWaiting() const;
   std::string_view RequestLine() const;
   void FreeTask();

@@ -267,12 +267,7 @@ void Connection::ServeFile(const http::Request* request) {
   response.AddHeader("Accept-Ranges", "bytes");
   if (plan.status == 206) response.AddHeader("Content-Range", plan.content_range_view());
 
-  const bool keep = KeepAliveNow();
-  if (!keep) ex_.close_after = true;
-  http::SerializeOptions options;
-  options.keep_alive = keep;
-  options.keep_alive_header = keep && ex_.http10;
-  options.head_only = ex_.head;
+  const http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
   size_t room = 0;
   char* dst = out_.ReserveRoom(512, &room);
   URING_CHECK(dst != nullptr);
