@@ -105,8 +105,18 @@ void Connection::OnBuffersAvailable() {
 bool Connection::WantRecv() const {
   if (peer_eof_ || recv_failed_ || recv_starved_) return false;
   switch (phase_) {
-    case Phase::kOpen:
     case Phase::kFinishing:
+      // Nothing more will be read as a request; reading on serves to see
+      // bytes a client sends after its last request anyway (RFC 9112 9.6
+      // says it must not), so that the close lingers instead of resetting
+      // the response. A receive already armed stays. But a small last
+      // answer wholly in the send in flight is followed by the close at
+      // once: arming a receive for that moment would cost every
+      // connection-per-request client a poll and a cancel, and close a
+      // window of one send (nginx and h2o leave it open too).
+      if (input_ == Input::kDone && recv_ == Recv::kOff && LastAnswerInFlight()) return false;
+      [[fallthrough]];
+    case Phase::kOpen:
       // Too much staged behind a request being answered, or behind a
       // worker's full pipe: stop until it drains.
       return in_.len <= (recv_ == Recv::kOff ? kStagedPauseBytes / 2 : kStagedPauseBytes);
@@ -115,6 +125,15 @@ bool Connection::WantRecv() const {
     default:
       return false;
   }
+}
+
+bool Connection::LastAnswerInFlight() const {
+  // (Not after a send came back short: the socket is full, the rest may
+  // wait for the peer a while.)
+  return ex_.answer == Answer::kNone && !task_inflight_ && !last_send_short_ &&
+         out_.send_inflight() &&
+         out_.pending() == out_.inflight_bytes() && out_.pending() <= kSmallLastAnswerBytes &&
+         (st_ == nullptr || st_->idle());
 }
 
 bool Connection::WantBulk() const {
@@ -132,7 +151,8 @@ void Connection::SyncRecv() {
   const bool want = WantRecv();
   if (want && recv_ == Recv::kOff) {
     recv_bulk_ = WantBulk();
-    env_->host->ArmRecv(slot_, recv_bulk_);
+    env_->host->ArmRecv(slot_, recv_bulk_, /*once=*/!recv_used_);
+    recv_used_ = true;
     recv_ = Recv::kArmed;
   } else if (recv_ == Recv::kArmed && phase_ < Phase::kClosing &&
              (!want || recv_bulk_ != WantBulk())) {
@@ -186,6 +206,7 @@ void Connection::OnSend(int res, bool notification_follows) {
     return;
   }
   out_.OnSent(static_cast<size_t>(res), notification_follows);
+  last_send_short_ = static_cast<size_t>(res) < asked;
   if (dont_wait && static_cast<size_t>(res) < asked && phase_ < Phase::kClosing) {
     YieldFileOutput();
   }
@@ -465,6 +486,7 @@ void Connection::Release() {
   input_ = Input::kHead;
   recv_ = Recv::kOff;
   recv_starved_ = peer_eof_ = recv_failed_ = shutdown_inflight_ = recv_bulk_ = false;
+  recv_used_ = last_send_short_ = false;
   linger_ = in_staged_source_ = zc_inflight_ = batch_hook_ = false;
   head_scanned_ = 0;
   head_line_checked_ = false;

@@ -59,6 +59,11 @@ namespace uring_http::http1 {
 // Bytes a connection may hold back while the current request is answered
 // (or a worker's pipe is full) before it stops receiving.
 inline constexpr size_t kStagedPauseBytes = 64 * 1024;
+
+// A last answer up to this size, all in one send, goes into a fresh socket's
+// send buffer at once (tcp_wmem's default is 16 KiB): the close follows it
+// without a receive armed in between (see WantRecv).
+inline constexpr size_t kSmallLastAnswerBytes = 16 * 1024;
 // Output queued beyond which no further request is read and a producer is
 // not called: a client that pipelines but never reads must not grow memory.
 inline constexpr size_t kOutputHighWater = 64 * 1024;
@@ -243,6 +248,9 @@ class Connection final : private ExternalOwner {
            !out_.send_inflight() && (st_ == nullptr || st_->resp_pipe == nullptr);
   }
   bool WantRecv() const;
+  // The connection's last answer is small and all of it is in the send in
+  // flight: the close follows that send.
+  bool LastAnswerInFlight() const;
   // Whether the receive should use the bulk buffers (a large body arrives).
   bool WantBulk() const;
   void StartClose(bool graceful);
@@ -272,6 +280,8 @@ class Connection final : private ExternalOwner {
   Recv recv_ = Recv::kOff;
   bool recv_starved_ = false;     // ENOBUFS: re-armed when buffers return
   bool recv_bulk_ = false;        // the receive armed (or last armed) uses bulk buffers
+  bool recv_used_ = false;        // a receive was armed before (the first is single-shot)
+  bool last_send_short_ = false;  // the last send completed with less than it was given
   bool peer_eof_ = false;         // the peer's FIN arrived
   bool recv_failed_ = false;      // the receive failed (reset, ...)
   bool shutdown_inflight_ = false;

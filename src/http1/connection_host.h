@@ -37,7 +37,12 @@ class ConnectionHost {
   // A multishot receive into the loop's provided buffers: small ones, or
   // (`bulk`) large ones for a large request body. Its completions come back
   // as Connection::OnRecv (with F_MORE) and, when it ends, OnRecvEnd.
-  virtual void ArmRecv(uint32_t slot, bool bulk) = 0;
+  // `once`: a single-shot receive instead, which ends (OnRecvEnd with the
+  // byte count) after its first completion. A connection's first receive is
+  // one: the request is usually there already, and a multishot receive
+  // would look again at once, find nothing and arm a poll that a
+  // connection-per-request client's close only has to cancel.
+  virtual void ArmRecv(uint32_t slot, bool bulk, bool once) = 0;
   // Ends that receive early; it then completes with OnRecvEnd(-ECANCELED)
   // (or another final result if it was ending anyway).
   virtual void CancelRecv(uint32_t slot) = 0;

@@ -29,6 +29,19 @@ inline void PrepRecvMultishot(io_uring_sqe* sqe, uint32_t file_index, uint16_t g
   io_uring_sqe_set_data64(sqe, user_data);
 }
 
+// A single-shot receive with buffer selection: one completion (never
+// F_MORE), with the bytes or the error. If nothing has arrived it waits
+// (an internal poll) like the multishot one; when the bytes are there, as
+// for a connection's first request, it completes at submission and leaves
+// nothing armed.
+inline void PrepRecvOnce(io_uring_sqe* sqe, uint32_t file_index, uint16_t group,
+                         uint64_t user_data) {
+  io_uring_prep_recv(sqe, static_cast<int>(file_index), nullptr, 0, 0);
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+  sqe->buf_group = group;
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
 // One send of the given bytes. No MSG_WAITALL: a send the socket cannot take
 // whole completes with what it took (after waiting for room), so the caller
 // sees every step of a large send's progress (the send deadline measures

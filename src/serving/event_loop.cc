@@ -482,11 +482,16 @@ void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
 
 // ---------------------------------------------------------------- host
 
-void EventLoop::ArmRecv(uint32_t slot, bool bulk) {
+void EventLoop::ArmRecv(uint32_t slot, bool bulk, bool once) {
   Slot& s = slots_[slot];
   s.recv_bulk = bulk;
-  io::PrepRecvMultishot(Sqe(), s.file_index, bulk ? kBulkBufferGroup : kBufferGroup,
-                        RecvUserData(slot));
+  if (once) {
+    io::PrepRecvOnce(Sqe(), s.file_index, bulk ? kBulkBufferGroup : kBufferGroup,
+                     RecvUserData(slot));
+  } else {
+    io::PrepRecvMultishot(Sqe(), s.file_index, bulk ? kBulkBufferGroup : kBufferGroup,
+                          RecvUserData(slot));
+  }
 }
 
 void EventLoop::CancelRecv(uint32_t slot) {

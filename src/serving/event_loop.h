@@ -93,7 +93,7 @@ class EventLoop final : private http1::ConnectionHost {
   };
 
   // ---- ConnectionHost
-  void ArmRecv(uint32_t slot, bool bulk) override;
+  void ArmRecv(uint32_t slot, bool bulk, bool once) override;
   void CancelRecv(uint32_t slot) override;
   void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy, msghdr* msg,
             bool dont_wait) override;

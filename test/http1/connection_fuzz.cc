@@ -662,8 +662,7 @@ void RunOne(const uint8_t* data, size_t size) {
       case 2:
         if (fed < stream.bytes.size() && h.host.recv_armed && !eof_sent) {
           const size_t n = std::min<size_t>(stream.bytes.size() - fed, 1 + in.Below(3000));
-          h.Recv(std::string_view(stream.bytes).substr(fed, n), 1 + in.Below(2048));
-          fed += n;
+          fed += h.Recv(std::string_view(stream.bytes).substr(fed, n), 1 + in.Below(2048));
         }
         break;
       case 3:
@@ -741,8 +740,7 @@ void RunOne(const uint8_t* data, size_t size) {
   };
   for (int round = 0; round < 200 || (round < 20000 && busy()); ++round) {
     if (fed < stream.bytes.size() && h.host.recv_armed && !eof_sent) {
-      h.Recv(std::string_view(stream.bytes).substr(fed));
-      fed = stream.bytes.size();
+      fed += h.Recv(std::string_view(stream.bytes).substr(fed));
     }
     h.LandCancel();
     h.RunTask();

@@ -62,9 +62,11 @@ class FakeHost final : public ConnectionHost {
     uint64_t body_bytes;
   };
 
-  void ArmRecv(uint32_t, bool bulk) override {
+  void ArmRecv(uint32_t, bool bulk, bool once) override {
     ++recv_arms;
     recv_bulk = bulk;
+    recv_once = once;
+    if (once) ++recv_once_arms;
     if (recv_armed) violations.push_back("a second receive armed while one is live");
     recv_armed = true;
   }
@@ -187,6 +189,8 @@ class FakeHost final : public ConnectionHost {
   int recv_arms = 0;
   int recv_cancels = 0;
   bool recv_armed = false;
+  bool recv_once = false;     // the armed receive is single-shot: ends after one completion
+  int recv_once_arms = 0;
   bool recv_bulk = false;
   bool cancel_pending = false;
   std::optional<SendCall> send;
@@ -458,17 +462,30 @@ class Harness {
   }
 
   // The kernel delivers `bytes` to the armed receive (in pieces of at most
-  // `piece` bytes, like provided buffers of that size).
-  void Recv(std::string_view bytes, size_t piece = 2048) {
+  // `piece` bytes, like provided buffers of that size). Returns how many it
+  // took: all, unless a single-shot receive ended and the connection armed
+  // no other (the rest stays in the socket).
+  size_t Recv(std::string_view bytes, size_t piece = 2048) {
+    const size_t total = bytes.size();
+    bool after_once = false;
     while (!bytes.empty()) {
-      if (!host.recv_armed) host.violations.push_back("bytes delivered with no receive armed");
+      if (!host.recv_armed) {
+        if (after_once) break;
+        host.violations.push_back("bytes delivered with no receive armed");
+      }
+      after_once = host.recv_once;
       const size_t n = std::min(piece, bytes.size());
       std::string copy(bytes.substr(0, n));  // the provided buffer
+      const bool once = host.recv_once;
       conn.OnRecv(copy.data(), copy.size());
       std::fill(copy.begin(), copy.end(), '#');  // recycled: anything kept must have been copied
       bytes.remove_prefix(n);
+      // A single-shot receive completes once, without F_MORE: its end comes
+      // with the same completion.
+      if (once && host.recv_armed) RecvEnd(static_cast<int>(n));
     }
     EndBatch();
+    return total - bytes.size();
   }
   // The loop's batch of completions is over.
   void EndBatch() {

@@ -471,6 +471,65 @@ TEST(ConnectionTest, BytesAfterAClosingRequestInALaterReceiveLinger) {
   ExpectClean(h);
 }
 
+// A connection's first receive is single-shot (the request is usually
+// there already); the keep-alive connection then reads on with a multishot
+// one.
+TEST(ConnectionTest, FirstReceiveIsSingleShotThenMultishot) {
+  Harness h(TestRouter());
+  h.Open();
+  EXPECT_TRUE(h.host.recv_armed);
+  EXPECT_TRUE(h.host.recv_once);
+  h.Recv(Get("/fast") + Get("/fast"), 30);  // pieces: the first ends the single-shot receive
+  h.Flush();
+  EXPECT_EQ(h.Replies().size(), 2u);
+  EXPECT_EQ(h.host.recv_once_arms, 1);
+  EXPECT_EQ(h.host.recv_arms, 2);
+  EXPECT_TRUE(h.host.recv_armed);
+  EXPECT_FALSE(h.host.recv_once);
+  h.Recv(Get("/fast"));
+  h.Flush();
+  EXPECT_EQ(h.Replies().size(), 3u);
+  EXPECT_EQ(h.host.recv_arms, 2) << "the multishot receive goes on";
+  ExpectClean(h);
+}
+
+// Connection per request: the request's one receive, the answer's one send,
+// the close: no second receive armed only to be cancelled.
+TEST(ConnectionTest, SmallLastAnswerIsFollowedByTheCloseWithNoReceiveArmed) {
+  for (const std::string& request :
+       {Get("/fast", "Connection: close\r\n"), std::string("GET /fast HTTP/1.0\r\n\r\n")}) {
+    Harness h(TestRouter());
+    h.Open();
+    h.Recv(request);
+    EXPECT_FALSE(h.host.recv_armed) << request;
+    ASSERT_TRUE(h.host.send.has_value());
+    EXPECT_FALSE(h.host.closed) << "closed before the answer went";
+    h.CompleteSend();
+    EXPECT_TRUE(h.host.closed);  // FakeHost checks it says no receive is armed
+    EXPECT_FALSE(h.host.shutdown_pending);
+    EXPECT_EQ(h.host.recv_arms, 1);
+    EXPECT_EQ(h.Replies().size(), 1u);
+    h.CloseDone();
+    EXPECT_TRUE(h.conn.Freeable());
+    ExpectClean(h);
+  }
+}
+
+// The answer's send completes short: the rest still goes, and now a
+// receive watches for bytes the client may send meanwhile.
+TEST(ConnectionTest, ShortSendOfTheLastAnswerReadsOnUntilItIsOut) {
+  Harness h(TestRouter());
+  h.Open();
+  h.Recv(Get("/big?10000", "Connection: close\r\n"));
+  EXPECT_FALSE(h.host.recv_armed);
+  h.CompleteSend(100);
+  EXPECT_TRUE(h.host.recv_armed) << "the rest may take a while: read meanwhile";
+  h.Recv(Get("/fast"));  // the client pipelined anyway
+  h.Flush();
+  EXPECT_TRUE(h.host.shutdown_pending) << "a plain close would reset the response";
+  ExpectClean(h);
+}
+
 TEST(ConnectionTest, CleanCloseAfterConnectionCloseDoesNotLinger) {
   Harness h(TestRouter());
   h.Open();
