@@ -1,7 +1,7 @@
 // Listener: a TCP listening socket bound with SO_REUSEPORT, one per accept
 // thread, so the kernel spreads incoming connections over the threads.
 //
-// Options set here (TCP_NODELAY) are inherited by every accepted socket,
+// Options set here (TCP_NODELAY, TCP_DEFER_ACCEPT) are inherited by every accepted socket,
 // which saves a setsockopt per connection on the accept path.
 //
 // Thread-safety: created at start-up on the main thread; afterwards only its
@@ -20,7 +20,10 @@ class Listener {
  public:
   // Binds `address:port` (IPv4 dotted quad). Port 0 picks an ephemeral port;
   // bind the first listener with 0 and the others with its port().
-  static absl::StatusOr<Listener> Bind(const std::string& address, uint16_t port, int backlog);
+  // `defer_accept_s` > 0: TCP_DEFER_ACCEPT, a connection is accepted once its
+  // first bytes arrive (or after about that many seconds without any).
+  static absl::StatusOr<Listener> Bind(const std::string& address, uint16_t port, int backlog,
+                                       int defer_accept_s = 0);
   Listener() = default;
   Listener(Listener&& other) noexcept;
   Listener& operator=(Listener&& other) noexcept;

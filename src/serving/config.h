@@ -18,6 +18,11 @@ struct ServerConfig {
   uint32_t accept_capacity = 100000;  // connection slots per accept thread
   int workers = 1;               // 0: SLOW handlers run inline like FAST ones
   int listen_backlog = 4096;
+  // TCP_DEFER_ACCEPT: a connection is accepted when its first bytes arrive,
+  // or after about this many seconds if none do (0: at once). Until then
+  // it is the kernel's, not ours: a drain that begins meanwhile never sees
+  // it (like a connection still in the backlog).
+  uint32_t defer_accept_s = 1;
   http::ParseLimits limits;
 
   // Timeouts in milliseconds (0 disables one).

@@ -40,6 +40,7 @@ enum LongOnly {
   kFileCacheBytes,
   kFileSplice,
   kFileSplicePipe,
+  kDeferAccept,
 };
 
 const option kLongOptions[] = {
@@ -78,6 +79,7 @@ const option kLongOptions[] = {
     {"file-cache-bytes", required_argument, nullptr, kFileCacheBytes},
     {"file-splice", required_argument, nullptr, kFileSplice},
     {"file-splice-pipe", required_argument, nullptr, kFileSplicePipe},
+    {"defer-accept", required_argument, nullptr, kDeferAccept},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -181,7 +183,10 @@ std::string UsageText(const char* program) {
       "      --body-timeout=t       60s: no byte of a request body for this long (408, close)\n"
       "      --idle-timeout=t       60s: keep-alive connection between requests (close)\n"
       "      --send-timeout=t       30s: peer taking none of our output for this long (close)\n"
-      "      --shutdown-timeout=t   30s: drain on SIGTERM/SIGINT, then close the rest\n\n"
+      "      --shutdown-timeout=t   30s: drain on SIGTERM/SIGINT, then close the rest\n"
+      "      --defer-accept=t       1s: accept a connection once its first bytes arrive\n"
+      "                             (TCP_DEFER_ACCEPT), or after about this long without\n"
+      "                             any; whole seconds, rounded up; 0: accept at once\n\n"
       "io_uring:\n"
       "      --sqpoll               Kernel submission-queue polling thread per ring\n"
       "      --pin-cpus             Pin accept thread i to CPU i\n"
@@ -308,6 +313,12 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
                            : code == kSendTimeout ? &options.config.send_timeout_ms
                                                   : &options.config.shutdown_timeout_ms;
         *target = *ms;
+        break;
+      }
+      case kDeferAccept: {
+        absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
+        if (!ms.ok()) return ms.status();
+        options.config.defer_accept_s = (*ms + 999) / 1000;
         break;
       }
       case kSqpoll:

@@ -88,7 +88,8 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   // port and the others join it.
   uint16_t port = config_.port;
   for (int i = 0; i < config_.accept_threads; ++i) {
-    auto listener = io::Listener::Bind(config_.address, port, config_.listen_backlog);
+    auto listener = io::Listener::Bind(config_.address, port, config_.listen_backlog,
+                                       static_cast<int>(config_.defer_accept_s));
     if (!listener.ok()) return listener.status();
     port = listener->port();
     listeners_.push_back(*std::move(listener));

@@ -95,10 +95,13 @@ def main():
         busy = socket.create_connection(("127.0.0.1", port), timeout=10)
         busy.sendall(b"GET /test/slow?x HTTP/1.1\r\nHost: t\r\n\r\n")
         probe = socket.create_connection(("127.0.0.1", port), timeout=10)
+        # Its first bytes before the signal: a connection that has sent
+        # nothing is not accepted yet (TCP_DEFER_ACCEPT), not the server's.
+        probe.sendall(b"GET /healthz HTTP/1.1\r\n")
         time.sleep(0.005)
         server.send_signal(signal.SIGTERM)
         time.sleep(0.005)
-        probe.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        probe.sendall(b"Host: t\r\n\r\n")
         answer = probe.recv(4096)
         # Either the probe was answered 503, or (being idle when the signal
         # came) it was closed without an answer: never "200 ok".

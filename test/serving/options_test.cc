@@ -214,6 +214,17 @@ TEST(OptionsTest, Durations) {
   EXPECT_EQ(options->config.shutdown_timeout_ms, 86'400'000u);
 }
 
+TEST(OptionsTest, DeferAcceptIsWholeSecondsRoundedUp) {
+  EXPECT_EQ(Parse({})->config.defer_accept_s, 1u);  // as h2o
+  EXPECT_EQ(Parse({"--defer-accept=0"})->config.defer_accept_s, 0u);
+  EXPECT_EQ(Parse({"--defer-accept=3"})->config.defer_accept_s, 3u);
+  EXPECT_EQ(Parse({"--defer-accept=1500ms"})->config.defer_accept_s, 2u);
+  EXPECT_EQ(Parse({"--defer-accept=1ms"})->config.defer_accept_s, 1u);
+  EXPECT_EQ(Parse({"--defer-accept=2m"})->config.defer_accept_s, 120u);
+  ExpectError({"--defer-accept=x"}, "--defer-accept");
+  ExpectError({"--defer-accept=-1"}, "--defer-accept");
+}
+
 TEST(OptionsTest, BadDurations) {
   ExpectError({"--header-timeout=abc"}, "--header-timeout");
   ExpectError({"--idle-timeout="}, "--idle-timeout");
@@ -299,6 +310,7 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
         "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
         "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "--root", "--open-file-cache",
         "--open-file-cache-valid", "--file-cache-bytes", "--file-splice", "--file-splice-pipe",
+        "--defer-accept",
         "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }
