@@ -17,6 +17,9 @@ struct ServerConfig {
   int accept_threads = 1;        // one ring and one listener each
   uint32_t accept_capacity = 100000;  // connection slots per accept thread
   int workers = 1;               // 0: SLOW handlers run inline like FAST ones
+  // Workers run as SCHED_BATCH: waking, they do not preempt a busy ring
+  // thread (see WorkerPool). false: SCHED_OTHER, like the rings.
+  bool workers_batch_sched = true;
   int listen_backlog = 4096;
   // TCP_DEFER_ACCEPT: a connection is accepted when its first bytes arrive,
   // or after about this many seconds if none do (0: at once). Until then

@@ -41,6 +41,7 @@ enum LongOnly {
   kFileSplice,
   kFileSplicePipe,
   kDeferAccept,
+  kWorkerSched,
 };
 
 const option kLongOptions[] = {
@@ -80,6 +81,7 @@ const option kLongOptions[] = {
     {"file-splice", required_argument, nullptr, kFileSplice},
     {"file-splice-pipe", required_argument, nullptr, kFileSplicePipe},
     {"defer-accept", required_argument, nullptr, kDeferAccept},
+    {"worker-sched", required_argument, nullptr, kWorkerSched},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -150,6 +152,8 @@ std::string UsageText(const char* program) {
       "                              ring's fixed-file table cannot be larger)\n"
       "  -w, --workers=num           Worker threads for SLOW handlers (the number of\n"
       "      --worker-threads=num    accept threads); 0 runs SLOW handlers inline\n"
+      "      --worker-sched=policy   batch (SCHED_BATCH: a waking worker does not preempt\n"
+      "                              a busy ring thread) or normal (batch)\n"
       "  -D, --slow-duration=ms      What GET /test/slow sleeps on a worker (30)\n"
       "  -v, --verbose               Debug output on stderr\n"
       "      --access-log=path       Access log in Common Log Format (written through\n"
@@ -313,6 +317,15 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
                            : code == kSendTimeout ? &options.config.send_timeout_ms
                                                   : &options.config.shutdown_timeout_ms;
         *target = *ms;
+        break;
+      }
+      case kWorkerSched: {
+        const std::string_view policy(optarg);
+        if (policy != "batch" && policy != "normal") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --worker-sched: expected batch or normal"));
+        }
+        options.config.workers_batch_sched = policy == "batch";
         break;
       }
       case kDeferAccept: {

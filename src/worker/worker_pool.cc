@@ -1,6 +1,7 @@
 #include "src/worker/worker_pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -25,9 +26,11 @@ int64_t NowNs() {
 
 }  // namespace
 
-WorkerPool::WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits)
+WorkerPool::WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits,
+                       bool batch_sched)
     : num_threads_(threads),
       limits_(limits),
+      batch_sched_(batch_sched),
       queue_(queue_capacity),
       stats_(std::make_unique<WorkerStats[]>(threads)) {
   sem_init(&tokens_, /*pshared=*/0, 0);
@@ -113,6 +116,16 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
 
 void WorkerPool::WorkerMain(size_t index) {
   pthread_setname_np(pthread_self(), "uring-worker");
+  if (batch_sched_) {
+    // SCHED_BATCH: same share of the CPU, but a worker that wakes (a task
+    // to run, its handler's sleep over) does not preempt the thread running
+    // there; it waits for that thread to block or its slice to end. A ring
+    // thread serving FAST traffic is then not interrupted twice per SLOW
+    // request (its batches stay whole: perf/README.md, mixed). No privilege
+    // needed; if refused anyway, the worker runs as a normal thread.
+    const sched_param param{};
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+  }
   WorkerStats& stats = stats_[index];
   for (;;) {
     while (sem_wait(&tokens_) != 0) {

@@ -42,7 +42,9 @@ struct WorkerPoolStats {
 
 class WorkerPool {
  public:
-  WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits);
+  // `batch_sched`: the workers run as SCHED_BATCH (see WorkerMain).
+  WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits,
+             bool batch_sched = false);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -78,6 +80,7 @@ class WorkerPool {
 
   const size_t num_threads_;
   const http::ParseLimits limits_;
+  const bool batch_sched_;
   MpmcQueue<SlowTask> queue_;
   sem_t tokens_;
   std::atomic<bool> stopping_{false};

@@ -225,6 +225,14 @@ TEST(OptionsTest, DeferAcceptIsWholeSecondsRoundedUp) {
   ExpectError({"--defer-accept=-1"}, "--defer-accept");
 }
 
+TEST(OptionsTest, WorkerSchedIsBatchOrNormal) {
+  EXPECT_TRUE(Parse({})->config.workers_batch_sched);
+  EXPECT_TRUE(Parse({"--worker-sched=batch"})->config.workers_batch_sched);
+  EXPECT_FALSE(Parse({"--worker-sched=normal"})->config.workers_batch_sched);
+  ExpectError({"--worker-sched=fifo"}, "--worker-sched");
+  ExpectError({"--worker-sched="}, "--worker-sched");
+}
+
 TEST(OptionsTest, BadDurations) {
   ExpectError({"--header-timeout=abc"}, "--header-timeout");
   ExpectError({"--idle-timeout="}, "--idle-timeout");
@@ -310,7 +318,7 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
         "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
         "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "--root", "--open-file-cache",
         "--open-file-cache-valid", "--file-cache-bytes", "--file-splice", "--file-splice-pipe",
-        "--defer-accept",
+        "--defer-accept", "--worker-sched",
         "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }

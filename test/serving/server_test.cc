@@ -2,12 +2,15 @@
 #include "src/serving/server.h"
 
 #include <linux/capability.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -79,6 +82,35 @@ TEST_F(ServerTest, FastKeepAliveManyRequests) {
     EXPECT_FALSE(r->Header("date").empty());
   }
   EXPECT_EQ(server_->Stats().requests, 200u);
+}
+
+// The scheduling policy of every worker thread ("uring-worker") of this
+// process, read back from the kernel.
+std::vector<int> WorkerPolicies() {
+  std::vector<int> policies;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(entry.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != "uring-worker") continue;
+    policies.push_back(sched_getscheduler(std::stoi(entry.path().filename().string())));
+  }
+  return policies;
+}
+
+TEST_F(ServerTest, WorkersRunAsSchedBatchUnlessAskedNot) {
+  Start();
+  std::vector<int> policies = WorkerPolicies();
+  ASSERT_EQ(policies.size(), 4u);
+  for (int p : policies) EXPECT_EQ(p, SCHED_BATCH);
+  server_->Stop();
+  server_->Wait();
+  ServerConfig config = BaseConfig();
+  config.workers_batch_sched = false;
+  Start(config);
+  policies = WorkerPolicies();
+  ASSERT_EQ(policies.size(), 4u);
+  for (int p : policies) EXPECT_EQ(p, SCHED_OTHER);
 }
 
 TEST_F(ServerTest, SlowRequestAnsweredByWorker) {
