@@ -15,6 +15,11 @@ fail() { echo "bare_responder_smoke: $*" >&2; [[ -f $work/out ]] && cat "$work/o
 # Starts the responder on a free port with the given flags: sets pid and port.
 start() {
   port=""
+  # Emptied here, not only by the redirection below: that one runs in the
+  # child, after the loop may have read the previous responder's ready line
+  # and sent to its port, whose listener can outlive the process for a moment
+  # (the ring is torn down after exit): an empty reply or a reset.
+  : >"$work/out"
   "$bin" 0 "$@" >"$work/out" 2>&1 &
   pid=$!
   for _ in $(seq 100); do
