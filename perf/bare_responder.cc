@@ -78,7 +78,10 @@ constexpr unsigned kBufferSize = 2048;
 constexpr unsigned short kBufferGroup = 0;
 constexpr unsigned kMaxFixedFiles = 32768;
 
-enum Op : uint64_t { kAccept = 1, kRecv = 2, kSend = 3, kClose = 4, kSignal = 5, kDelay = 6 };
+enum Op : uint64_t {
+  kAccept = 1, kRecv = 2, kSend = 3, kClose = 4, kSignal = 5, kDelay = 6,
+  kShutdown = 8,  // the shutdown(SHUT_WR) after an answer that closes: it is done
+};
 
 uint64_t Encode(Op op, uint32_t index) { return (uint64_t{op} << 32) | index; }
 Op OpOf(uint64_t user_data) { return static_cast<Op>(user_data >> 32); }
@@ -96,6 +99,10 @@ class Responder {
     delay_.tv_sec = delay_ms / 1000;
     delay_.tv_nsec = static_cast<long long>(delay_ms % 1000) * 1000000;
     delayed_ = delay_ms > 0;
+    // An answer that is not sent in the batch its request arrived in (delayed,
+    // or followed by a shutdown) is owed until it is done: see Slot.
+    track_answers_ = close_ || delayed_;
+    if (track_answers_) slots_.assign(kMaxFixedFiles, Slot{});
   }
 
   void SetUp() {
@@ -239,15 +246,25 @@ class Responder {
       return;
     }
     // Connection per request: send, then shutdown(SHUT_WR) so the client sees
-    // FIN; its close then ends our receive with EOF and we close the slot.
+    // FIN; its close then ends our receive with EOF and we close the slot. The
+    // shutdown always completes (-ECANCELED if the send failed) and says so:
+    // until then the answer is owed (see Slot).
     io_uring_prep_send(sqe, static_cast<int>(index), kCloseResponse, sizeof(kCloseResponse) - 1,
                        MSG_NOSIGNAL);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK | skip;
     io_uring_sqe_set_data64(sqe, Encode(kSend, index));
     sqe = Sqe();
     io_uring_prep_shutdown(sqe, static_cast<int>(index), SHUT_WR);
-    sqe->flags |= IOSQE_FIXED_FILE | skip;
-    io_uring_sqe_set_data64(sqe, Encode(kSend, index));
+    sqe->flags |= IOSQE_FIXED_FILE;
+    io_uring_sqe_set_data64(sqe, Encode(kShutdown, index));
+  }
+
+  // An owed answer is done: sent (a kept-alive delayed one, whose send was
+  // issued before any close of the slot can be), or shut down after. The
+  // slot closes now if its peer has gone meanwhile.
+  void Answered(uint32_t index) {
+    Slot& slot = slots_[index];
+    if (--slot.owed == 0 && slot.peer_gone) Close(index);
   }
 
   // One relative timeout per request. The kernel copies the timespec when
@@ -259,8 +276,10 @@ class Responder {
   }
 
   void Close(uint32_t index) {
-    // The receive has ended (no F_MORE), so nothing else holds this slot's
-    // socket except sends still in flight, which keep their own reference.
+    // The receive has ended (no F_MORE) and no answer is owed, so nothing
+    // else holds this slot's socket except sends still in flight, which keep
+    // their own reference.
+    if (track_answers_) slots_[index] = Slot{};
     io_uring_sqe* sqe = Sqe();
     io_uring_prep_close_direct(sqe, index);
     sqe->flags |= skip_success_ ? IOSQE_CQE_SKIP_SUCCESS : 0;
@@ -290,6 +309,7 @@ class Responder {
           ++returned_;
         }
         if (cqe->res > 0) {
+          if (track_answers_) ++slots_[index].owed;
           if (delayed_) {
             Delay(index);
           } else {
@@ -300,7 +320,13 @@ class Responder {
           // Ring ran dry: not fatal. Re-arm once this batch's buffers are back.
           if (!more) rearm_.push_back(index);
         } else if (!more) {
-          Close(index);  // EOF (0) or a real error
+          // EOF (0) or a real error. With an answer still owed the slot stays
+          // (a half-closed peer may still read it): closed once it is done.
+          if (track_answers_ && slots_[index].owed > 0) {
+            slots_[index].peer_gone = true;
+          } else {
+            Close(index);
+          }
         }
         return;
       }
@@ -311,8 +337,12 @@ class Responder {
           ArmSignalRead();  // interrupted read: try again
         }
         return;
-      case kDelay:  // -ETIME: the delay has passed (the peer may be gone:
-        Respond(IndexOf(data));  // then the send fails and the receive closes)
+      case kDelay:  // -ETIME: the delay has passed (the peer may be gone: then
+        Respond(IndexOf(data));  // the send fails, and the slot closes once answered)
+        if (!close_) Answered(IndexOf(data));  // kept alive: no shutdown to wait for
+        return;
+      case kShutdown:  // whatever its result: nothing of the answer is left in flight
+        Answered(IndexOf(data));
         return;
       case kSend:   // only failures arrive here (CQE_SKIP_SUCCESS); the
       case kClose:  // receive sees the same error and closes.
@@ -333,6 +363,18 @@ class Responder {
   bool skip_success_ = false;
   __kernel_timespec delay_{};
   bool delayed_ = false;
+  // A connection slot whose answers may outlive the batch of their request.
+  // Its fixed-file index is not closed, hence not handed to a new connection
+  // by the multishot accept, while an answer is owed: else a late answer, or
+  // the shutdown linked to one, would reach that new connection (seen with
+  // curl, which closes as soon as it has read an empty 200, before our
+  // shutdown had run). The index names the connection, without a generation.
+  struct Slot {
+    uint32_t owed = 0;       // requests received whose answer is not done
+    bool peer_gone = false;  // the receive has ended (EOF or error)
+  };
+  bool track_answers_ = false;  // --close or --delay-ms
+  std::vector<Slot> slots_;
 };
 
 int Listen(int port) {
