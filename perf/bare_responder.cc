@@ -18,6 +18,16 @@
  * with no threads, queue or wake-ups), so perf/compare can show how much of
  * the ideal 100 / N ms a load tool reaches on this machine at all.
  *
+ * With --delay-ms=N --pool-threads=T the N ms are spent on a thread of a pool
+ * instead, doing per request exactly the minimum our server's worker model
+ * does for a SLOW request and nothing more: the ring thread pushes the
+ * connection's index onto a bounded queue and posts one semaphore token (a
+ * futex wake when a thread sleeps); the woken thread pops it, sleeps N ms
+ * (standing in for a blocking handler) and posts one IORING_OP_MSG_RING
+ * completion naming the connection back to the ring (one syscall); the ring
+ * thread then sends the answer. What our server costs above this on the slow
+ * path is parsing, routing, the handler's response and bookkeeping.
+ *
  * Whatever our real server costs above this program per request is the price
  * of parsing, routing, the worker pool and bookkeeping.
  *
@@ -26,10 +36,12 @@
  *   bazel-bin/perf/bare_responder 8090            # keep-alive
  *   bazel-bin/perf/bare_responder 8091 --close    # connection per request
  *   bazel-bin/perf/bare_responder 8092 --close --delay-ms=30   # slow reference
+ *   bazel-bin/perf/bare_responder 8093 --close --delay-ms=30 --pool-threads=300
  *   wrk -t1 -c100 -d10s http://127.0.0.1:8090/test/fast
  *   ab -n 20000 -c 10 http://127.0.0.1:8091/test/fast
  * PORT 0 lets the kernel pick a port. It prints "ready: ... listening on port N"
- * when it listens and exits 0 on SIGINT/SIGTERM.
+ * when it listens and exits 0 on SIGINT/SIGTERM (after the pool's threads have
+ * finished the sleeps they are in and been joined).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -37,6 +49,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,9 +58,15 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 // Constants newer than the 6.1-level headers, in one place.
@@ -60,12 +79,20 @@
 #ifndef IORING_FEAT_CQE_SKIP
 #define IORING_FEAT_CQE_SKIP (1U << 11)
 #endif
+// MSG_RING without a source ring: io_uring_register(-1, this, &sqe, 1), 6.13+.
+#ifndef IORING_REGISTER_SEND_MSG_RING
+#define IORING_REGISTER_SEND_MSG_RING 31
+#endif
 
 namespace {
 
 constexpr char kKeepAliveResponse[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 constexpr char kCloseResponse[] =
     "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+// The pool's queue was full: the request is refused at once, as our server
+// answers 503 when its worker queue is full. Never seen with ab -c 100.
+constexpr char kUnavailableResponse[] =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 constexpr unsigned kSqEntries = 4096;
 // Multishot accept and receive post CQEs without SQEs: size the CQ for a few
@@ -77,9 +104,14 @@ constexpr unsigned kBufferCount = 4096;
 constexpr unsigned kBufferSize = 2048;
 constexpr unsigned short kBufferGroup = 0;
 constexpr unsigned kMaxFixedFiles = 32768;
+// The pool's queue: more than one entry per connection the fixed-file table
+// can hold, so a client that waits for each answer never finds it full.
+constexpr size_t kPoolQueueCapacity = 65536;
+constexpr int kMaxPoolThreads = 4096;
 
 enum Op : uint64_t {
   kAccept = 1, kRecv = 2, kSend = 3, kClose = 4, kSignal = 5, kDelay = 6,
+  kPoolDone = 7,  // a pool thread's MSG_RING: the connection's delay is over
   kShutdown = 8,  // the shutdown(SHUT_WR) after an answer that closes: it is done
 };
 
@@ -92,16 +124,219 @@ uint32_t IndexOf(uint64_t user_data) { return static_cast<uint32_t>(user_data); 
   exit(1);
 }
 
+// A bounded queue of connection indexes with one producer (the ring thread)
+// and many consumers (the pool's threads): Vyukov's bounded MPMC queue with
+// the producer's compare-and-swap left out, since only one thread pushes.
+// Each cell's sequence number says whose turn it is: pos when it is free for
+// the push at position pos, pos + 1 once that push has stored its value, and
+// pos + capacity once it has been popped (free for the next lap).
+class IndexQueue {
+ public:
+  explicit IndexQueue(size_t capacity) : cells_(capacity), mask_(capacity - 1) {
+    for (size_t i = 0; i < capacity; ++i) cells_[i].sequence.store(i, std::memory_order_relaxed);
+  }
+
+  // The ring thread only. False when the queue is full.
+  bool TryPush(uint32_t value) {
+    Cell& cell = cells_[tail_ & mask_];
+    if (cell.sequence.load(std::memory_order_acquire) != tail_) return false;  // not popped yet
+    cell.value = value;
+    cell.sequence.store(tail_ + 1, std::memory_order_release);
+    ++tail_;
+    return true;
+  }
+
+  // Any thread. False when the queue is empty.
+  bool TryPop(uint32_t* value) {
+    size_t pos = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells_[pos & mask_];
+      const size_t sequence = cell.sequence.load(std::memory_order_acquire);
+      const intptr_t lag = static_cast<intptr_t>(sequence) - static_cast<intptr_t>(pos + 1);
+      if (lag == 0) {
+        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          *value = cell.value;
+          cell.sequence.store(pos + mask_ + 1, std::memory_order_release);
+          return true;
+        }  // another thread took it: pos now holds the new head
+      } else if (lag < 0) {
+        return false;  // the cell at the head has not been pushed yet
+      } else {
+        pos = head_.load(std::memory_order_relaxed);  // our head was stale
+      }
+    }
+  }
+
+ private:
+  struct Cell {  // not padded to a cache line, like our server's queue cells
+    std::atomic<size_t> sequence{0};
+    uint32_t value = 0;
+  };
+  std::vector<Cell> cells_;
+  const size_t mask_;  // capacity - 1; the capacity is a power of two
+  size_t tail_ = 0;    // the ring thread's alone
+  alignas(64) std::atomic<size_t> head_{0};
+};
+
+// Whether this kernel sends MSG_RING without a source ring (6.13+): one
+// message into a throw-away ring, as our server probes it.
+bool RinglessMsgRingWorks() {
+  io_uring probe;
+  if (io_uring_queue_init(2, &probe, 0) < 0) return false;
+  io_uring_sqe sqe{};
+  io_uring_prep_msg_ring(&sqe, probe.ring_fd, 7, 0x5eed, 0);
+  bool ok = syscall(__NR_io_uring_register, -1, IORING_REGISTER_SEND_MSG_RING, &sqe, 1) >= 0;
+  io_uring_cqe* cqe = nullptr;
+  ok = ok && io_uring_peek_cqe(&probe, &cqe) == 0 && cqe->user_data == 0x5eed && cqe->res == 7;
+  io_uring_queue_exit(&probe);
+  return ok;
+}
+
+// --pool-threads: the worker-pool reference for the slow path. Each request
+// costs what our server's worker model costs per SLOW request and no more:
+// a queue push and a semaphore post on the ring thread; a futex wake, a pop,
+// the sleep and one MSG_RING on a pool thread. Our server sends MSG_RING the
+// same way (ringless where the kernel can, else a private ring per thread).
+class SleepPool {
+ public:
+  SleepPool(int threads, int delay_ms, int target_ring_fd)
+      : threads_(threads), target_ring_fd_(target_ring_fd), queue_(kPoolQueueCapacity) {
+    delay_.tv_sec = delay_ms / 1000;
+    delay_.tv_nsec = static_cast<long>(delay_ms % 1000) * 1000000;
+    ringless_ = RinglessMsgRingWorks();
+    sem_init(&tokens_, /*pshared=*/0, 0);
+  }
+  ~SleepPool() { sem_destroy(&tokens_); }
+
+  void Start() {
+    running_.reserve(static_cast<size_t>(threads_));
+    for (int i = 0; i < threads_; ++i) running_.emplace_back([this] { ThreadMain(); });
+  }
+
+  const char* msg_ring_kind() const { return ringless_ ? "ringless" : "private ring per thread"; }
+
+  // The ring thread: hands the request of connection `index` to a thread.
+  // False when the queue is full (the caller refuses the request).
+  bool Submit(uint32_t index) {
+    if (!queue_.TryPush(index)) return false;
+    sem_post(&tokens_);  // one token per task: wakes at most one sleeping thread
+    return true;
+  }
+
+  // After the ring thread has stopped submitting: one extra token per thread,
+  // so each wakes, finds the queue empty and leaves (tasks already queued run
+  // first; a thread in its sleep finishes it), then joins them.
+  void Stop() {
+    stopping_.store(true, std::memory_order_release);
+    for (int i = 0; i < threads_; ++i) sem_post(&tokens_);
+    for (std::thread& thread : running_) thread.join();
+    running_.clear();
+  }
+
+ private:
+  void ThreadMain() {
+    pthread_setname_np(pthread_self(), "bare-worker");
+    io_uring private_ring{};  // only without ringless MSG_RING, made on first use
+    bool have_private_ring = false;
+    for (;;) {
+      while (sem_wait(&tokens_) != 0) {
+        // EINTR: sleep again.
+      }
+      uint32_t index;
+      // A token follows its push, so the pop finds it; only Stop's tokens
+      // outnumber the tasks (and a thread woken by one may take a task that
+      // a task's token woke another thread for): leave then.
+      bool got;
+      while (!(got = queue_.TryPop(&index)) && !stopping_.load(std::memory_order_acquire)) {
+        std::this_thread::yield();
+      }
+      if (!got) break;
+      Sleep();
+      PostDone(index, &private_ring, &have_private_ring);
+    }
+    if (have_private_ring) io_uring_queue_exit(&private_ring);
+  }
+
+  // The stand-in for a blocking handler: the thread sleeps, the CPU is free.
+  void Sleep() {
+    if (delay_.tv_sec == 0 && delay_.tv_nsec == 0) return;
+    timespec left = delay_;
+    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &left, &left) == EINTR) {
+    }
+  }
+
+  // One MSG_RING to the responder's ring: a CQE whose user_data names the
+  // connection. A full target CQ is retried (the answer must not be lost)
+  // unless the ring thread has stopped reaping.
+  void PostDone(uint32_t index, io_uring* private_ring, bool* have_private_ring) {
+    const uint64_t user_data = Encode(kPoolDone, index);
+    for (;;) {
+      int ret;
+      if (ringless_) {
+        io_uring_sqe sqe{};
+        io_uring_prep_msg_ring(&sqe, target_ring_fd_, 0, user_data, 0);
+        ret = syscall(__NR_io_uring_register, -1, IORING_REGISTER_SEND_MSG_RING, &sqe, 1) < 0
+                  ? -errno : 0;
+      } else {
+        if (!*have_private_ring) {
+          ret = io_uring_queue_init(2, private_ring, 0);
+          if (ret < 0) Die("io_uring_queue_init (pool thread)", -ret);
+          *have_private_ring = true;
+        }
+        io_uring_sqe* sqe = io_uring_get_sqe(private_ring);
+        io_uring_prep_msg_ring(sqe, target_ring_fd_, 0, user_data, 0);
+        // MSG_RING completes inline: the one io_uring_enter returns with its CQE.
+        ret = io_uring_submit_and_wait(private_ring, 1);
+        io_uring_cqe* cqe = nullptr;
+        if (ret >= 0) ret = io_uring_peek_cqe(private_ring, &cqe);
+        if (ret >= 0) {
+          ret = cqe->res;
+          io_uring_cqe_seen(private_ring, cqe);
+        }
+      }
+      if (ret >= 0) return;
+      if ((ret == -EOVERFLOW || ret == -EAGAIN || ret == -EINTR) &&
+          !stopping_.load(std::memory_order_acquire)) {
+        usleep(50);
+        continue;
+      }
+      if (!stopping_.load(std::memory_order_acquire)) {
+        fprintf(stderr, "bare_responder: msg_ring: %s\n", strerror(-ret));
+      }
+      return;
+    }
+  }
+
+  const int threads_;
+  const int target_ring_fd_;
+  timespec delay_{};
+  bool ringless_ = false;
+  IndexQueue queue_;
+  sem_t tokens_;
+  std::atomic<bool> stopping_{false};
+  std::vector<std::thread> running_;
+};
+
+struct Options {
+  bool close_after_response = false;  // --close
+  int delay_ms = -1;                  // --delay-ms (-1: not given)
+  int pool_threads = 0;               // --pool-threads (0: the delay is a ring timeout)
+};
+
 class Responder {
  public:
-  Responder(int listen_fd, int signal_fd, bool close_after_response, int delay_ms)
-      : listen_fd_(listen_fd), signal_fd_(signal_fd), close_(close_after_response) {
-    delay_.tv_sec = delay_ms / 1000;
-    delay_.tv_nsec = static_cast<long long>(delay_ms % 1000) * 1000000;
-    delayed_ = delay_ms > 0;
+  Responder(int listen_fd, int signal_fd, const Options& options)
+      : listen_fd_(listen_fd),
+        signal_fd_(signal_fd),
+        close_(options.close_after_response),
+        delay_ms_(options.delay_ms),
+        pool_threads_(options.pool_threads) {
+    delay_.tv_sec = delay_ms_ > 0 ? delay_ms_ / 1000 : 0;
+    delay_.tv_nsec = delay_ms_ > 0 ? static_cast<long long>(delay_ms_ % 1000) * 1000000 : 0;
+    delayed_ = delay_ms_ > 0 && pool_threads_ == 0;
     // An answer that is not sent in the batch its request arrived in (delayed,
     // or followed by a shutdown) is owed until it is done: see Slot.
-    track_answers_ = close_ || delayed_;
+    track_answers_ = close_ || delay_ms_ >= 0;
     if (track_answers_) slots_.assign(kMaxFixedFiles, Slot{});
   }
 
@@ -142,13 +377,26 @@ class Responder {
     if (ret < 0) Die("io_uring_register_files_sparse", -ret);
 
     SetUpBufferRing();
+
+    if (pool_threads_ > 0) {
+      // The pool's threads post to this ring by its real descriptor (the
+      // registered index means nothing to another thread).
+      pool_ = std::make_unique<SleepPool>(pool_threads_, delay_ms_, ring_.ring_fd);
+      pool_->Start();
+    }
   }
 
   void Run(int port) {
     ArmAccept();
     ArmSignalRead();
-    printf("ready: bare_responder listening on port %d%s%s\n", port,
-           close_ ? " (close after each response)" : "", delayed_ ? " (delayed answers)" : "");
+    std::string pool;
+    if (pool_ != nullptr) {
+      pool = " (worker pool: " + std::to_string(pool_threads_) + " threads, " +
+             std::to_string(delay_ms_) + " ms each, MSG_RING " + pool_->msg_ring_kind() + ")";
+    }
+    printf("ready: bare_responder listening on port %d%s%s%s\n", port,
+           close_ ? " (close after each response)" : "", delayed_ ? " (delayed answers)" : "",
+           pool.c_str());
     fflush(stdout);
     while (!stop_) {
       int ret = io_uring_submit_and_wait(&ring_, 1);
@@ -171,6 +419,7 @@ class Responder {
       for (uint32_t index : rearm_) ArmRecv(index);
       rearm_.clear();
     }
+    if (pool_ != nullptr) pool_->Stop();
   }
 
  private:
@@ -235,10 +484,10 @@ class Responder {
     io_uring_sqe_set_data64(sqe, Encode(kRecv, index));
   }
 
-  void Respond(uint32_t index) {
+  void Respond(uint32_t index, bool unavailable = false) {
     const unsigned skip = skip_success_ ? IOSQE_CQE_SKIP_SUCCESS : 0;
     io_uring_sqe* sqe = Sqe();
-    if (!close_) {
+    if (!close_ && !unavailable) {
       io_uring_prep_send(sqe, static_cast<int>(index), kKeepAliveResponse,
                          sizeof(kKeepAliveResponse) - 1, MSG_NOSIGNAL);
       sqe->flags |= IOSQE_FIXED_FILE | skip;
@@ -249,8 +498,10 @@ class Responder {
     // FIN; its close then ends our receive with EOF and we close the slot. The
     // shutdown always completes (-ECANCELED if the send failed) and says so:
     // until then the answer is owed (see Slot).
-    io_uring_prep_send(sqe, static_cast<int>(index), kCloseResponse, sizeof(kCloseResponse) - 1,
-                       MSG_NOSIGNAL);
+    const char* response = unavailable ? kUnavailableResponse : kCloseResponse;
+    const unsigned length =
+        unavailable ? sizeof(kUnavailableResponse) - 1 : sizeof(kCloseResponse) - 1;
+    io_uring_prep_send(sqe, static_cast<int>(index), response, length, MSG_NOSIGNAL);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK | skip;
     io_uring_sqe_set_data64(sqe, Encode(kSend, index));
     sqe = Sqe();
@@ -310,7 +561,9 @@ class Responder {
         }
         if (cqe->res > 0) {
           if (track_answers_) ++slots_[index].owed;
-          if (delayed_) {
+          if (pool_ != nullptr) {
+            if (!pool_->Submit(index)) Respond(index, /*unavailable=*/true);
+          } else if (delayed_) {
             Delay(index);
           } else {
             Respond(index);
@@ -337,8 +590,9 @@ class Responder {
           ArmSignalRead();  // interrupted read: try again
         }
         return;
-      case kDelay:  // -ETIME: the delay has passed (the peer may be gone: then
-        Respond(IndexOf(data));  // the send fails, and the slot closes once answered)
+      case kDelay:     // -ETIME: the delay has passed (the peer may be gone:
+      case kPoolDone:  // then the send fails, and the slot closes once answered)
+        Respond(IndexOf(data));
         if (!close_) Answered(IndexOf(data));  // kept alive: no shutdown to wait for
         return;
       case kShutdown:  // whatever its result: nothing of the answer is left in flight
@@ -360,9 +614,11 @@ class Responder {
   const int listen_fd_;
   const int signal_fd_;
   const bool close_;
+  const int delay_ms_;
+  const int pool_threads_;
   bool skip_success_ = false;
   __kernel_timespec delay_{};
-  bool delayed_ = false;
+  bool delayed_ = false;            // a ring timeout before each answer
   // A connection slot whose answers may outlive the batch of their request.
   // Its fixed-file index is not closed, hence not handed to a new connection
   // by the multishot accept, while an answer is owed: else a late answer, or
@@ -375,6 +631,7 @@ class Responder {
   };
   bool track_answers_ = false;  // --close or --delay-ms
   std::vector<Slot> slots_;
+  std::unique_ptr<SleepPool> pool_;  // --pool-threads: the delay on a pool thread
 };
 
 int Listen(int port) {
@@ -402,26 +659,43 @@ int BoundPort(int fd) {
   return ntohs(addr.sin_port);
 }
 
+// A whole decimal number in [lo, hi] after `prefix`, or -1.
+long FlagValue(const char* arg, size_t prefix, long lo, long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = strtol(arg + prefix, &end, 10);
+  if (end == arg + prefix || *end != '\0' || errno != 0 || value < lo || value > hi) return -1;
+  return value;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool close_after_response = false;
-  int delay_ms = 0;
+  Options options;
   bool usage = argc < 2;
+  const char* why = "";
   for (int i = 2; i < argc && !usage; ++i) {
     if (strcmp(argv[i], "--close") == 0) {
-      close_after_response = true;
+      options.close_after_response = true;
     } else if (strncmp(argv[i], "--delay-ms=", 11) == 0) {
-      char* end = nullptr;
-      const long value = strtol(argv[i] + 11, &end, 10);
-      usage = end == argv[i] + 11 || *end != '\0' || value < 0 || value > 60000;
-      delay_ms = static_cast<int>(value);
+      options.delay_ms = static_cast<int>(FlagValue(argv[i], 11, 0, 60000));
+      usage = options.delay_ms < 0;
+    } else if (strncmp(argv[i], "--pool-threads=", 15) == 0) {
+      options.pool_threads = static_cast<int>(FlagValue(argv[i], 15, 1, kMaxPoolThreads));
+      usage = options.pool_threads < 0;
     } else {
       usage = true;
     }
   }
+  // The pool only ever spends the delay.
+  if (!usage && options.pool_threads > 0 && options.delay_ms < 0) {
+    usage = true;
+    why = "--pool-threads needs --delay-ms\n";
+  }
   if (usage) {
-    fprintf(stderr, "usage: %s PORT [--close] [--delay-ms=0..60000]\n", argv[0]);
+    fprintf(stderr,
+            "%susage: %s PORT [--close] [--delay-ms=0..60000 [--pool-threads=1..%d]]\n",
+            why, argv[0], kMaxPoolThreads);
     return 2;
   }
   const int port = atoi(argv[1]);  // 0: the kernel picks one (the ready line says which)
@@ -439,7 +713,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   const int listen_fd = Listen(port);
-  Responder responder(listen_fd, signal_fd, close_after_response, delay_ms);
+  Responder responder(listen_fd, signal_fd, options);
   responder.SetUp();
   responder.Run(BoundPort(listen_fd));
   return 0;

@@ -2,7 +2,9 @@
 # Smoke test of the bare responder, so that perf/compare's reference cannot rot:
 # in both modes it must answer a GET with an empty 200, close when asked
 # (--close), and exit 0 on SIGTERM; with --delay-ms=200 the answer must not
-# come before ~150 ms; a bad --delay-ms is a usage error (status 2).
+# come before ~150 ms; with --pool-threads=4 a few requests at once (curl) are
+# answered by the pool, no sooner than the delay; a bad --delay-ms or
+# --pool-threads, or flags that do not go together, are a usage error (status 2).
 # Usage (from an sh_test): bare_responder_smoke.sh path/to/bare_responder
 set -uo pipefail
 bin="$1"
@@ -84,19 +86,52 @@ check_delay() {
   echo "bare_responder_smoke: ok --close --delay-ms=200 (answered after ${elapsed} ms)"
 }
 
-# A bad --delay-ms is refused with the usage line and status 2, before listening.
-check_bad_delay() {
+# --close --delay-ms=5 --pool-threads=4: eight requests at once through curl
+# (twice the pool), each answered with a 200 and Connection: close, none
+# sooner than the delay; then SIGTERM joins the threads and exits 0. curl
+# closes as soon as it has read the empty 200, often before our shutdown has
+# run: the slot must not be reused for another connection until it has.
+check_pool() {
+  local port="" i curls=()
+  start --close --delay-ms=5 --pool-threads=4
+  grep -q "worker pool: 4 threads, 5 ms each" "$work/out" || fail "no pool in the ready line: $(head -1 "$work/out")"
+  [[ $(cat /proc/"$pid"/task/*/comm | grep -c '^bare-worker$') == 4 ]] || fail "not 4 bare-worker threads"
+  for i in $(seq 8); do
+    curl -sS -i --max-time 30 -w 'time_total %{time_total}\n' "http://127.0.0.1:$port/test/slow" \
+      >"$work/curl$i" 2>&1 &
+    curls+=($!)
+  done
+  wait "${curls[@]}"
+  for i in $(seq 8); do
+    head -1 "$work/curl$i" | grep -q $'^HTTP/1.1 200 OK\r$' || fail "pool: answer $i: $(cat "$work/curl$i")"
+    grep -q "Connection: close" "$work/curl$i" || fail "pool: answer $i without Connection: close"
+    # No sooner than the 5 ms sleep on a pool thread (curl's time in seconds).
+    awk '/^time_total/ { exit !($2 >= 0.004) }' "$work/curl$i" || fail "pool: answer $i too soon: $(tail -1 "$work/curl$i")"
+  done
+  stop --close --delay-ms=5 --pool-threads=4
+  echo "bare_responder_smoke: ok --close --delay-ms=5 --pool-threads=4 (8 requests)"
+}
+
+# A bad flag value, or flags that do not go together, are refused with the
+# usage line and status 2, before listening.
+check_refused() {
   local status
-  timeout 10 "$bin" 0 "$1" >"$work/out" 2>&1
+  timeout 10 "$bin" 0 "$@" >"$work/out" 2>&1
   status=$?
-  ((status == 2)) || fail "$1: exit status $status, expected 2"
-  grep -q "usage:" "$work/out" || fail "$1: no usage line"
-  echo "bare_responder_smoke: ok $1 refused"
+  ((status == 2)) || fail "$*: exit status $status, expected 2"
+  grep -q "usage:" "$work/out" || fail "$*: no usage line"
+  echo "bare_responder_smoke: ok $* refused"
 }
 
 check_mode
 check_mode --close
 check_delay
+check_pool
 for bad in --delay-ms=abc --delay-ms=-1 --delay-ms= --delay-ms=10x --delay-ms=60001; do
-  check_bad_delay "$bad"
+  check_refused "$bad"
 done
+for bad in --pool-threads=0 --pool-threads=4097 --pool-threads=abc --pool-threads= --pool-threads=4x \
+           --pool-threads=-1 --pool-threads=99999999999999999999; do
+  check_refused --close --delay-ms=5 "$bad"
+done
+check_refused --close --pool-threads=4          # the pool spends the delay: none given
