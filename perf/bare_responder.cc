@@ -28,6 +28,10 @@
  * thread then sends the answer. What our server costs above this on the slow
  * path is parsing, routing, the handler's response and bookkeeping.
  *
+ * With --pipelined it counts the request heads ("\r\n\r\n") in what it
+ * receives, across receives, and answers each: the reference for pipelining
+ * clients (h2load -m 16), which send several requests before reading.
+ *
  * Whatever our real server costs above this program per request is the price
  * of parsing, routing, the worker pool and bookkeeping.
  *
@@ -37,6 +41,7 @@
  *   bazel-bin/perf/bare_responder 8091 --close    # connection per request
  *   bazel-bin/perf/bare_responder 8092 --close --delay-ms=30   # slow reference
  *   bazel-bin/perf/bare_responder 8093 --close --delay-ms=30 --pool-threads=300
+ *   bazel-bin/perf/bare_responder 8094 --pipelined   # keep-alive, pipelined requests
  *   wrk -t1 -c100 -d10s http://127.0.0.1:8090/test/fast
  *   ab -n 20000 -c 10 http://127.0.0.1:8091/test/fast
  * PORT 0 lets the kernel pick a port. It prints "ready: ... listening on port N"
@@ -104,6 +109,8 @@ constexpr unsigned kBufferCount = 4096;
 constexpr unsigned kBufferSize = 2048;
 constexpr unsigned short kBufferGroup = 0;
 constexpr unsigned kMaxFixedFiles = 32768;
+// --pipelined: up to this many answers go out in one send.
+constexpr unsigned kMaxAnswersPerSend = 64;
 // The pool's queue: more than one entry per connection the fixed-file table
 // can hold, so a client that waits for each answer never finds it full.
 constexpr size_t kPoolQueueCapacity = 65536;
@@ -321,6 +328,7 @@ struct Options {
   bool close_after_response = false;  // --close
   int delay_ms = -1;                  // --delay-ms (-1: not given)
   int pool_threads = 0;               // --pool-threads (0: the delay is a ring timeout)
+  bool pipelined = false;             // --pipelined
 };
 
 class Responder {
@@ -329,6 +337,7 @@ class Responder {
       : listen_fd_(listen_fd),
         signal_fd_(signal_fd),
         close_(options.close_after_response),
+        pipelined_(options.pipelined),
         delay_ms_(options.delay_ms),
         pool_threads_(options.pool_threads) {
     delay_.tv_sec = delay_ms_ > 0 ? delay_ms_ / 1000 : 0;
@@ -338,6 +347,11 @@ class Responder {
     // or followed by a shutdown) is owed until it is done: see Slot.
     track_answers_ = close_ || delay_ms_ >= 0;
     if (track_answers_) slots_.assign(kMaxFixedFiles, Slot{});
+    if (pipelined_) {
+      // Every count of answers up to kMaxAnswersPerSend is a prefix of this.
+      for (unsigned i = 0; i < kMaxAnswersPerSend; ++i) answers_ += kKeepAliveResponse;
+      heads_matched_.assign(kMaxFixedFiles, 0);
+    }
   }
 
   void SetUp() {
@@ -394,9 +408,9 @@ class Responder {
       pool = " (worker pool: " + std::to_string(pool_threads_) + " threads, " +
              std::to_string(delay_ms_) + " ms each, MSG_RING " + pool_->msg_ring_kind() + ")";
     }
-    printf("ready: bare_responder listening on port %d%s%s%s\n", port,
+    printf("ready: bare_responder listening on port %d%s%s%s%s\n", port,
            close_ ? " (close after each response)" : "", delayed_ ? " (delayed answers)" : "",
-           pool.c_str());
+           pool.c_str(), pipelined_ ? " (pipelined requests counted)" : "");
     fflush(stdout);
     while (!stop_) {
       int ret = io_uring_submit_and_wait(&ring_, 1);
@@ -518,6 +532,43 @@ class Responder {
     if (--slot.owed == 0 && slot.peer_gone) Close(index);
   }
 
+  // --pipelined: `count` answers, at most kMaxAnswersPerSend per send. The
+  // sends are not linked: their bytes are the same, so their order is not.
+  void RespondMany(uint32_t index, unsigned count) {
+    const unsigned skip = skip_success_ ? IOSQE_CQE_SKIP_SUCCESS : 0;
+    while (count > 0) {
+      const unsigned n = count < kMaxAnswersPerSend ? count : kMaxAnswersPerSend;
+      io_uring_sqe* sqe = Sqe();
+      io_uring_prep_send(sqe, static_cast<int>(index), answers_.data(),
+                         n * (sizeof(kKeepAliveResponse) - 1), MSG_NOSIGNAL);
+      sqe->flags |= IOSQE_FIXED_FILE | skip;
+      io_uring_sqe_set_data64(sqe, Encode(kSend, index));
+      count -= n;
+    }
+  }
+
+  // --pipelined: the request heads that end in these bytes. A head's
+  // "\r\n\r\n" may be split over two receives: how much of it the last
+  // receive ended with is kept per connection. Bodies are not looked for
+  // (the loads send GETs).
+  unsigned CountHeads(uint32_t index, const char* data, size_t size) {
+    static constexpr char kEnd[] = "\r\n\r\n";
+    unsigned heads = 0;
+    uint8_t matched = heads_matched_[index];
+    for (size_t i = 0; i < size; ++i) {
+      if (data[i] == kEnd[matched]) {
+        if (++matched == 4) {
+          ++heads;
+          matched = 0;
+        }
+      } else {
+        matched = data[i] == '\r' ? 1 : 0;  // a '\r' may start the next end
+      }
+    }
+    heads_matched_[index] = matched;
+    return heads;
+  }
+
   // One relative timeout per request. The kernel copies the timespec when
   // it takes the SQE, so every request can point at the same constant.
   void Delay(uint32_t index) {
@@ -543,6 +594,7 @@ class Responder {
     switch (OpOf(data)) {
       case kAccept:
         if (cqe->res >= 0) {
+          if (pipelined_) heads_matched_[static_cast<uint32_t>(cqe->res)] = 0;
           ArmRecv(static_cast<uint32_t>(cqe->res));
         } else if (cqe->res != -ENFILE) {
           fprintf(stderr, "bare_responder: accept: %s\n", strerror(-cqe->res));
@@ -552,16 +604,23 @@ class Responder {
         return;
       case kRecv: {
         const uint32_t index = IndexOf(data);
+        unsigned heads = 1;  // one receive is one request, unless --pipelined
         if (cqe->flags & IORING_CQE_F_BUFFER) {
-          // We never look at the bytes: the buffer goes straight back.
+          // Only --pipelined looks at the bytes; the buffer goes straight back.
           const unsigned short bid = static_cast<unsigned short>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-          io_uring_buf_ring_add(buf_ring_, buffers_ + size_t{bid} * kBufferSize, kBufferSize, bid,
+          char* buffer = buffers_ + size_t{bid} * kBufferSize;
+          if (pipelined_ && cqe->res > 0) {
+            heads = CountHeads(index, buffer, static_cast<size_t>(cqe->res));
+          }
+          io_uring_buf_ring_add(buf_ring_, buffer, kBufferSize, bid,
                                 io_uring_buf_ring_mask(kBufferCount), returned_);
           ++returned_;
         }
         if (cqe->res > 0) {
           if (track_answers_) ++slots_[index].owed;
-          if (pool_ != nullptr) {
+          if (pipelined_) {
+            RespondMany(index, heads);
+          } else if (pool_ != nullptr) {
             if (!pool_->Submit(index)) Respond(index, /*unavailable=*/true);
           } else if (delayed_) {
             Delay(index);
@@ -614,6 +673,7 @@ class Responder {
   const int listen_fd_;
   const int signal_fd_;
   const bool close_;
+  const bool pipelined_;
   const int delay_ms_;
   const int pool_threads_;
   bool skip_success_ = false;
@@ -632,6 +692,8 @@ class Responder {
   bool track_answers_ = false;  // --close or --delay-ms
   std::vector<Slot> slots_;
   std::unique_ptr<SleepPool> pool_;  // --pool-threads: the delay on a pool thread
+  std::string answers_;              // --pipelined: kMaxAnswersPerSend answers in a row
+  std::vector<uint8_t> heads_matched_;  // --pipelined: per connection, see CountHeads
 };
 
 int Listen(int port) {
@@ -677,6 +739,8 @@ int main(int argc, char** argv) {
   for (int i = 2; i < argc && !usage; ++i) {
     if (strcmp(argv[i], "--close") == 0) {
       options.close_after_response = true;
+    } else if (strcmp(argv[i], "--pipelined") == 0) {
+      options.pipelined = true;
     } else if (strncmp(argv[i], "--delay-ms=", 11) == 0) {
       options.delay_ms = static_cast<int>(FlagValue(argv[i], 11, 0, 60000));
       usage = options.delay_ms < 0;
@@ -687,14 +751,19 @@ int main(int argc, char** argv) {
       usage = true;
     }
   }
-  // The pool only ever spends the delay.
+  // The pool only ever spends the delay; pipelining only makes sense on a
+  // kept-alive connection answered at once.
   if (!usage && options.pool_threads > 0 && options.delay_ms < 0) {
     usage = true;
     why = "--pool-threads needs --delay-ms\n";
   }
+  if (!usage && options.pipelined && (options.close_after_response || options.delay_ms >= 0)) {
+    usage = true;
+    why = "--pipelined goes with neither --close nor --delay-ms\n";
+  }
   if (usage) {
     fprintf(stderr,
-            "%susage: %s PORT [--close] [--delay-ms=0..60000 [--pool-threads=1..%d]]\n",
+            "%susage: %s PORT [--close] [--delay-ms=0..60000 [--pool-threads=1..%d]] [--pipelined]\n",
             why, argv[0], kMaxPoolThreads);
     return 2;
   }

@@ -3,7 +3,8 @@
 # in both modes it must answer a GET with an empty 200, close when asked
 # (--close), and exit 0 on SIGTERM; with --delay-ms=200 the answer must not
 # come before ~150 ms; with --pool-threads=4 a few requests at once (curl) are
-# answered by the pool, no sooner than the delay; a bad --delay-ms or
+# answered by the pool, no sooner than the delay; with --pipelined several
+# requests in one packet get one answer each; a bad --delay-ms or
 # --pool-threads, or flags that do not go together, are a usage error (status 2).
 # Usage (from an sh_test): bare_responder_smoke.sh path/to/bare_responder
 set -uo pipefail
@@ -112,6 +113,31 @@ check_pool() {
   echo "bare_responder_smoke: ok --close --delay-ms=5 --pool-threads=4 (8 requests)"
 }
 
+# --pipelined: three requests in one write get three answers; a request whose
+# "\r\n\r\n" is split over two writes gets exactly one.
+check_pipelined() {
+  local port="" i response
+  start --pipelined
+  exec 3<>"/dev/tcp/127.0.0.1/$port" || fail "cannot connect to $port"
+  local request=$'GET /test/fast HTTP/1.1\r\nHost: x\r\n\r\n'
+  printf '%s%s%s' "$request" "$request" "$request" >&3
+  for i in 1 2 3; do
+    IFS= read -r -t 5 response <&3 || fail "pipelined: no answer $i of 3"
+    [[ $response == $'HTTP/1.1 200 OK\r' ]] || fail "pipelined: unexpected status line '$response'"
+    IFS= read -r -t 5 _ <&3; IFS= read -r -t 5 _ <&3  # Content-Length, blank line
+  done
+  printf '%s' "${request%?}" >&3
+  sleep 0.2
+  printf '\n' >&3
+  IFS= read -r -t 5 response <&3 || fail "pipelined: no answer to a head split over two writes"
+  [[ $response == $'HTTP/1.1 200 OK\r' ]] || fail "pipelined: unexpected status line '$response'"
+  IFS= read -r -t 5 _ <&3; IFS= read -r -t 5 _ <&3
+  if IFS= read -r -t 0.5 response <&3; then fail "pipelined: an answer too many: '$response'"; fi
+  exec 3<&-
+  stop --pipelined
+  echo "bare_responder_smoke: ok --pipelined"
+}
+
 # A bad flag value, or flags that do not go together, are refused with the
 # usage line and status 2, before listening.
 check_refused() {
@@ -127,6 +153,7 @@ check_mode
 check_mode --close
 check_delay
 check_pool
+check_pipelined
 for bad in --delay-ms=abc --delay-ms=-1 --delay-ms= --delay-ms=10x --delay-ms=60001; do
   check_refused "$bad"
 done
@@ -135,3 +162,5 @@ for bad in --pool-threads=0 --pool-threads=4097 --pool-threads=abc --pool-thread
   check_refused --close --delay-ms=5 "$bad"
 done
 check_refused --close --pool-threads=4          # the pool spends the delay: none given
+check_refused --pipelined --close
+check_refused --pipelined --delay-ms=5
