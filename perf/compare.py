@@ -10,9 +10,11 @@ Run through perf/compare (which installs the load tools and raises the fd limit)
 Phases (--only):
   keepalive  wrk -t1 -c{100,1000,2000} --latency on /test/fast, every server
   ab         ab -n 20000 -c{1,10,50} (one connection per request) on /test/fast
-  slow       ours -w 300 -D 30: ab -n 3000 -c 100 /test/slow vs 100/0.030 req/s, interleaved with
-             the same load on the references: bare --close --delay-ms=30 and, if the echo
-             module is installed, nginx with echo_sleep 0.030
+  slow       ours -w 300 -D 30: ab -n {slow-requests} -c 100 /test/slow vs 100/0.030 req/s,
+             interleaved with the same load on the references: bare --close --delay-ms=30 (a
+             ring timer), bare --close --delay-ms=30 --pool-threads=300 (a worker pool doing
+             ours' minimum per slow request) and, if the echo module is installed, nginx with
+             echo_sleep 0.030
   queue      ours only, -A 100 -C 1000 -w 1 -D 30: ab -n 200 -c 100 /test/slow, ideal 6 s
   mixed      ours only: wrk -c100 /test/fast alone, then with the slow ab load beside it
   bodies     opt-in (not in the default run: 27 wrk runs, ~5 minutes at the defaults):
@@ -75,6 +77,13 @@ BODY_SIZES = [16384, 65536, 262144]
 BODY_CONNECTIONS = 10
 SLOW_MS = 30
 SLOW_CONCURRENCY = 100
+# ab -n of the slow phase (--slow-requests): at ~2,800 req/s 10,000 requests
+# are ~3.5 s of load, so a 10 ms clock tick of server CPU is 1 us/req (about
+# 1% of ours' figure); --quick takes the old 3,000.
+SLOW_REQUESTS = 10000
+SLOW_REQUESTS_QUICK = 3000
+# The pool reference's threads: as many as ours' workers in the slow phase.
+SLOW_POOL_THREADS = 300
 # nginx's echo module (Debian: libnginx-mod-http-echo) gives nginx a
 # non-blocking sleep: the second reference of the slow phase.
 NGINX_ECHO_MODULE = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
@@ -106,7 +115,9 @@ FILE_AB_CONCURRENCY = 50
 FILE_AB_SIZE = 1 << 10
 # Port offsets (from --port-base) of the files phase's servers.
 FILE_PORTS = {"ours": 14, "nginx": 15, "h2o": 16}
-PORT_COUNT = 17
+# Port offsets of the bare responder's pipelined and pool variants.
+BARE_PORTS = {"pipelined": 17, "slow-pool": 18}
+PORT_COUNT = 19
 
 
 def log(msg):
@@ -388,6 +399,14 @@ class Servers:
                 return Server("bare", f"bare (delay {SLOW_MS} ms)",
                               [binary, str(self.port(7)), "--close", f"--delay-ms={SLOW_MS}"],
                               self.port(7), self.workdir, None)
+            if variant == "slow-pool":
+                # The same SLOW_MS spent on a pool thread, handed over as ours
+                # does it (queue, semaphore, MSG_RING back) and nothing more:
+                # what ours' worker model costs at the least.
+                port = self.port(BARE_PORTS["slow-pool"])
+                return Server("bare", f"bare (pool, delay {SLOW_MS} ms)",
+                              [binary, str(port), "--close", f"--delay-ms={SLOW_MS}",
+                               f"--pool-threads={SLOW_POOL_THREADS}"], port, self.workdir, None)
             return Server("bare", "bare", [binary, str(self.port(3))], self.port(3), self.workdir, pin)
         raise ValueError(name)
 
@@ -1150,6 +1169,12 @@ def check_files(server, root, sizes=FILE_SIZES, get=None):
                 raise RuntimeError(f"{server.label}: GET {path} answered {len(body)} bytes that are not the file's")
 
 
+def slow_load(requests):
+    """The slow phase: ab -n requests -c SLOW_CONCURRENCY /test/slow."""
+    return ab_load(requests, SLOW_CONCURRENCY, "/test/slow", f"slow-c{SLOW_CONCURRENCY}",
+                   f"slow ab -n {requests} -c{SLOW_CONCURRENCY}")
+
+
 def ab_load(n, conc, path="/test/fast", key=None, title=None):
     # -r: count socket errors instead of stopping; -s: a fast request that
     # takes 10 s is a hang (the queue test's slowest waits 6 s).
@@ -1414,6 +1439,7 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
     lines.append(f"- machine: {meta['machine']}")
     lines.append(f"- versions: {meta['versions']}")
     lines.append(f"- options: threads={args.threads} rounds={args.rounds} duration={args.duration}s "
+                 f"slow-requests={args.slow_requests} "
                  f"servers={','.join(args.servers)} phases={','.join(args.only)} pin={args.pin}"
                  f"{' QUICK' if args.quick else ''}")
     lines.append(f"- ours: {meta.get('ours', 'not run')}")
@@ -1512,16 +1538,20 @@ def describe_slow(s):
     """The slow phase: ours and the references against the ideal, and what that shows."""
     out = []
     ideal = s["ideal_rps"]
+    n = s.get("requests") or SLOW_REQUESTS
     if s.get("rps") is not None:
-        out.append(f"- slow (ours -w 300 -D {SLOW_MS}, ab -n 3000 -c {SLOW_CONCURRENCY} /test/slow): "
+        out.append(f"- slow (ours -w 300 -D {SLOW_MS}, ab -n {n} -c {SLOW_CONCURRENCY} /test/slow): "
                    f"{s['rps']:,.0f} req/s of an ideal {ideal:,.0f} = efficiency {s['efficiency'] * 100:.1f}%, "
                    f"p99 {fmt(s['p99_ms'], 1)} ms")
     refs = s.get("references", {})
     if refs:
         with_ours = ", interleaved with ours" if s.get("rps") is not None else ""
-        out.append(f"- slow references, the same load{with_ours} (one thread, each answer after exactly "
-                   f"{SLOW_MS} ms on a timer, no worker pool): what ab with a connection per request reaches "
-                   "on this machine at all:\n")
+        out.append(f"- slow references, the same load{with_ours}, each answer after exactly {SLOW_MS} ms: "
+                   f"bare (delay) and nginx (echo_sleep) on a timer in their one event loop, no threads: "
+                   "what ab with a connection per request reaches on this machine at all; bare (pool) "
+                   f"hands each request to one of {SLOW_POOL_THREADS} threads as ours does (a queue push, a "
+                   "semaphore wake, the sleep, one MSG_RING back) and does nothing else: the least CPU "
+                   "ours' worker model can cost per request:\n")
         out.append("  | server | req/s | efficiency | p50 ms | p99 ms | CPU us/req |")
         out.append("  | --- | ---: | ---: | ---: | ---: | ---: |")
         rows = ([("ours (slow)", s)] if s.get("rps") is not None else []) + list(refs.items())
@@ -1532,9 +1562,11 @@ def describe_slow(s):
         out.append("")
         for label, r in refs.items():
             rr = ratio(s.get("rps"), r.get("rps"))
+            rc = ratio(s.get("cpu_us_per_req"), r.get("cpu_us_per_req"))
             if rr is not None:
                 out.append(f"- slow ours/{label}: {rr:.3f}x req/s, efficiency "
-                           f"{s['efficiency'] * 100:.1f}% vs {r['efficiency'] * 100:.1f}%")
+                           f"{s['efficiency'] * 100:.1f}% vs {r['efficiency'] * 100:.1f}%"
+                           + (f", CPU/req {rc:.2f}x" if rc is not None else ""))
         best = max((r["efficiency"] for r in refs.values() if r.get("efficiency") is not None), default=None)
         if best is not None and best < 0.98:
             out.append(f"- no reference reaches the 98% target ({best * 100:.1f}% at best): with this load the "
@@ -2016,6 +2048,9 @@ def parse_args(argv):
     p.add_argument("--rounds", type=int, default=3, help="rounds of every load on every server (default 3)")
     p.add_argument("--duration", type=int, default=10, help="seconds of every wrk run (default 10)")
     p.add_argument("--ab-requests", type=int, default=20000, help="requests of every ab run (default 20000)")
+    p.add_argument("--slow-requests", type=int, default=None,
+                   help=f"requests of every slow-phase ab run (default {SLOW_REQUESTS}, with --quick "
+                   f"{SLOW_REQUESTS_QUICK}): enough load that a 10 ms CPU tick is ~1 us/req")
     p.add_argument("--only", default=",".join(DEFAULT_PHASES),
                    help="phases, comma-separated: " + ",".join(ALL_PHASES) + " (default: all but bodies, "
                    "which takes ~5 minutes at the defaults: --only bodies, upload and download: "
@@ -2049,6 +2084,10 @@ def parse_args(argv):
         args.rounds = 1
         args.duration = 2
         args.ab_requests = 2000
+    if args.slow_requests is None:
+        args.slow_requests = SLOW_REQUESTS_QUICK if args.quick else SLOW_REQUESTS
+    if args.slow_requests < 1:
+        p.error("--slow-requests must be at least 1")
     if args.threads != 1 or os.cpu_count() < 2:
         args.pin = False
     return args
@@ -2126,9 +2165,8 @@ def main(argv):
             run_matrix(loads, [(s, "close" if s == "bare" else None) for s in ALL_SERVERS if s in args.servers])
         if "slow" in args.only and slow_specs:
             log(f"== slow phase ({', '.join(slow_spec_text(spec) for spec in slow_specs)}) ==")
-            run_matrix([ab_load(3000, SLOW_CONCURRENCY, "/test/slow", "slow-c100", "slow ab -n 3000 -c100")],
-                       slow_specs, slow_optional, slow_notes)
-            special["slow"] = slow_special(summary.get("slow-c100", {}), slow_notes)
+            run_matrix([slow_load(args.slow_requests)], slow_specs, slow_optional, slow_notes)
+            special["slow"] = slow_special(summary.get("slow-c100", {}), slow_notes, args.slow_requests)
         if "ours" in args.servers and "queue" in args.only:
             log("== queue phase (ours -A 100 -C 1000 -w 1 -D 30) ==")
             run_matrix([ab_load(200, 100, "/test/slow", "queue-c100", "queue ab -n 200 -c100")],
@@ -2222,13 +2260,14 @@ def main(argv):
 def slow_phase_specs(servers, echo_module=NGINX_ECHO_MODULE):
     """(specs, optional, notes) of the slow phase: ours (slow), interleaved
     with the references that are among servers: the bare responder with
-    --delay-ms, and nginx with echo_sleep when its echo module is installed.
+    --delay-ms on a ring timer and on a worker pool (--pool-threads), and nginx
+    with echo_sleep when its echo module is installed.
     nginx is optional (a module built for another nginx fails at start-up)."""
     specs, optional, notes = [], [], []
     if "ours" in servers:
         specs.append(("ours", "slow"))
     if "bare" in servers:
-        specs.append(("bare", "slow"))
+        specs += [("bare", "slow"), ("bare", "slow-pool")]
     if "nginx" in servers:
         if os.path.exists(echo_module):
             specs.append(("nginx", "slow"))
@@ -2242,12 +2281,14 @@ def slow_phase_specs(servers, echo_module=NGINX_ECHO_MODULE):
 def slow_spec_text(spec):
     return {("ours", "slow"): f"ours -w 300 -D {SLOW_MS}",
             ("bare", "slow"): f"bare --close --delay-ms={SLOW_MS}",
+            ("bare", "slow-pool"): f"bare --close --delay-ms={SLOW_MS} --pool-threads={SLOW_POOL_THREADS}",
             ("nginx", "slow"): f"nginx echo_sleep {SLOW_MS / 1000:.3f}"}[spec]
 
 
-def slow_special(load_summary, notes=()):
+def slow_special(load_summary, notes=(), requests=None):
     """The slow phase's figures: ours' (what the targets check) and every
-    reference's, each as req/s, efficiency against the ideal and p99."""
+    reference's, each as req/s, efficiency against the ideal, p50, p99 and
+    CPU us/req; requests is the ab -n of every run."""
     ideal = SLOW_CONCURRENCY / (SLOW_MS / 1000)
 
     def figures(s):
@@ -2256,7 +2297,7 @@ def slow_special(load_summary, notes=()):
                 "p50_ms": s.get("p50_ms", {}).get("median"), "p99_ms": s.get("p99_ms", {}).get("median"),
                 "cpu_us_per_req": s.get("cpu_us_per_req", {}).get("median")}
 
-    out = {"ideal_rps": ideal, "references": {}, "notes": list(notes)}
+    out = {"ideal_rps": ideal, "requests": requests, "references": {}, "notes": list(notes)}
     for label, s in load_summary.items():
         if label.startswith("ours"):
             out.update(figures(s))

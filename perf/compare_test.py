@@ -190,13 +190,13 @@ class SlowPhaseTest(unittest.TestCase):
     def test_specs_interleave_ours_and_the_references(self):
         with tempfile.NamedTemporaryFile(suffix=".so") as module:
             specs, optional, notes = compare.slow_phase_specs(compare.ALL_SERVERS, module.name)
-        self.assertEqual(specs, [("ours", "slow"), ("bare", "slow"), ("nginx", "slow")])
+        self.assertEqual(specs, [("ours", "slow"), ("bare", "slow"), ("bare", "slow-pool"), ("nginx", "slow")])
         self.assertEqual(optional, [("nginx", "slow")])  # a module that does not load is left out
         self.assertEqual(notes, [])
 
     def test_missing_echo_module_skips_nginx_with_a_note(self):
         specs, optional, notes = compare.slow_phase_specs(compare.ALL_SERVERS, "/nonexistent/echo.so")
-        self.assertEqual(specs, [("ours", "slow"), ("bare", "slow")])
+        self.assertEqual(specs, [("ours", "slow"), ("bare", "slow"), ("bare", "slow-pool")])
         self.assertEqual(optional, [])
         self.assertEqual(len(notes), 1)
         self.assertIn("libnginx-mod-http-echo", notes[0])
@@ -206,13 +206,40 @@ class SlowPhaseTest(unittest.TestCase):
         self.assertEqual(specs, [("ours", "slow")])
         self.assertEqual(notes, [])  # nginx was not asked for: nothing to explain
         self.assertEqual(compare.slow_phase_specs(["h2o"])[0], [])
-        self.assertEqual(compare.slow_phase_specs(["bare", "h2o"])[0], [("bare", "slow")])
+        self.assertEqual(compare.slow_phase_specs(["bare", "h2o"])[0], [("bare", "slow"), ("bare", "slow-pool")])
+        self.assertEqual([compare.slow_spec_text(spec) for spec in compare.slow_phase_specs(["bare"])[0]],
+                         ["bare --close --delay-ms=30", "bare --close --delay-ms=30 --pool-threads=300"])
 
-    def summary(self):
-        return {"ours (slow)": compare.summarize([{"rps": 3000.0, "p50_ms": 31.0, "p99_ms": 34.0,
-                                                   "cpu_us_per_req": 60.0, "errors": 0}]),
-                "bare (delay 30 ms)": compare.summarize([{"rps": 2750.0, "p50_ms": 32.0, "p99_ms": 60.0,
-                                                          "cpu_us_per_req": 20.0, "errors": 0}])}
+    def test_slow_requests(self):
+        self.assertEqual(compare.parse_args([]).slow_requests, 10000)  # ~1 us/req per 10 ms tick
+        self.assertEqual(compare.parse_args(["--quick"]).slow_requests, 3000)
+        self.assertEqual(compare.parse_args(["--quick", "--slow-requests", "20000"]).slow_requests, 20000)
+        self.assertEqual(compare.parse_args(["--slow-requests", "500"]).slow_requests, 500)
+        self.assertEqual(compare.parse_args(["--ab-requests", "100"]).slow_requests, 10000)  # its own count
+        with open(os.devnull, "w") as devnull:
+            stderr, sys.stderr = sys.stderr, devnull
+            try:
+                with self.assertRaises(SystemExit):
+                    compare.parse_args(["--slow-requests", "0"])
+            finally:
+                sys.stderr = stderr
+
+    def test_slow_load(self):
+        load = compare.slow_load(10000)
+        self.assertEqual((load.key, load.title, load.kind), ("slow-c100", "slow ab -n 10000 -c100", "ab"))
+        cmd = load.build_cmd("127.0.0.9", 18085, "/tmp/p.csv")
+        self.assertEqual(cmd[cmd.index("-n") + 1:cmd.index("-n") + 4], ["10000", "-c", "100"])
+        self.assertEqual(cmd[-1], "http://127.0.0.9:18085/test/slow")
+
+    def summary(self, pool=False):
+        s = {"ours (slow)": compare.summarize([{"rps": 3000.0, "p50_ms": 31.0, "p99_ms": 34.0,
+                                                "cpu_us_per_req": 60.0, "errors": 0}]),
+             "bare (delay 30 ms)": compare.summarize([{"rps": 2750.0, "p50_ms": 32.0, "p99_ms": 60.0,
+                                                       "cpu_us_per_req": 20.0, "errors": 0}])}
+        if pool:
+            s["bare (pool, delay 30 ms)"] = compare.summarize([{"rps": 2900.0, "p50_ms": 31.5, "p99_ms": 40.0,
+                                                                "cpu_us_per_req": 40.0, "errors": 0}])
+        return s
 
     def test_slow_special(self):
         s = compare.slow_special(self.summary(), ["a note"])
@@ -234,13 +261,34 @@ class SlowPhaseTest(unittest.TestCase):
         self.assertNotIn("interleaved with ours", text)
 
     def test_report_lines(self):
-        text = "\n".join(compare.describe_special({"slow": compare.slow_special(self.summary(), ["skipped x"])}))
+        text = "\n".join(compare.describe_special({"slow": compare.slow_special(self.summary(), ["skipped x"],
+                                                                                 requests=10000)}))
+        self.assertIn("ab -n 10000 -c 100 /test/slow", text)
         self.assertIn("efficiency 90.0%", text)
         self.assertIn("| ours (slow) | 3,000 | 90.0% | 31.00 | 34.00 | 60.00 |", text)
         self.assertIn("| bare (delay 30 ms) | 2,750 | 82.5% | 32.00 | 60.00 | 20.00 |", text)
-        self.assertIn("slow ours/bare (delay 30 ms): 1.091x req/s, efficiency 90.0% vs 82.5%", text)
+        self.assertIn("slow ours/bare (delay 30 ms): 1.091x req/s, efficiency 90.0% vs 82.5%, CPU/req 3.00x", text)
         self.assertIn("no reference reaches the 98% target (82.5% at best)", text)
         self.assertIn("- skipped x", text)
+
+    def test_pool_reference(self):
+        s = compare.slow_special(self.summary(pool=True), requests=3000)
+        self.assertEqual(s["requests"], 3000)
+        self.assertEqual(list(s["references"]), ["bare (delay 30 ms)", "bare (pool, delay 30 ms)"])
+        self.assertEqual(s["references"]["bare (pool, delay 30 ms)"]["cpu_us_per_req"], 40.0)
+        text = "\n".join(compare.describe_special({"slow": s}))
+        self.assertIn("ab -n 3000 -c 100", text)
+        self.assertIn("| bare (pool, delay 30 ms) | 2,900 | 87.0% | 31.50 | 40.00 | 40.00 |", text)
+        self.assertIn("slow ours/bare (pool, delay 30 ms): 1.034x req/s, efficiency 90.0% vs 87.0%, CPU/req 1.50x",
+                      text)
+        self.assertIn("one of 300 threads as ours does", text)
+        self.assertIn("no reference reaches the 98% target (87.0% at best)", text)
+        # The target rows name it beside the timer reference; the targets are ours' alone.
+        t = {d: (v, ok) for d, v, _, ok in compare.evaluate_targets({}, {"slow": s})}
+        self.assertEqual(t["slow efficiency (rps / 3333)"],
+                         ("90.0% (reference bare (delay 30 ms): 82.5%, bare (pool, delay 30 ms): 87.0%)", False))
+        rows = compare.ratio_table(["slow-c100"], {"slow-c100": self.summary(pool=True)})
+        self.assertIn("| slow-c100 | ours/bare (pool, delay 30 ms) | 1.03x | 1.50x |", rows)
 
     def test_ratio_table_has_the_slow_line(self):
         summary = {"slow-c100": self.summary()}
@@ -1000,7 +1048,8 @@ class ConfigTest(unittest.TestCase):
 
         with open(os.path.join(root, "f16k.bin"), "rb") as f:
             self.assertEqual(f.read(), before)  # written once: every server serves the same bytes
-        self.assertEqual(compare.PORT_COUNT, 1 + max(compare.FILE_PORTS.values()))
+        self.assertEqual(compare.PORT_COUNT, 1 + max(list(compare.FILE_PORTS.values())
+                                                     + list(compare.BARE_PORTS.values())))
 
     def test_x_file(self):
         path = os.path.join(self.dir, "f")
@@ -1020,7 +1069,7 @@ class ConfigTest(unittest.TestCase):
         for name, variant in (("nginx", "upload"), ("nginx", "download"), ("ours", "files"), ("nginx", "files"),
                               ("h2o", "files")):
             self.assertEqual(servers.make(name, variant).pin_cpu, 1)
-        for name, variant in (("ours", "slow"), ("ours", "queue"), ("bare", "slow")):
+        for name, variant in (("ours", "slow"), ("ours", "queue"), ("bare", "slow"), ("bare", "slow-pool")):
             self.assertIsNone(servers.make(name, variant).pin_cpu)
 
     def test_slow_references(self):
@@ -1028,6 +1077,10 @@ class ConfigTest(unittest.TestCase):
         self.assertEqual(bare.cmd[1:], ["20007", "--close", "--delay-ms=30"])
         self.assertEqual(bare.label, "bare (delay 30 ms)")
         self.assertIsNone(bare.pin_cpu)  # unpinned, like ours (slow)
+        pool = self.servers.make("bare", "slow-pool")
+        self.assertEqual(pool.cmd[1:], ["20018", "--close", "--delay-ms=30", "--pool-threads=300"])
+        self.assertEqual(pool.cmd[0], "/bin-dir/perf/bare_responder")
+        self.assertEqual((pool.label, pool.port, pool.pin_cpu), ("bare (pool, delay 30 ms)", 20018, None))
         nginx = self.servers.make("nginx", "slow")
         self.assertEqual((nginx.port, nginx.label, nginx.pin_cpu), (20008, "nginx (echo_sleep 30 ms)", None))
         conf = read(nginx.cmd[nginx.cmd.index("-c") + 1])
