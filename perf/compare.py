@@ -10,6 +10,8 @@ Run through perf/compare (which installs the load tools and raises the fd limit)
 Phases (--only):
   keepalive  wrk -t1 -c{100,1000,2000} --latency on /test/fast, every server
   ab         ab -n 20000 -c{1,10,50} (one connection per request) on /test/fast
+  pipelined  h2load --h1 -c 100 -m 16 -t 1 -D {duration} on /test/fast (16 requests in flight per
+             connection), every server (bare with --pipelined)
   slow       ours -w 300 -D 30: ab -n {slow-requests} -c 100 /test/slow vs 100/0.030 req/s,
              interleaved with the same load on the references: bare --close --delay-ms=30 (a
              ring timer), bare --close --delay-ms=30 --pool-threads=300 (a worker pool doing
@@ -67,11 +69,18 @@ ROOT = os.path.dirname(PERF_DIR)
 RESULTS_DIR = os.path.join(PERF_DIR, "results")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL_SERVERS = ["ours", "nginx", "h2o", "bare"]
-ALL_PHASES = ["keepalive", "ab", "slow", "queue", "mixed", "bodies", "upload", "download", "files"]
+ALL_PHASES = ["keepalive", "ab", "pipelined", "slow", "queue", "mixed", "bodies", "upload", "download", "files"]
 # bodies takes ~5 minutes at the defaults (3 sizes x 3 servers x 3 rounds x 10 s):
 # only with --only; so are upload and download (large transfers, ~2 minutes together)
 # and files (4 wrk loads and 1 ab load x 3 servers x 3 rounds, ~7 minutes).
-DEFAULT_PHASES = ["keepalive", "ab", "slow", "queue", "mixed"]
+DEFAULT_PHASES = ["keepalive", "ab", "pipelined", "slow", "queue", "mixed"]
+# The pipelined phase: h2load --h1 -cPIPELINE_CONNECTIONS -mPIPELINE_DEPTH, one
+# client thread; a pipelining client does not wait for an answer before it
+# sends the next request, so the server is never idle for a round trip.
+PIPELINE_CONNECTIONS = 100
+PIPELINE_DEPTH = 16
+# The pipelined target: ours' req/s >= this x the best of nginx and h2o.
+PIPELINE_TARGET = 3.0
 # The bodies phase: GET /test/bytes?N with wrk -t1 -cBODY_CONNECTIONS, per size.
 BODY_SIZES = [16384, 65536, 262144]
 BODY_CONNECTIONS = 10
@@ -407,6 +416,11 @@ class Servers:
                 return Server("bare", f"bare (pool, delay {SLOW_MS} ms)",
                               [binary, str(port), "--close", f"--delay-ms={SLOW_MS}",
                                f"--pool-threads={SLOW_POOL_THREADS}"], port, self.workdir, None)
+            if variant == "pipelined":
+                # Counts the request heads in what it receives and answers each.
+                port = self.port(BARE_PORTS["pipelined"])
+                return Server("bare", "bare (pipelined)", [binary, str(port), "--pipelined"], port,
+                              self.workdir, pin)
             return Server("bare", "bare", [binary, str(self.port(3))], self.port(3), self.workdir, pin)
         raise ValueError(name)
 
@@ -718,6 +732,29 @@ def parse_wrk(out):
     return r
 
 
+def parse_h2load(out):
+    """h2load's summary: completed requests are those it counts as succeeded
+    (2xx and 3xx), errors those it counts as failed (4xx, 5xx, resets, time-outs,
+    requests of a connection that broke); it gives no percentiles, only the
+    mean time per request (mean_ms)."""
+    r = {}
+    m = re.search(r"^finished in ([\d.]+)(us|ms|s|m), ([\d.]+) req/s", out, re.M)
+    if not m:
+        raise RuntimeError("cannot parse h2load output:\n" + out[-3000:])
+    r["seconds"] = unit_ms(m.group(1), m.group(2)) / 1e3
+    r["rps"] = float(m.group(3))
+    m = re.search(r"^requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
+                  r"(\d+) errored(?:, (\d+) timeout)?", out, re.M)
+    if not m:
+        raise RuntimeError("cannot parse h2load's requests line:\n" + out[-3000:])
+    r["requests"] = int(m.group(4))
+    r["errors"] = int(m.group(5))
+    r["p50_ms"] = r["p99_ms"] = None
+    m = re.search(r"^time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)", out, re.M)
+    r["mean_ms"] = unit_ms(m.group(5), m.group(6)) if m else None
+    return r
+
+
 def parse_ab(out, csv_path):
     r = {}
     m = re.search(r"Complete requests:\s+(\d+)", out)
@@ -766,6 +803,8 @@ class Load:
             raise RuntimeError(f"{shlex.join(cmd)} exited with {rc}:\n{out[-2000:]}")
         if self.kind == "upload":
             r = parse_upload(out)
+        elif self.kind == "h2load":
+            r = parse_h2load(out)
         else:
             r = parse_wrk(out) if self.kind == "wrk" else parse_ab(out, csv)
         r["url"] = cmd[-1]
@@ -788,6 +827,21 @@ def wrk_load(conns, secs, path="/test/fast"):
     return Load(f"wrk-c{conns}", f"keep-alive wrk -c{conns}", "wrk",
                 lambda host, port, csv: ["wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--latency",
                                          f"http://{host}:{port}{path}"])
+
+
+def pipelined_load(secs, conns=PIPELINE_CONNECTIONS, depth=PIPELINE_DEPTH):
+    """The pipelined phase: h2load over HTTP/1.1, depth requests in flight on
+    each of conns connections, one client thread, for secs seconds."""
+    return Load(f"pipelined-c{conns}", f"pipelined h2load -c{conns} -m{depth}", "h2load",
+                lambda host, port, csv: ["h2load", "--h1", "-c", str(conns), "-m", str(depth), "-t", "1",
+                                         "-D", str(secs), f"http://{host}:{port}/test/fast"])
+
+
+def pipelined_phase_specs(servers):
+    """The pipelined phase's servers, those among servers: ours, nginx and h2o
+    as in the keep-alive phase, and the bare responder with --pipelined (it
+    otherwise answers one request per receive)."""
+    return [(name, "pipelined" if name == "bare" else None) for name in ALL_SERVERS if name in servers]
 
 
 def size_text(n):
@@ -1301,7 +1355,8 @@ def run_line(load, r):
             f"cpu {fmt(r['cpu_us_per_req'], 2):>6} us/req  other {r['other_pct']:3.0f}%"
             f"  steal {r['steal_pct']:2.0f}%"
             + (f"  {r['mib_per_s']:,.0f} MiB/s" if load.key.startswith(("bodies-", "files-"))
-               and r.get("mib_per_s") is not None else ""))
+               and r.get("mib_per_s") is not None else "")
+            + (f"  mean {fmt(r['mean_ms'], 2)} ms" if r.get("mean_ms") is not None else ""))
 
 
 def transfer_line(load, r):
@@ -1318,7 +1373,7 @@ def transfer_line(load, r):
 # Statistics and report
 # ----------------------------------------------------------------------------
 
-METRICS = ["rps", "mib_per_s", "errors", "p50_ms", "p99_ms", "cpu_us_per_req", "other_pct", "steal_pct",
+METRICS = ["rps", "mib_per_s", "errors", "p50_ms", "p99_ms", "mean_ms", "cpu_us_per_req", "other_pct", "steal_pct",
            # upload and download runs only
            "cpu_s_per_gib", "cpu_ms_per_mib", "client_cpu_s_per_gib", "ctx_per_gib", "rss_min_mib", "rss_max_mib"]
 
@@ -1384,6 +1439,13 @@ def evaluate_targets(summary, special):
         cmp(f"{load} rps ours/h2o", ratio(rps("ours"), rps("h2o")), 1.1, False, x)
         cmp(f"{load} p99 ours/nginx", ratio(p99("ours"), p99("nginx")), 1.0, True, x)
         cmp(f"{load} CPU/req ours/bare", ratio(cpu("ours"), cpu("bare")), 1.15, True, x)
+    # Pipelined: ours against the better of nginx and h2o.
+    pipelined = pipelined_load(1).key
+    best = max(((med(summary, pipelined, name, "rps"), name) for name in ("nginx", "h2o")
+                if med(summary, pipelined, name, "rps") is not None), default=(None, None))
+    ours_rps = med(summary, pipelined, "ours", "rps")
+    cmp(f"{pipelined} rps ours/best of nginx, h2o", ratio(ours_rps, best[0]), PIPELINE_TARGET, False,
+        lambda v: f"{v:.3f}x ({fmt(ours_rps, 0)} vs {best[1]}'s {fmt(best[0], 0)} req/s)")
     cmp("ab-c50 CPU/req ours/nginx",
         ratio(med(summary, "ab-c50", "ours", "cpu_us_per_req"), med(summary, "ab-c50", "nginx", "cpu_us_per_req")),
         0.85, True, x)
@@ -1444,7 +1506,8 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
                  f"{' QUICK' if args.quick else ''}")
     lines.append(f"- ours: {meta.get('ours', 'not run')}")
     lines.append("- figures: median over rounds, (min-max) when they differ; CPU = server utime+stime "
-                 "per completed request; errors = socket errors + non-2xx (wrk), failed + non-2xx (ab)\n")
+                 "per completed request; errors = socket errors + non-2xx (wrk), failed + non-2xx (ab), "
+                 "failed (h2load: 4xx, 5xx, resets, time-outs)\n")
     others = [r["other_pct"] for r in runs if r.get("other_pct") is not None]
     if others and statistics.median(others) > 10:
         lines.append(f"- **WARNING: the machine was busy with other work during these runs (median other CPU "
@@ -1466,6 +1529,7 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
         lines.append("| load | server | req/s | errors (max) | p50 ms | p99 ms | CPU us/req | other % | steal % |")
         lines.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         lines.extend(rows)
+    lines.extend(pipelined_notes(loads_order, summary))
     lines.append("")
     ratio_lines = ratio_table(loads_order, summary)
     if ratio_lines:
@@ -1514,6 +1578,19 @@ def write_report(path_base, args, meta, loads_order, summary, special, targets, 
                                for d, v, l, o in targets],
                    "runs": runs}, f, indent=2)
     return "\n".join(lines)
+
+
+def pipelined_notes(loads_order, summary):
+    """What the main table cannot say of the pipelined load: h2load gives no
+    percentiles, only a mean time per request."""
+    out = []
+    for load in loads_order:
+        if load.startswith("pipelined-") and summary.get(load):
+            means = [f"{server} {fmt(med(summary, load, server, 'mean_ms'), 2)} ms" for server in summary[load]]
+            out.append(f"\n- {load}: h2load --h1 -c{PIPELINE_CONNECTIONS} -m{PIPELINE_DEPTH} "
+                       f"({PIPELINE_DEPTH} requests in flight per connection) gives no percentiles; "
+                       f"its mean time per request (medians): {', '.join(means)}")
+    return out
 
 
 def describe_special(special):
@@ -1937,7 +2014,7 @@ def draw_chart(path_png, loads_order, summary):
         warn("matplotlib missing (apt-get install python3-matplotlib): no chart")
         return
     # Only the fast loads that ran against the comparison servers (not slow, queue, mixed).
-    loads = [l for l in loads_order if l.startswith(("wrk-", "ab-"))
+    loads = [l for l in loads_order if l.startswith(("wrk-", "ab-", "pipelined-"))
              and any(not k.startswith("ours (") for k in summary.get(l, {}))]
     if not loads:
         return
@@ -1947,9 +2024,10 @@ def draw_chart(path_png, loads_order, summary):
             fam = s.split(" ")[0]
             if fam not in families:
                 families.append(fam)
-    # Keep-alive and connection-per-request costs differ tenfold: one column each.
+    # Keep-alive, connection-per-request and pipelined costs differ tenfold: one column each.
     groups = [(t, [l for l in loads if l.startswith(p)])
-              for t, p in (("keep-alive (wrk)", "wrk-"), ("connection per request (ab)", "ab-"))]
+              for t, p in (("keep-alive (wrk)", "wrk-"), ("connection per request (ab)", "ab-"),
+                           (f"pipelined (h2load -m{PIPELINE_DEPTH})", "pipelined-"))]
     groups = [g for g in groups if g[1]]
     fig, axes = plt.subplots(2, len(groups), figsize=(6 * len(groups) + 1, 8), squeeze=False)
     width = 0.8 / max(1, len(families))
@@ -2029,6 +2107,7 @@ def versions():
             return "?"
     return "; ".join([first_line(["nginx", "-v"]), first_line(["h2o", "--version"]),
                       first_line(["wrk", "--version"]).split(" [")[0],
+                      first_line(["h2load", "--version"]),
                       first_line(["ab", "-V"])])
 
 
@@ -2163,6 +2242,9 @@ def main(argv):
             log("== connection-per-request phase (ab) ==")
             loads = [ab_load(args.ab_requests, c) for c in (1, 10, 50)]
             run_matrix(loads, [(s, "close" if s == "bare" else None) for s in ALL_SERVERS if s in args.servers])
+        if "pipelined" in args.only:
+            log(f"== pipelined phase (h2load --h1 -c{PIPELINE_CONNECTIONS} -m{PIPELINE_DEPTH}) ==")
+            run_matrix([pipelined_load(args.duration)], pipelined_phase_specs(args.servers))
         if "slow" in args.only and slow_specs:
             log(f"== slow phase ({', '.join(slow_spec_text(spec) for spec in slow_specs)}) ==")
             run_matrix([slow_load(args.slow_requests)], slow_specs, slow_optional, slow_notes)

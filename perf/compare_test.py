@@ -53,6 +53,30 @@ Requests per second:    4850.84 [#/sec] (mean)
 """
 
 
+# h2load 1.52 (Debian 12), --h1 -c 10 -m 16 -t 1 -D 1 against bare_responder --pipelined.
+H2LOAD_OUTPUT = """starting benchmark...
+spawning thread #0: 10 total client(s). Timing-based test with 0s of warm-up time and 1s of main duration for measurements.
+Warm-up started for thread #0.
+progress: 10% of clients started
+progress: 100% of clients started
+Warm-up phase is over for thread #0.
+Main benchmark duration is started for thread #0.
+Application protocol: http/1.1
+Main benchmark duration is over for thread #0. Stopping all clients.
+Stopped all clients for thread #0
+
+finished in 1.00s, 1069744.00 req/s, 38.77MB/s
+requests: 1069744 total, 1069904 started, 1069744 done, 1069744 succeeded, 0 failed, 0 errored, 0 timeout
+status codes: 1069744 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 38.77MB (40650272) total, 15.30MB (16047120) headers (space savings 0.00%), 0B (0) data
+                     min         max         mean         sd        +/- sd
+time for request:       37us      3.26ms       149us        79us    83.53%
+time for connect:        9us        79us        48us        22us    70.00%
+time to 1st byte:        0us         0us         0us         0us     0.00%
+req/s           :  105517.93   109711.66   106955.12     1318.98    70.00%
+"""
+
+
 class ParserTest(unittest.TestCase):
     def test_wrk(self):
         r = compare.parse_wrk(WRK_OUTPUT)
@@ -105,6 +129,46 @@ class ParserTest(unittest.TestCase):
     def test_ab_without_percentiles(self):
         r = compare.parse_ab(AB_OUTPUT, "/nonexistent.csv")
         self.assertIsNone(r["p50_ms"])
+
+    def test_h2load(self):
+        r = compare.parse_h2load(H2LOAD_OUTPUT)
+        self.assertAlmostEqual(r["seconds"], 1.0)
+        self.assertAlmostEqual(r["rps"], 1069744.0)
+        self.assertEqual(r["requests"], 1069744)  # succeeded: what CPU/req divides by
+        self.assertEqual(r["errors"], 0)
+        self.assertAlmostEqual(r["mean_ms"], 0.149)  # the mean column, not min or max
+        self.assertIsNone(r["p50_ms"])  # h2load gives no percentiles
+        self.assertIsNone(r["p99_ms"])
+
+    def test_h2load_failures_and_units(self):
+        out = (H2LOAD_OUTPUT.replace("finished in 1.00s, 1069744.00 req/s", "finished in 21.72ms, 920852.71 req/s")
+               .replace("1069744 succeeded, 0 failed, 0 errored", "1069700 succeeded, 44 failed, 40 errored")
+               .replace("149us", "1.25ms"))
+        r = compare.parse_h2load(out)
+        self.assertAlmostEqual(r["seconds"], 0.02172)
+        self.assertAlmostEqual(r["rps"], 920852.71)
+        # failed counts 4xx/5xx and broken streams alike; errored is a part of it.
+        self.assertEqual((r["requests"], r["errors"]), (1069700, 44))
+        self.assertAlmostEqual(r["mean_ms"], 1.25)
+        # Older h2load prints no timeout count.
+        older = out.replace(", 0 timeout", "")
+        self.assertEqual(compare.parse_h2load(older)["errors"], 44)
+
+    def test_h2load_garbage(self):
+        with self.assertRaises(RuntimeError):
+            compare.parse_h2load("connect to 127.0.0.2:1 failed: Connection refused\nNo protocol negotiated")
+        with self.assertRaises(RuntimeError):
+            compare.parse_h2load("finished in 1.00s, 0.00 req/s, 0B/s\n")
+
+    def test_h2load_load_is_parsed_as_h2load(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "h2load.txt")
+            with open(path, "w") as f:
+                f.write(H2LOAD_OUTPUT)
+            load = compare.Load("pipelined-c100", "t", "h2load", lambda host, port, csv: ["cat", path])
+            r = load.run(18080, d)
+        self.assertEqual(r["requests"], 1069744)
+        self.assertAlmostEqual(r["mean_ms"], 0.149)
 
 
 METRICS_OUTPUT = """# HELP uring_http_sends_zerocopy_total Sends issued as IORING_OP_SEND_ZC (--send-zc).
@@ -294,6 +358,67 @@ class SlowPhaseTest(unittest.TestCase):
         summary = {"slow-c100": self.summary()}
         rows = compare.ratio_table(["slow-c100"], summary)
         self.assertIn("| slow-c100 | ours/bare (delay 30 ms) | 1.09x | 3.00x |", rows)
+
+
+class PipelinedPhaseTest(unittest.TestCase):
+    def test_in_the_default_run(self):
+        self.assertIn("pipelined", compare.ALL_PHASES)
+        self.assertIn("pipelined", compare.DEFAULT_PHASES)
+        self.assertEqual(compare.parse_args([]).only,
+                         ["keepalive", "ab", "pipelined", "slow", "queue", "mixed"])
+        self.assertIn("pipelined", compare.parse_args(["--quick"]).only)
+        self.assertEqual(compare.parse_args(["--only", "pipelined"]).only, ["pipelined"])
+
+    def test_load(self):
+        load = compare.pipelined_load(10)
+        self.assertEqual((load.key, load.title, load.kind), ("pipelined-c100", "pipelined h2load -c100 -m16", "h2load"))
+        self.assertEqual(load.build_cmd("127.0.0.5", 18080, "/x.csv"),
+                         ["h2load", "--h1", "-c", "100", "-m", "16", "-t", "1", "-D", "10",
+                          "http://127.0.0.5:18080/test/fast"])
+        self.assertFalse(compare.own_section(load.key))  # in the main table and the ratios
+
+    def test_specs(self):
+        self.assertEqual(compare.pipelined_phase_specs(compare.ALL_SERVERS),
+                         [("ours", None), ("nginx", None), ("h2o", None), ("bare", "pipelined")])
+        self.assertEqual(compare.pipelined_phase_specs(["bare", "nginx"]), [("nginx", None), ("bare", "pipelined")])
+
+    def summary(self, ours, nginx, h2o):
+        values = {"ours": ours, "nginx": nginx, "h2o": h2o, "bare (pipelined)": 1500000.0}
+        return {"pipelined-c100": {k: compare.summarize([{"rps": v, "mean_ms": 1.0, "errors": 0,
+                                                          "cpu_us_per_req": 1e6 / v}])
+                                   for k, v in values.items() if v is not None}}
+
+    def targets(self, summary):
+        return {d: (v, l, ok) for d, v, l, ok in compare.evaluate_targets(summary, {})}
+
+    def test_target_against_the_better_of_nginx_and_h2o(self):
+        name = "pipelined-c100 rps ours/best of nginx, h2o"
+        value, limit, ok = self.targets(self.summary(1200000.0, 170000.0, 200000.0))[name]
+        self.assertEqual(limit, ">= 3x")
+        self.assertTrue(ok)  # 6x h2o's
+        self.assertEqual(value, "6.000x (1,200,000 vs h2o's 200,000 req/s)")
+        value, _, ok = self.targets(self.summary(550000.0, 190000.0, 150000.0))[name]
+        self.assertFalse(ok)  # 2.89x nginx's
+        self.assertEqual(value, "2.895x (550,000 vs nginx's 190,000 req/s)")
+        _, _, ok = self.targets(self.summary(600000.0, 200000.0, None))[name]
+        self.assertTrue(ok)  # exactly 3x nginx's; h2o did not run
+
+    def test_target_not_applicable_without_ours_or_the_others(self):
+        name = "pipelined-c100 rps ours/best of nginx, h2o"
+        self.assertIsNone(self.targets(self.summary(None, 200000.0, 150000.0))[name][2])
+        self.assertIsNone(self.targets(self.summary(1200000.0, None, None))[name][2])
+        self.assertIsNone(self.targets({})[name][2])
+
+    def test_report(self):
+        summary = self.summary(1200000.0, 170000.0, 200000.0)
+        notes = "\n".join(compare.pipelined_notes(["wrk-c100", "pipelined-c100"], summary))
+        self.assertIn("pipelined-c100: h2load --h1 -c100 -m16 (16 requests in flight per connection) "
+                      "gives no percentiles", notes)
+        self.assertIn("ours 1.00 ms, nginx 1.00 ms, h2o 1.00 ms, bare (pipelined) 1.00 ms", notes)
+        self.assertEqual(compare.pipelined_notes(["wrk-c100"], summary), [])
+        rows = compare.ratio_table(["pipelined-c100"], summary)
+        self.assertIn("| pipelined-c100 | ours/h2o | 6.00x | 0.17x |", rows)
+        self.assertIn("| pipelined-c100 | ours/bare (pipelined) | 0.80x | 1.25x |", rows)
 
 
 class BodiesPhaseTest(unittest.TestCase):
@@ -944,6 +1069,14 @@ class ConfigTest(unittest.TestCase):
         conf = read(cmd[cmd.index("-c") + 1])
         for directive in ("num-threads: 2", "port: 20002", "/test/fast:", "file.file:"):
             self.assertIn(directive, conf)
+
+    def test_bare_pipelined(self):
+        bare = self.servers.make("bare", "pipelined")
+        self.assertEqual(bare.cmd, ["/bin-dir/perf/bare_responder", "20017", "--pipelined"])
+        self.assertEqual((bare.label, bare.port), ("bare (pipelined)", 20017))
+        args = compare.parse_args(["--port-base", "20000"])
+        args.pin = True
+        self.assertEqual(compare.Servers(args, self.dir, "/bin-dir").make("bare", "pipelined").pin_cpu, 1)
 
     def test_ours_variants(self):
         self.assertEqual(self.servers.make("ours").cmd[1:],
