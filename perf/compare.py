@@ -18,7 +18,8 @@ Phases (--only):
              ours' minimum per slow request) and, if the echo module is installed, nginx with
              echo_sleep 0.030
   queue      ours only, -A 100 -C 1000 -w 1 -D 30: ab -n 200 -c 100 /test/slow, ideal 6 s
-  mixed      ours only: wrk -c100 /test/fast alone, then with the slow ab load beside it
+  mixed      ours only: wrk -c100 /test/fast alone, then with the slow ab load beside it; where
+             the CPUs went meanwhile: ours' ring thread(s), its workers, wrk and ab
   bodies     opt-in (not in the default run: 27 wrk runs, ~5 minutes at the defaults):
              wrk -t1 -c10 --latency /test/bytes?N for N = 16384, 65536, 262144 on ours with
              zero-copy send (--send-zc=16384) and ours --send-zc=0, and nginx serving the same
@@ -1251,10 +1252,17 @@ def children_cpu_s():
     return ru.ru_utime + ru.ru_stime
 
 
-def measured_run(load, server, workdir, load_cpu):
+def measured_run(load, server, workdir, load_cpu, during=None):
+    """One run of load against server, with the server's CPU and what else
+    ran. during, if given, is told begin() right before the load generator
+    starts and end() right after it has exited (CpuSplitProbe)."""
     m0, c0, syn0 = machine_ticks(), children_cpu_s(), syn_retransmits()
     before = server.cpu_ticks()
+    if during is not None:
+        during.begin()
     r = load.run(server.port, workdir, cpu=load_cpu)
+    if during is not None:
+        during.end()
     time.sleep(0.2)  # let the server finish closing the load's connections
     after = server.cpu_ticks()
     m1, c1, syn1 = machine_ticks(), children_cpu_s(), syn_retransmits()
@@ -1272,6 +1280,115 @@ def measured_run(load, server, workdir, load_cpu):
     r["server"] = server.label
     r["load"] = load.key
     return r
+
+
+# Ours names its worker threads so (pthread_setname_np in src/worker/worker_pool.cc);
+# every other thread of ours is a ring (accept) thread.
+WORKER_THREAD_NAME = "uring-worker"
+# The parts of the mixed phase's CPU split, in the report's order.
+SPLIT_PARTS = [("ring", "ours' ring thread(s)"), ("workers", "ours' workers"), ("server", "ours in all"),
+               ("wrk", "wrk"), ("ab", "ab (slow load)"), ("all", "all four")]
+
+
+def thread_ticks(pids):
+    """{(pid, tid): (name, utime+stime clock ticks)} of every thread of the
+    processes pids, from /proc/PID/task/TID/stat (the name is the thread's
+    comm, as /proc/PID/task/TID/comm gives it)."""
+    out = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    head, _, rest = f.read().rpartition(")")
+                fields = rest.split()
+                # fields[0] is field 3 (state): utime is field 14, stime 15.
+                out[(pid, int(tid))] = (head.partition("(")[2], int(fields[11]) + int(fields[12]))
+            except (OSError, IndexError, ValueError):
+                continue  # a thread that ended meanwhile
+    return out
+
+
+def process_ticks(pid):
+    """utime+stime clock ticks of the process pid (all its threads), None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def cpu_split(before, after, seconds, fast_requests, wrk_s=None, ab_s=None, worker_name=WORKER_THREAD_NAME):
+    """Where the CPU went during a run of seconds that completed fast_requests:
+    ours' threads named worker_name (workers) and the others (ring), from two
+    thread_ticks readings, and the load generators' CPU seconds (wrk_s, ab_s;
+    None: not running). Each part as CPU seconds, us per fast request and % of
+    one CPU; "all" adds them up. A thread seen only after counts from 0, one
+    seen only before (it ended) is not counted."""
+    ticks = {"ring": 0, "workers": 0}
+    for key, (name, t) in after.items():
+        ticks["workers" if name == worker_name else "ring"] += t - before.get(key, (name, 0))[1]
+    cpu = {part: n / CLK_TCK for part, n in ticks.items()}
+    cpu["server"] = cpu["ring"] + cpu["workers"]
+    if wrk_s is not None:
+        cpu["wrk"] = wrk_s
+    if ab_s is not None:
+        cpu["ab"] = ab_s
+    cpu["all"] = cpu["server"] + (wrk_s or 0.0) + (ab_s or 0.0)
+    return {"seconds": seconds, "fast_requests": fast_requests,
+            "parts": {part: {"cpu_s": v,
+                             "us_per_fast_req": v * 1e6 / fast_requests if fast_requests else None,
+                             "pct_cpu": 100 * v / seconds if seconds > 0 else None}
+                      for part, v in cpu.items()}}
+
+
+def summarize_split(splits):
+    """The median over rounds of every part's us per fast request and % of a CPU."""
+    out = {}
+    for part, _ in SPLIT_PARTS:
+        for figure in ("us_per_fast_req", "pct_cpu"):
+            vals = [s["parts"][part][figure] for s in splits
+                    if part in s.get("parts", {}) and s["parts"][part].get(figure) is not None]
+            if vals:
+                out.setdefault(part, {})[figure] = statistics.median(vals)
+    return out
+
+
+class CpuSplitProbe:
+    """Reads the CPU of every thread of server, and of the process other_pid
+    (the slow load's ab), right before and right after a load generator runs
+    (measured_run's during): cpu_split over exactly the load's run."""
+
+    def __init__(self, server, other_pid=None):
+        self.server, self.other_pid = server, other_pid
+        self.threads = self.other = self.seconds = None
+
+    def begin(self):
+        self.threads = [thread_ticks(self.server.pids())]
+        self.other = [process_ticks(self.other_pid) if self.other_pid else None]
+        self.t0 = time.monotonic()
+
+    def end(self):
+        self.seconds = time.monotonic() - self.t0
+        self.threads.append(thread_ticks(self.server.pids()))
+        self.other.append(process_ticks(self.other_pid) if self.other_pid else None)
+
+    def split(self, r):
+        """cpu_split of the run r (measured_run's): its requests, and wrk's CPU
+        (the load generator reaped inside it)."""
+        ab_s = (self.other[1] - self.other[0]) / CLK_TCK if None not in self.other else None
+        return cpu_split(self.threads[0], self.threads[1], self.seconds, r["requests"],
+                         r.get("load_cpu_s"), ab_s)
+
+
+def split_line(split):
+    """The progress line's CPU split: us/req and % of a CPU per part."""
+    return "  ".join(f"{part} {fmt(p['us_per_fast_req'], 2)} us/req {fmt(p['pct_cpu'], 0)}%"
+                     for part, p in split["parts"].items() if part != "all")
 
 
 class RssSampler:
@@ -1608,6 +1725,32 @@ def describe_special(special):
                    f"beside ab -c100 /test/slow {m['fast_with_slow_rps']:,.0f} req/s = {m['ratio'] * 100:.1f}%; "
                    f"the slow load meanwhile did {m['slow_rps_beside']:,.0f} req/s "
                    "(CPU/req of mixed-with-slow counts the slow requests' CPU but only the fast requests)")
+        out.extend(describe_cpu_split(m))
+    return out
+
+
+def describe_cpu_split(m):
+    """The mixed phase's table of where the CPUs went while wrk ran."""
+    splits = m.get("cpu_split") or {}
+    rows = [(title, splits[key]) for key, title in (("alone", "fast alone"), ("with_slow", "fast beside slow"))
+            if splits.get(key)]
+    if not rows:
+        return []
+    cpus = m.get("cpus") or os.cpu_count()
+    out = [f"- where the CPUs went while wrk ran (medians over rounds): CPU per fast request and in % of one "
+           f"CPU ({cpus} CPUs = {cpus * 100}%). Ours' threads from /proc/PID/task/*/stat: workers are those "
+           f"named {WORKER_THREAD_NAME}, ring thread(s) the others; wrk's and ab's own utime+stime. Part of "
+           "the loopback TCP work of one side is charged to the other.\n",
+           "  | run | " + " | ".join(title for _, title in SPLIT_PARTS) + " | idle or other |",
+           "  | --- |" + " ---: |" * (len(SPLIT_PARTS) + 1)]
+    for title, split in rows:
+        cells = []
+        for part, _ in SPLIT_PARTS:
+            p = split.get(part)
+            cells.append(f"{fmt(p.get('us_per_fast_req'), 2)} us/req, {fmt(p.get('pct_cpu'), 0)}%" if p else "-")
+        used = split.get("all", {}).get("pct_cpu")
+        cells.append(f"{fmt(max(0.0, cpus * 100 - used), 0)}%" if used is not None else "-")
+        out.append(f"  | {title} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -2394,18 +2537,23 @@ def run_mixed(args, servers, workdir, runs, summary, loads_order):
     slow_secs = args.duration + 2
     alone, mixed, slow_rps = [], [], []
     for rnd in range(args.rounds):
-        r = measured_run(fast, ours, workdir, None)
+        probe = CpuSplitProbe(ours)
+        r = measured_run(fast, ours, workdir, None, during=probe)
+        r["cpu_split"] = probe.split(r)
         r.update(round=rnd, load="mixed-alone")
         runs.append(r)
         alone.append(r)
         log(f"  fast alone        round {rnd + 1}: {r['rps']:>9,.0f} req/s  p99 {fmt(r['p99_ms'], 2)} ms")
+        log(f"    cpu: {split_line(r['cpu_split'])}")
         csv = os.path.join(workdir, "ab-mixed.csv")
         ab = subprocess.Popen(["ab", "-q", "-r", "-s", "60", "-t", str(slow_secs), "-n", "10000000",
                                "-c", "100", "-e", csv, f"http://{LOOPBACK.next()}:{ours.port}/test/slow"],
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
             time.sleep(0.5)  # let the slow load ramp up first
-            r = measured_run(fast, ours, workdir, None)
+            probe = CpuSplitProbe(ours, ab.pid)
+            r = measured_run(fast, ours, workdir, None, during=probe)
+            r["cpu_split"] = probe.split(r)
             out, _ = ab.communicate(timeout=slow_secs + 60)
         finally:
             if ab.poll() is None:
@@ -2418,6 +2566,7 @@ def run_mixed(args, servers, workdir, runs, summary, loads_order):
         slow_rps.append(s["rps"])
         log(f"  fast beside slow  round {rnd + 1}: {r['rps']:>9,.0f} req/s  p99 {fmt(r['p99_ms'], 2)} ms; "
             f"slow {s['rps']:,.0f} req/s, err {s['errors']}, p99 {fmt(s['p99_ms'], 2)} ms")
+        log(f"    cpu: {split_line(r['cpu_split'])}")
     servers.stop_all()
     summary["mixed-alone"] = {"ours (slow)": summarize(alone)}
     summary["mixed-with-slow"] = {"ours (slow)": summarize(mixed)}
@@ -2425,7 +2574,10 @@ def run_mixed(args, servers, workdir, runs, summary, loads_order):
     a = statistics.median(r["rps"] for r in alone)
     m = statistics.median(r["rps"] for r in mixed)
     return {"fast_alone_rps": a, "fast_with_slow_rps": m, "ratio": m / a,
-            "slow_rps_beside": statistics.median(slow_rps)}
+            "slow_rps_beside": statistics.median(slow_rps),
+            "cpu_split": {"alone": summarize_split([r["cpu_split"] for r in alone]),
+                          "with_slow": summarize_split([r["cpu_split"] for r in mixed])},
+            "cpus": os.cpu_count()}
 
 
 if __name__ == "__main__":

@@ -421,6 +421,124 @@ class PipelinedPhaseTest(unittest.TestCase):
         self.assertIn("| pipelined-c100 | ours/bare (pipelined) | 0.80x | 1.25x |", rows)
 
 
+class MixedCpuSplitTest(unittest.TestCase):
+    T = compare.CLK_TCK  # ticks per second
+
+    def split(self, ab_s=0.15):
+        T = self.T
+        before = {(1, 1): ("server", 1 * T), (1, 2): ("uring-worker", T // 10), (1, 3): ("uring-worker", T // 20),
+                  (1, 9): ("uring-worker", T)}  # 9 ends before the second reading: not counted
+        after = {(1, 1): ("server", 1 * T + 9 * T // 10), (1, 2): ("uring-worker", T // 10 + T // 20),
+                 (1, 3): ("uring-worker", T // 20 + T // 50), (1, 4): ("uring-worker", T // 50)}  # 4 is new
+        return compare.cpu_split(before, after, seconds=2.0, fast_requests=200000, wrk_s=0.8, ab_s=ab_s)
+
+    def test_arithmetic(self):
+        s = self.split()
+        self.assertEqual((s["seconds"], s["fast_requests"]), (2.0, 200000))
+        p = s["parts"]
+        self.assertAlmostEqual(p["ring"]["cpu_s"], 0.9)
+        self.assertAlmostEqual(p["workers"]["cpu_s"], 0.05 + 0.02 + 0.02)
+        self.assertAlmostEqual(p["server"]["cpu_s"], 0.99)
+        self.assertAlmostEqual(p["all"]["cpu_s"], 0.99 + 0.8 + 0.15)
+        self.assertAlmostEqual(p["ring"]["us_per_fast_req"], 4.5)    # 0.9 s / 200,000
+        self.assertAlmostEqual(p["ring"]["pct_cpu"], 45.0)           # 0.9 s of 2 s
+        self.assertAlmostEqual(p["wrk"]["us_per_fast_req"], 4.0)
+        self.assertAlmostEqual(p["wrk"]["pct_cpu"], 40.0)
+        self.assertAlmostEqual(p["ab"]["pct_cpu"], 7.5)
+        self.assertAlmostEqual(p["all"]["pct_cpu"], 97.0)
+
+    def test_without_ab_or_requests(self):
+        s = self.split(ab_s=None)
+        self.assertNotIn("ab", s["parts"])
+        self.assertAlmostEqual(s["parts"]["all"]["cpu_s"], 0.99 + 0.8)
+        s = compare.cpu_split({}, {}, seconds=0.0, fast_requests=0)
+        self.assertEqual(s["parts"]["server"], {"cpu_s": 0.0, "us_per_fast_req": None, "pct_cpu": None})
+        self.assertEqual(list(s["parts"]), ["ring", "workers", "server", "all"])
+
+    def test_a_server_without_workers_is_all_ring(self):
+        s = compare.cpu_split({(5, 5): ("nginx", 0)}, {(5, 5): ("nginx", self.T)}, 1.0, 1000,
+                              worker_name="uring-worker")
+        self.assertAlmostEqual(s["parts"]["ring"]["pct_cpu"], 100.0)
+        self.assertEqual(s["parts"]["workers"]["cpu_s"], 0.0)
+
+    def test_summary_and_report(self):
+        a, b, c = self.split(), self.split(), self.split()
+        b["parts"]["ring"]["us_per_fast_req"] = 6.0
+        c["parts"]["ring"]["us_per_fast_req"] = 1.0
+        m = compare.summarize_split([a, b, c])
+        self.assertAlmostEqual(m["ring"]["us_per_fast_req"], 4.5)  # the median
+        self.assertAlmostEqual(m["ab"]["pct_cpu"], 7.5)
+        alone = compare.summarize_split([self.split(ab_s=None)])
+        self.assertNotIn("ab", alone)
+        mixed = {"fast_alone_rps": 100000.0, "fast_with_slow_rps": 95000.0, "ratio": 0.95,
+                 "slow_rps_beside": 3000.0, "cpus": 2, "cpu_split": {"alone": alone, "with_slow": m}}
+        text = "\n".join(compare.describe_special({"mixed": mixed}))
+        self.assertIn("2 CPUs = 200%", text)
+        self.assertIn("workers are those named uring-worker", text)
+        self.assertIn("| run | ours' ring thread(s) | ours' workers | ours in all | wrk | ab (slow load) | all four "
+                      "| idle or other |", text)
+        self.assertIn("| fast alone | 4.50 us/req, 45% | 0.45 us/req, 4% | 4.95 us/req, 50% | 4.00 us/req, 40% | - "
+                      "| 8.95 us/req, 90% | 110% |", text)
+        self.assertIn("| fast beside slow | 4.50 us/req, 45% | 0.45 us/req, 4% | 4.95 us/req, 50% | "
+                      "4.00 us/req, 40% | 0.75 us/req, 8% | 9.70 us/req, 97% | 103% |", text)
+        self.assertEqual(compare.describe_cpu_split({"cpu_split": {}}), [])
+
+    def test_thread_ticks_and_probe(self):
+        threads = compare.thread_ticks([os.getpid()])
+        self.assertIn((os.getpid(), threading.get_native_id()), threads)
+        self.assertTrue(all(isinstance(t, int) and t >= 0 for _, t in threads.values()))
+        self.assertEqual(compare.thread_ticks([999999999]), {})
+        self.assertIsNone(compare.process_ticks(999999999))
+        self.assertGreaterEqual(compare.process_ticks(os.getpid()), 0)
+
+        class Me:
+            def pids(self):
+                return [os.getpid()]
+
+        probe = compare.CpuSplitProbe(Me(), os.getpid())
+        probe.begin()
+        end = compare.time.monotonic() + 0.05
+        while compare.time.monotonic() < end:
+            pass  # some CPU on this thread (the "ring" side: it is not named uring-worker)
+        probe.end()
+        s = probe.split({"requests": 10, "load_cpu_s": 0.001})
+        self.assertGreater(s["seconds"], 0.04)
+        self.assertGreaterEqual(s["parts"]["ring"]["cpu_s"], 0.0)
+        self.assertEqual(s["parts"]["workers"]["cpu_s"], 0.0)
+        self.assertIn("ab", s["parts"])  # other_pid was read twice
+        self.assertEqual(s["parts"]["wrk"]["cpu_s"], 0.001)
+
+    def test_measured_run_tells_the_probe_around_the_load(self):
+        events = []
+
+        class Load:
+            key = "mixed"
+
+            def run(self, port, workdir, cpu=None):
+                events.append("load")
+                return {"requests": 100, "rps": 1.0}
+
+        class Server:
+            label, port = "ours (slow)", 1
+
+            def cpu_ticks(self):
+                return 0
+
+        class Probe:
+            def begin(self):
+                events.append("begin")
+
+            def end(self):
+                events.append("end")
+
+        r = compare.measured_run(Load(), Server(), tempfile.gettempdir(), None, during=Probe())
+        self.assertEqual(events, ["begin", "load", "end"])
+        self.assertEqual(r["cpu_us_per_req"], 0.0)
+        events.clear()
+        compare.measured_run(Load(), Server(), tempfile.gettempdir(), None)
+        self.assertEqual(events, ["load"])
+
+
 class BodiesPhaseTest(unittest.TestCase):
     def test_sizes_and_phase_is_opt_in(self):
         self.assertEqual(compare.BODY_SIZES, [16384, 65536, 262144])
