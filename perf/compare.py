@@ -1322,18 +1322,32 @@ def process_ticks(pid):
         return None
 
 
+def server_reading(pids):
+    """The server's CPU for cpu_split: "total", the utime+stime ticks of its
+    processes (each summed over its threads by the kernel before rounding to a
+    tick), and "threads", thread_ticks."""
+    return {"total": sum(process_ticks(pid) or 0 for pid in pids), "threads": thread_ticks(pids)}
+
+
 def cpu_split(before, after, seconds, fast_requests, wrk_s=None, ab_s=None, worker_name=WORKER_THREAD_NAME):
     """Where the CPU went during a run of seconds that completed fast_requests:
-    ours' threads named worker_name (workers) and the others (ring), from two
-    thread_ticks readings, and the load generators' CPU seconds (wrk_s, ab_s;
+    ours' ring thread(s) (those not named worker_name) and its workers, from
+    two server_reading()s, and the load generators' CPU seconds (wrk_s, ab_s;
     None: not running). Each part as CPU seconds, us per fast request and % of
-    one CPU; "all" adds them up. A thread seen only after counts from 0, one
-    seen only before (it ended) is not counted."""
-    ticks = {"ring": 0, "workers": 0}
-    for key, (name, t) in after.items():
-        ticks["workers" if name == worker_name else "ring"] += t - before.get(key, (name, 0))[1]
-    cpu = {part: n / CLK_TCK for part, n in ticks.items()}
-    cpu["server"] = cpu["ring"] + cpu["workers"]
+    one CPU; "all" adds them up.
+
+    The kernel gives each thread's time rounded down to a clock tick (10 ms):
+    300 workers that each ran less than a tick would add up to 0, though
+    together they ran for many. The process's total is summed before rounding,
+    so the workers are the total less the ring threads (a few, each busy for
+    many ticks: off by less than a tick each). A ring thread seen only after
+    counts from 0, one seen only before (it ended) is not counted."""
+    ring = 0
+    for key, (name, t) in after["threads"].items():
+        if name != worker_name:
+            ring += t - before["threads"].get(key, (name, 0))[1]
+    server = after["total"] - before["total"]
+    cpu = {"ring": ring / CLK_TCK, "workers": max(0, server - ring) / CLK_TCK, "server": server / CLK_TCK}
     if wrk_s is not None:
         cpu["wrk"] = wrk_s
     if ab_s is not None:
@@ -1368,13 +1382,13 @@ class CpuSplitProbe:
         self.threads = self.other = self.seconds = None
 
     def begin(self):
-        self.threads = [thread_ticks(self.server.pids())]
+        self.threads = [server_reading(self.server.pids())]
         self.other = [process_ticks(self.other_pid) if self.other_pid else None]
         self.t0 = time.monotonic()
 
     def end(self):
         self.seconds = time.monotonic() - self.t0
-        self.threads.append(thread_ticks(self.server.pids()))
+        self.threads.append(server_reading(self.server.pids()))
         self.other.append(process_ticks(self.other_pid) if self.other_pid else None)
 
     def split(self, r):

@@ -426,18 +426,23 @@ class MixedCpuSplitTest(unittest.TestCase):
 
     def split(self, ab_s=0.15):
         T = self.T
-        before = {(1, 1): ("server", 1 * T), (1, 2): ("uring-worker", T // 10), (1, 3): ("uring-worker", T // 20),
-                  (1, 9): ("uring-worker", T)}  # 9 ends before the second reading: not counted
-        after = {(1, 1): ("server", 1 * T + 9 * T // 10), (1, 2): ("uring-worker", T // 10 + T // 20),
-                 (1, 3): ("uring-worker", T // 20 + T // 50), (1, 4): ("uring-worker", T // 50)}  # 4 is new
+        # The workers' own ticks are rounded down per thread (0 here, though they ran for 0.09 s
+        # together): what counts for them is the process's total less the ring threads'.
+        before = {"total": 5 * T, "threads": {(1, 1): ("server", 1 * T), (1, 2): ("uring-worker", 0),
+                                              (1, 7): ("uring-accept", T), (1, 8): ("uring-accept", T)}}
+        after = {"total": 5 * T + 99 * T // 100,
+                 "threads": {(1, 1): ("server", 1 * T + 8 * T // 10), (1, 2): ("uring-worker", 0),
+                             (1, 3): ("uring-worker", 0),  # new
+                             (1, 7): ("uring-accept", T + T // 20),
+                             (1, 9): ("uring-accept", T // 20)}}  # new; 8 ended: not counted
         return compare.cpu_split(before, after, seconds=2.0, fast_requests=200000, wrk_s=0.8, ab_s=ab_s)
 
     def test_arithmetic(self):
         s = self.split()
         self.assertEqual((s["seconds"], s["fast_requests"]), (2.0, 200000))
         p = s["parts"]
-        self.assertAlmostEqual(p["ring"]["cpu_s"], 0.9)
-        self.assertAlmostEqual(p["workers"]["cpu_s"], 0.05 + 0.02 + 0.02)
+        self.assertAlmostEqual(p["ring"]["cpu_s"], 0.8 + 0.05 + 0.05)
+        self.assertAlmostEqual(p["workers"]["cpu_s"], 0.09)
         self.assertAlmostEqual(p["server"]["cpu_s"], 0.99)
         self.assertAlmostEqual(p["all"]["cpu_s"], 0.99 + 0.8 + 0.15)
         self.assertAlmostEqual(p["ring"]["us_per_fast_req"], 4.5)    # 0.9 s / 200,000
@@ -451,14 +456,20 @@ class MixedCpuSplitTest(unittest.TestCase):
         s = self.split(ab_s=None)
         self.assertNotIn("ab", s["parts"])
         self.assertAlmostEqual(s["parts"]["all"]["cpu_s"], 0.99 + 0.8)
-        s = compare.cpu_split({}, {}, seconds=0.0, fast_requests=0)
+        s = compare.cpu_split({"total": 0, "threads": {}}, {"total": 0, "threads": {}}, seconds=0.0,
+                              fast_requests=0)
         self.assertEqual(s["parts"]["server"], {"cpu_s": 0.0, "us_per_fast_req": None, "pct_cpu": None})
         self.assertEqual(list(s["parts"]), ["ring", "workers", "server", "all"])
 
     def test_a_server_without_workers_is_all_ring(self):
-        s = compare.cpu_split({(5, 5): ("nginx", 0)}, {(5, 5): ("nginx", self.T)}, 1.0, 1000,
+        s = compare.cpu_split({"total": 0, "threads": {(5, 5): ("nginx", 0)}},
+                              {"total": self.T, "threads": {(5, 5): ("nginx", self.T)}}, 1.0, 1000,
                               worker_name="uring-worker")
         self.assertAlmostEqual(s["parts"]["ring"]["pct_cpu"], 100.0)
+        self.assertEqual(s["parts"]["workers"]["cpu_s"], 0.0)
+        # Rounding can put the ring threads' ticks a little above the total: no negative workers.
+        s = compare.cpu_split({"total": 0, "threads": {}}, {"total": 9, "threads": {(5, 5): ("nginx", 10)}},
+                              1.0, 1000)
         self.assertEqual(s["parts"]["workers"]["cpu_s"], 0.0)
 
     def test_summary_and_report(self):
@@ -488,6 +499,9 @@ class MixedCpuSplitTest(unittest.TestCase):
         self.assertIn((os.getpid(), threading.get_native_id()), threads)
         self.assertTrue(all(isinstance(t, int) and t >= 0 for _, t in threads.values()))
         self.assertEqual(compare.thread_ticks([999999999]), {})
+        reading = compare.server_reading([os.getpid(), 999999999])
+        self.assertLessEqual(reading["total"], compare.process_ticks(os.getpid()))  # a gone pid adds nothing
+        self.assertIn((os.getpid(), threading.get_native_id()), reading["threads"])
         self.assertIsNone(compare.process_ticks(999999999))
         self.assertGreaterEqual(compare.process_ticks(os.getpid()), 0)
 
