@@ -1752,9 +1752,10 @@ def describe_cpu_split(m):
         return []
     cpus = m.get("cpus") or os.cpu_count()
     out = [f"- where the CPUs went while wrk ran (medians over rounds): CPU per fast request and in % of one "
-           f"CPU ({cpus} CPUs = {cpus * 100}%). Ours' threads from /proc/PID/task/*/stat: workers are those "
-           f"named {WORKER_THREAD_NAME}, ring thread(s) the others; wrk's and ab's own utime+stime. Part of "
-           "the loopback TCP work of one side is charged to the other.\n",
+           f"CPU ({cpus} CPUs = {cpus * 100}%). Ring thread(s): ours' threads not named {WORKER_THREAD_NAME} "
+           "(/proc/PID/task/*/stat); workers: ours' total (/proc/PID/stat, summed before the rounding to "
+           "10 ms ticks that makes each worker's own figure read 0) less the ring threads; wrk's and ab's own "
+           "utime+stime. Part of the loopback TCP work of one side is charged to the other.\n",
            "  | run | " + " | ".join(title for _, title in SPLIT_PARTS) + " | idle or other |",
            "  | --- |" + " ---: |" * (len(SPLIT_PARTS) + 1)]
     for title, split in rows:

@@ -485,7 +485,8 @@ class MixedCpuSplitTest(unittest.TestCase):
                  "slow_rps_beside": 3000.0, "cpus": 2, "cpu_split": {"alone": alone, "with_slow": m}}
         text = "\n".join(compare.describe_special({"mixed": mixed}))
         self.assertIn("2 CPUs = 200%", text)
-        self.assertIn("workers are those named uring-worker", text)
+        self.assertIn("Ring thread(s): ours' threads not named uring-worker", text)
+        self.assertIn("workers: ours' total (/proc/PID/stat", text)
         self.assertIn("| run | ours' ring thread(s) | ours' workers | ours in all | wrk | ab (slow load) | all four "
                       "| idle or other |", text)
         self.assertIn("| fast alone | 4.50 us/req, 45% | 0.45 us/req, 4% | 4.95 us/req, 50% | 4.00 us/req, 40% | - "
