@@ -43,8 +43,16 @@ uint64_t Connection::After(uint32_t ms) const {
 
 // ---------------------------------------------------------------- receive
 
-void Connection::OnRecv(const char* data, size_t len) {
-  if (phase_ >= Phase::kLingering) return;  // reading only to see the peer's FIN
+void Connection::OnRecv(const char* data, size_t len, bool ended) {
+  // `ended`: the completion also ends the receive (a single-shot one, or a
+  // multishot one's last). Known before the bytes are processed, so that
+  // their answer can see that nothing is armed (CloseFollowsThisSend).
+  if (ended) recv_ = Recv::kOff;
+  if (phase_ >= Phase::kLingering) {
+    // Reading only to see the peer's FIN.
+    if (ended) Sync();  // reads on
+    return;
+  }
   if (input_ == Input::kDone) {
     // Bytes after the last request we will answer: dropped, and the close
     // must linger, or they would turn it into a reset.
@@ -105,18 +113,9 @@ void Connection::OnBuffersAvailable() {
 bool Connection::WantRecv() const {
   if (peer_eof_ || recv_failed_ || recv_starved_) return false;
   switch (phase_) {
-    case Phase::kFinishing:
-      // Nothing more will be read as a request; reading on serves to see
-      // bytes a client sends after its last request anyway (RFC 9112 9.6
-      // says it must not), so that the close lingers instead of resetting
-      // the response. A receive already armed stays. But a small last
-      // answer wholly in the send in flight is followed by the close at
-      // once: arming a receive for that moment would cost every
-      // connection-per-request client a poll and a cancel, and close a
-      // window of one send (nginx and h2o leave it open too).
-      if (input_ == Input::kDone && recv_ == Recv::kOff && LastAnswerInFlight()) return false;
-      [[fallthrough]];
     case Phase::kOpen:
+    case Phase::kFinishing:
+      if (recv_ == Recv::kOff && OnlyStrayBytesToRead()) return false;
       // Too much staged behind a request being answered, or behind a
       // worker's full pipe: stop until it drains.
       return in_.len <= (recv_ == Recv::kOff ? kStagedPauseBytes / 2 : kStagedPauseBytes);
@@ -127,13 +126,47 @@ bool Connection::WantRecv() const {
   }
 }
 
-bool Connection::LastAnswerInFlight() const {
-  // (Not after a send came back short: the socket is full, the rest may
-  // wait for the peer a while.)
-  return ex_.answer == Answer::kNone && !task_inflight_ && !last_send_short_ &&
-         out_.send_inflight() &&
-         out_.pending() == out_.inflight_bytes() && out_.pending() <= kSmallLastAnswerBytes &&
-         (st_ == nullptr || st_->idle());
+bool Connection::CloseFollowsThisSend() const {
+  // Once this send is done, Sync() would close at once (StartClose, no
+  // linger): the last answer is all in it, nothing else is read, sent or
+  // left unread. Only a small answer, which goes into the socket at once
+  // (and not after a send came back short, the socket full).
+  return phase_ == Phase::kFinishing && input_ == Input::kDone && recv_ == Recv::kOff &&
+         !linger_ && in_.len == 0 && !shutdown_inflight_ &&
+         ex_.answer == Answer::kNone && !task_inflight_ && (st_ == nullptr || st_->idle()) &&
+         out_.pending() == out_.inflight_bytes() && out_.pending() <= kSmallLastAnswerBytes;
+}
+
+void Connection::SendLastAndClose(unsigned iov_count) {
+  // The close goes with the send, linked, in the same submission: the
+  // peer's FIN follows its answer without a round through the loop (a
+  // connection-per-request client waits for it). The send deadline still
+  // runs: a peer that does not read could hold the send, and with it the
+  // close (OnDeadline cancels the send; the close then runs).
+  zc_inflight_ = send_dont_wait_ = false;
+  phase_ = Phase::kCloseSubmitted;
+  ReleaseBuffer(in_);
+  head_deadline_ = body_deadline_ = idle_deadline_ = linger_deadline_ = producer_retry_ = 0;
+  send_deadline_ = After(env_->config->send_timeout_ms);
+  if (send_deadline_ != armed_deadline_) {
+    armed_deadline_ = send_deadline_;
+    env_->host->SetDeadline(slot_, send_deadline_);
+  }
+  env_->host->SendLastAndClose(slot_, out_.send_iov(), iov_count, out_.send_msghdr());
+}
+
+bool Connection::OnlyStrayBytesToRead() const {
+  // The last request has been answered (it closes the connection), so a
+  // receive would only see bytes a client sends after it anyway (RFC 9112
+  // 9.6 says it must not), to make the close linger instead of resetting
+  // the answer. Worth it while a long answer goes out (or while a worker
+  // prepares one: its time is a window too, and the receive stays armed
+  // from then); not for a small one, which the close follows at once
+  // (SendLastAndClose): there a receive would cost every
+  // connection-per-request client a poll and a cancel, to watch a window
+  // of one send (nginx and h2o leave it).
+  return input_ == Input::kDone && ex_.answer == Answer::kNone && !task_inflight_ &&
+         out_.pending() <= kSmallLastAnswerBytes && (st_ == nullptr || st_->idle());
 }
 
 bool Connection::WantBulk() const {
@@ -173,6 +206,10 @@ void Connection::Flush() {
   const unsigned n =
       out_.PrepareSend(zc_allowed ? env_->config->send_zc_min_bytes : 0, &zero_copy);
   if (n == 0) return;
+  if (!zero_copy && CloseFollowsThisSend()) {
+    SendLastAndClose(n);
+    return;
+  }
   zc_inflight_ = zero_copy;
   send_dont_wait_ = FileSendsMustNotWait();
   if (zero_copy) env_->stats->sends_zc.Add();
@@ -206,7 +243,6 @@ void Connection::OnSend(int res, bool notification_follows) {
     return;
   }
   out_.OnSent(static_cast<size_t>(res), notification_follows);
-  last_send_short_ = static_cast<size_t>(res) < asked;
   if (dont_wait && static_cast<size_t>(res) < asked && phase_ < Phase::kClosing) {
     YieldFileOutput();
   }
@@ -311,6 +347,13 @@ void Connection::OnDeadline() {
     d = 0;
     return true;
   };
+  if (phase_ == Phase::kCloseSubmitted && out_.send_inflight() && due(send_deadline_)) {
+    // A last send linked to its close (SendLastAndClose) that the peer
+    // does not take: cancelled, and the close runs.
+    env_->stats->timeouts.Add();
+    env_->host->CancelSend(slot_);
+    return;
+  }
   if (phase_ >= Phase::kClosing) return;
   if (due(linger_deadline_)) {
     env_->stats->timeouts.Add();
@@ -486,7 +529,7 @@ void Connection::Release() {
   input_ = Input::kHead;
   recv_ = Recv::kOff;
   recv_starved_ = peer_eof_ = recv_failed_ = shutdown_inflight_ = recv_bulk_ = false;
-  recv_used_ = last_send_short_ = false;
+  recv_used_ = false;
   linger_ = in_staged_source_ = zc_inflight_ = batch_hook_ = false;
   head_scanned_ = 0;
   head_line_checked_ = false;

@@ -60,9 +60,9 @@ namespace uring_http::http1 {
 // (or a worker's pipe is full) before it stops receiving.
 inline constexpr size_t kStagedPauseBytes = 64 * 1024;
 
-// A last answer up to this size, all in one send, goes into a fresh socket's
-// send buffer at once (tcp_wmem's default is 16 KiB): the close follows it
-// without a receive armed in between (see WantRecv).
+// A last answer up to this size goes into a fresh socket's send buffer at
+// once (tcp_wmem's default is 16 KiB): the close is linked to its send,
+// with no receive armed in between (see OnlyStrayBytesToRead).
 inline constexpr size_t kSmallLastAnswerBytes = 16 * 1024;
 // Output queued beyond which no further request is read and a producer is
 // not called: a client that pipelines but never reads must not grow memory.
@@ -81,8 +81,10 @@ class Connection final : private ExternalOwner {
   // ---- events (from the loop; each ends with the connection's requests
   // to its host queued)
   // Received bytes; the buffer goes back to the kernel after the call.
-  void OnRecv(const char* data, size_t len);
-  // The multishot receive ended: res > 0 after data (a plain end), 0 the
+  // `ended`: the receive ended with them (no F_MORE: a single-shot one);
+  // no OnRecvEnd follows then.
+  void OnRecv(const char* data, size_t len, bool ended = false);
+  // The receive ended without bytes: 0 the
   // peer's FIN, -ENOBUFS (no provided buffer: wait for OnBuffersAvailable),
   // -ECANCELED (we cancelled it), another -errno (the socket failed).
   void OnRecvEnd(int res);
@@ -248,9 +250,13 @@ class Connection final : private ExternalOwner {
            !out_.send_inflight() && (st_ == nullptr || st_->resp_pipe == nullptr);
   }
   bool WantRecv() const;
-  // The connection's last answer is small and all of it is in the send in
-  // flight: the close follows that send.
-  bool LastAnswerInFlight() const;
+  // The last request is read and its answer is not a long one: no receive
+  // is armed just to watch for stray bytes (see WantRecv).
+  bool OnlyStrayBytesToRead() const;
+  // The send being prepared is the connection's last: its close goes with
+  // it (SendLastAndClose).
+  bool CloseFollowsThisSend() const;
+  void SendLastAndClose(unsigned iov_count);
   // Whether the receive should use the bulk buffers (a large body arrives).
   bool WantBulk() const;
   void StartClose(bool graceful);
@@ -281,7 +287,6 @@ class Connection final : private ExternalOwner {
   bool recv_starved_ = false;     // ENOBUFS: re-armed when buffers return
   bool recv_bulk_ = false;        // the receive armed (or last armed) uses bulk buffers
   bool recv_used_ = false;        // a receive was armed before (the first is single-shot)
-  bool last_send_short_ = false;  // the last send completed with less than it was given
   bool peer_eof_ = false;         // the peer's FIN arrived
   bool recv_failed_ = false;      // the receive failed (reset, ...)
   bool shutdown_inflight_ = false;

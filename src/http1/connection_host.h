@@ -54,6 +54,14 @@ class ConnectionHost {
   // keeping it (and its buffers) until the peer reads.
   virtual void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
                     msghdr* msg, bool dont_wait) = 0;
+  // The connection's last bytes, then its close, in one submission: the
+  // send (all of it, MSG_WAITALL) hard-linked to the close, which runs when
+  // the send ends however it ends. Completes with OnSend, then OnClosed.
+  // Nothing else may be armed on the socket.
+  virtual void SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count,
+                                msghdr* msg) = 0;
+  // Ends the send in flight early (its OnSend comes with -ECANCELED).
+  virtual void CancelSend(uint32_t slot) = 0;
   // Our FIN (shutdown SHUT_WR); completes with OnShutdownDone.
   virtual void ShutdownWrite(uint32_t slot) = 0;
   // Closes the descriptor, first cancelling what is still armed on it (a

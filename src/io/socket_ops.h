@@ -67,6 +67,17 @@ inline void PrepSend(io_uring_sqe* sqe, uint32_t file_index, const iovec* iov, u
   io_uring_sqe_set_data64(sqe, user_data);
 }
 
+// A send of all the bytes (MSG_WAITALL): a socket that takes only part of
+// them has the rest retried by the kernel, and the send completes with the
+// whole count or an error, never short. For a send hard-linked to a close:
+// without WAITALL a short send would count as done and the close would
+// truncate the answer.
+inline void PrepSendWhole(io_uring_sqe* sqe, uint32_t file_index, const iovec* iov,
+                          unsigned count, msghdr* msg, uint64_t user_data) {
+  PrepSend(sqe, file_index, iov, count, msg, /*dont_wait=*/false, user_data);
+  sqe->msg_flags |= MSG_WAITALL;
+}
+
 // Zero-copy send: the kernel sends from our pages and completes twice, the
 // result (with IORING_CQE_F_MORE) and later a notification (F_NOTIF) once it
 // no longer reads them. REPORT_USAGE: the notification says whether the

@@ -342,11 +342,12 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
       if (res > 0) {
         io::BufferRing& group = op == Op::kRecvBulk ? bulk_buffers_ : buffers_;
         const uint16_t bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-        conn.OnRecv(group.Buffer(bid), static_cast<size_t>(res));
+        // Without F_MORE the receive ended with these bytes (a single-shot
+        // one always does): OnRecv is told, instead of an OnRecvEnd.
+        conn.OnRecv(group.Buffer(bid), static_cast<size_t>(res), /*ended=*/!more);
         // Consumed or staged by now: the buffer goes straight back.
         group.Recycle(bid);
-      }
-      if (!more) {
+      } else if (!more) {
         if (res == -ENOBUFS) {
           // Every provided buffer was in use: not fatal. Re-armed after this
           // batch returns its buffers.
@@ -507,6 +508,23 @@ void EventLoop::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_
   } else {
     io::PrepSend(Sqe(), s.file_index, iov, count, msg, dont_wait, UserData(Op::kSend, slot));
   }
+}
+
+void EventLoop::SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count,
+                                 msghdr* msg) {
+  const uint32_t file_index = slots_[slot].file_index;
+  // A linked chain is never split by GetSqe()'s flush on a full SQ.
+  ring_->ReserveSqes(2);
+  io_uring_sqe* sqe = Sqe();
+  io::PrepSendWhole(sqe, file_index, iov, count, msg, UserData(Op::kSend, slot));
+  // HARDLINK: the close runs however the send ends (a plain link would
+  // cancel it on a failed send, leaving the entry open).
+  sqe->flags |= IOSQE_IO_HARDLINK;
+  io::PrepCloseDirect(Sqe(), file_index, UserData(Op::kClose, slot));
+}
+
+void EventLoop::CancelSend(uint32_t slot) {
+  io::PrepCancel(Sqe(), UserData(Op::kSend, slot), PackUserData(Op::kIgnore, 0, 0));
 }
 
 void EventLoop::ShutdownWrite(uint32_t slot) {

@@ -97,6 +97,8 @@ class EventLoop final : private http1::ConnectionHost {
   void CancelRecv(uint32_t slot) override;
   void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy, msghdr* msg,
             bool dont_wait) override;
+  void SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count, msghdr* msg) override;
+  void CancelSend(uint32_t slot) override;
   void ShutdownWrite(uint32_t slot) override;
   void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
   void SetDeadline(uint32_t slot, uint64_t tick) override;

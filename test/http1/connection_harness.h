@@ -54,6 +54,7 @@ class FakeHost final : public ConnectionHost {
     std::string bytes;  // what the iovecs held at submission
     bool zero_copy = false;
     bool dont_wait = false;  // MSG_DONTWAIT: a full socket is -EAGAIN
+    bool close_linked = false;  // SendLastAndClose: the close runs when it ends
   };
   struct Done {
     uint32_t route_id;
@@ -91,6 +92,19 @@ class FakeHost final : public ConnectionHost {
     }
     send = std::move(s);
     ++sends;
+  }
+  void SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count, msghdr* msg) override {
+    if (recv_armed) violations.push_back("a send linked to its close with a receive armed");
+    if (file_op.has_value()) violations.push_back("a send linked to its close with a file op");
+    if (shutdown_pending) violations.push_back("close before the shutdown completed");
+    Send(slot, iov, count, /*zero_copy=*/false, msg, /*dont_wait=*/false);
+    send->close_linked = true;
+    if (closed) violations.push_back("a second close");
+    closed = true;
+  }
+  void CancelSend(uint32_t) override {
+    if (!send.has_value()) violations.push_back("cancel of a send that is not in flight");
+    send_cancel_pending = true;
   }
   void ShutdownWrite(uint32_t) override {
     if (shutdown_pending || shutdown_done) violations.push_back("a second shutdown");
@@ -189,6 +203,7 @@ class FakeHost final : public ConnectionHost {
   int recv_arms = 0;
   int recv_cancels = 0;
   bool recv_armed = false;
+  bool send_cancel_pending = false;
   bool recv_once = false;     // the armed receive is single-shot: ends after one completion
   int recv_once_arms = 0;
   bool recv_bulk = false;
@@ -476,13 +491,16 @@ class Harness {
       after_once = host.recv_once;
       const size_t n = std::min(piece, bytes.size());
       std::string copy(bytes.substr(0, n));  // the provided buffer
+      // A single-shot receive completes once, without F_MORE: its end
+      // comes with the bytes.
       const bool once = host.recv_once;
-      conn.OnRecv(copy.data(), copy.size());
+      if (once) {
+        host.recv_armed = false;
+        host.cancel_pending = false;
+      }
+      conn.OnRecv(copy.data(), copy.size(), /*ended=*/once);
       std::fill(copy.begin(), copy.end(), '#');  // recycled: anything kept must have been copied
       bytes.remove_prefix(n);
-      // A single-shot receive completes once, without F_MORE: its end comes
-      // with the same completion.
-      if (once && host.recv_armed) RecvEnd(static_cast<int>(n));
     }
     EndBatch();
     return total - bytes.size();
@@ -508,6 +526,10 @@ class Harness {
   // keeps its bytes until Notify().
   size_t CompleteSend(size_t n = SIZE_MAX) {
     if (!host.send.has_value()) return 0;
+    // A send linked to its close is MSG_WAITALL: the kernel takes the rest
+    // itself, and it completes whole or not yet.
+    if (host.send->close_linked && n < host.send->bytes.size()) return 0;
+    if (host.send->close_linked) host.send_cancel_pending = false;
     FakeHost::SendCall s = std::move(*host.send);
     host.send.reset();
     if (!host.Intact(s)) host.violations.push_back("send buffer changed before completion");
@@ -521,6 +543,7 @@ class Harness {
   void FailSend(int error) {
     if (!host.send.has_value()) return;
     host.send.reset();
+    host.send_cancel_pending = false;
     conn.OnSend(error, false);
   }
   void Notify() {
@@ -546,6 +569,15 @@ class Harness {
   }
   // The close completes; a live receive ends with -ECANCELED, a send too.
   void CloseDone() {
+    // A close linked to a send runs only once the send has ended.
+    if (host.send.has_value() && host.send->close_linked) {
+      if (host.send_cancel_pending) {
+        FailSend(-ECANCELED);
+      } else {
+        CompleteSend();
+      }
+    }
+    host.send_cancel_pending = false;
     conn.OnClosed();
     if (host.send.has_value()) FailSend(-ECANCELED);
     if (host.recv_armed) RecvEnd(-ECANCELED);

@@ -493,40 +493,97 @@ TEST(ConnectionTest, FirstReceiveIsSingleShotThenMultishot) {
   ExpectClean(h);
 }
 
-// Connection per request: the request's one receive, the answer's one send,
-// the close: no second receive armed only to be cancelled.
-TEST(ConnectionTest, SmallLastAnswerIsFollowedByTheCloseWithNoReceiveArmed) {
+// Connection per request: the request's one receive, then the answer's one
+// send with the close linked to it (the FIN follows the answer at once): no
+// second receive armed only to be cancelled.
+TEST(ConnectionTest, SmallLastAnswerGoesWithItsCloseAndNoReceiveArmed) {
   for (const std::string& request :
        {Get("/fast", "Connection: close\r\n"), std::string("GET /fast HTTP/1.0\r\n\r\n")}) {
     Harness h(TestRouter());
     h.Open();
     h.Recv(request);
     EXPECT_FALSE(h.host.recv_armed) << request;
-    ASSERT_TRUE(h.host.send.has_value());
-    EXPECT_FALSE(h.host.closed) << "closed before the answer went";
-    h.CompleteSend();
-    EXPECT_TRUE(h.host.closed);  // FakeHost checks it says no receive is armed
+    ASSERT_TRUE(h.host.send.has_value()) << request;
+    EXPECT_TRUE(h.host.send->close_linked) << request;
+    EXPECT_TRUE(h.host.closed) << "the close goes with the send";
+    EXPECT_EQ(h.CompleteSend(10), 0u) << "MSG_WAITALL: never short";
+    EXPECT_FALSE(h.conn.Freeable());
+    h.CloseDone();  // the send completes first, then the close
+    EXPECT_TRUE(h.conn.Freeable());
     EXPECT_FALSE(h.host.shutdown_pending);
     EXPECT_EQ(h.host.recv_arms, 1);
-    EXPECT_EQ(h.Replies().size(), 1u);
-    h.CloseDone();
-    EXPECT_TRUE(h.conn.Freeable());
+    ASSERT_EQ(h.Replies().size(), 1u) << request;
+    EXPECT_EQ(h.Replies()[0].status, 200);
     ExpectClean(h);
   }
 }
 
-// The answer's send completes short: the rest still goes, and now a
-// receive watches for bytes the client may send meanwhile.
-TEST(ConnectionTest, ShortSendOfTheLastAnswerReadsOnUntilItIsOut) {
+// A closing SLOW request: while the worker runs, a receive watches for
+// bytes the client should not send (the task's time is a window worth
+// watching); the close then cancels it, unlinked.
+TEST(ConnectionTest, ClosingSlowRequestReadsOnWhileTheWorkerRuns) {
   Harness h(TestRouter());
   h.Open();
-  h.Recv(Get("/big?10000", "Connection: close\r\n"));
-  EXPECT_FALSE(h.host.recv_armed);
-  h.CompleteSend(100);
-  EXPECT_TRUE(h.host.recv_armed) << "the rest may take a while: read meanwhile";
-  h.Recv(Get("/fast"));  // the client pipelined anyway
+  h.Recv(Get("/slow?1", "Connection: close\r\n"));
+  EXPECT_TRUE(h.host.recv_armed);
+  h.RunTask();
+  ASSERT_TRUE(h.host.send.has_value());
+  EXPECT_FALSE(h.host.send->close_linked);
+  h.CompleteSend();
+  EXPECT_TRUE(h.host.closed);  // FakeHost checks it is told the receive is armed
+  h.CloseDone();
+  EXPECT_TRUE(h.conn.Freeable());
+  EXPECT_EQ(h.Replies().size(), 1u);
+  ExpectClean(h);
+}
+
+// A keep-alive connection whose last request says close: the same, after
+// its earlier answers (the multishot receive stays armed, so the close is
+// the plain one that cancels it).
+TEST(ConnectionTest, ClosingRequestOnAKeepAliveConnection) {
+  Harness h(TestRouter());
+  h.Open();
+  h.Recv(Get("/fast"));
   h.Flush();
-  EXPECT_TRUE(h.host.shutdown_pending) << "a plain close would reset the response";
+  h.Recv(Get("/fast", "Connection: close\r\n"));
+  h.Flush();
+  EXPECT_TRUE(h.host.closed);
+  EXPECT_EQ(h.Replies().size(), 2u);
+  h.CloseDone();
+  EXPECT_TRUE(h.conn.Freeable());
+  ExpectClean(h);
+}
+
+// Bytes after the closing request in the same receive: no linked close,
+// the close lingers instead (a plain close would reset the answer).
+TEST(ConnectionTest, BytesAfterTheClosingRequestKeepTheCloseApart) {
+  Harness h(TestRouter());
+  h.Open();
+  h.Recv(Get("/fast", "Connection: close\r\n") + Get("/fast"));
+  ASSERT_TRUE(h.host.send.has_value());
+  EXPECT_FALSE(h.host.send->close_linked);
+  h.CompleteSend();
+  EXPECT_TRUE(h.host.shutdown_pending);
+  EXPECT_EQ(h.Replies().size(), 1u);
+  ExpectClean(h);
+}
+
+// A peer that takes none of the linked send: the send deadline cancels it,
+// and the close linked to it runs.
+TEST(ConnectionTest, LinkedSendThePeerNeverTakesIsCancelledByTheSendDeadline) {
+  ConnectionConfig config = SmallConfig();
+  config.send_timeout_ms = 1000;
+  Harness h(TestRouter(), config);
+  h.Open();
+  h.Recv(Get("/fast", "Connection: close\r\n"));
+  ASSERT_TRUE(h.host.send.has_value() && h.host.send->close_linked);
+  h.Tick(5);
+  EXPECT_FALSE(h.host.send_cancel_pending) << "cancelled before its time";
+  h.Tick(20);
+  EXPECT_TRUE(h.host.send_cancel_pending);
+  h.CloseDone();
+  EXPECT_TRUE(h.conn.Freeable());
+  EXPECT_TRUE(h.Replies().empty());
   ExpectClean(h);
 }
 
