@@ -116,6 +116,27 @@ def main():
         assert status == 200 and headers.get("connection") == "close", headers
         assert "transfer-encoding" not in headers and got == b"x" * 300000, len(got)
         old.close()
+        # A connection per request (Connection: close, HTTP/1.0): the answer
+        # whole, then the server's FIN, at sizes either side of the one up
+        # to which the close is linked to the answer's send (16 KiB).
+        for size in (0, 1, 5000, 16000, 16384, 17000, 100000):
+            for i in range(40):
+                c = connect(port)
+                if i % 2:
+                    c.sendall(b"GET /test/bytes?%d HTTP/1.0\r\n\r\n" % size)
+                else:
+                    c.sendall(b"GET /test/bytes?%d HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % size)
+                status, headers, got, rest = read_response(c)
+                assert status == 200 and len(got) == size, (size, status, len(got))
+                assert headers.get("connection") == "close", headers
+                while True:  # then EOF, nothing more
+                    chunk = c.recv(65536)
+                    assert not chunk or not rest, (size, rest[:100])
+                    rest += chunk
+                    if not chunk:
+                        break
+                assert rest == b"", (size, rest[:100])
+                c.close()
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=20) == 0
     finally:
