@@ -1580,6 +1580,13 @@ def evaluate_targets(summary, special):
     cmp("ab-c50 CPU/req ours/nginx",
         ratio(med(summary, "ab-c50", "ours", "cpu_us_per_req"), med(summary, "ab-c50", "nginx", "cpu_us_per_req")),
         0.85, True, x)
+    # Issue 13: a connection per request at least as fast as h2o's, at no more CPU.
+    for load in ("ab-c10", "ab-c50"):
+        cmp(f"{load} rps ours/h2o",
+            ratio(med(summary, load, "ours", "rps"), med(summary, load, "h2o", "rps")), 1.0, False, x)
+        cmp(f"{load} CPU/req ours/h2o",
+            ratio(med(summary, load, "ours", "cpu_us_per_req"), med(summary, load, "h2o", "cpu_us_per_req")),
+            1.0, True, x)
     slow = special.get("slow", {})
     # Checked on ours only; the references say what the load tool reaches here at all.
     def with_refs(text, metric, fmt_ref):
@@ -1592,6 +1599,15 @@ def evaluate_targets(summary, special):
     t.append(("slow efficiency (rps / 3333)",
               with_refs(pct(slow["efficiency"]) if slow.get("efficiency") is not None else "-", "efficiency", pct),
               ">= 98%", None if slow.get("efficiency") is None else slow["efficiency"] >= 0.98))
+    # Issue 13: a SLOW request's CPU against the timer reference's (no
+    # threads); the pool reference's ratio beside it shows the worker
+    # model's own floor.
+    refs = slow.get("references", {})
+    timer_cpu = refs.get(f"bare (delay {SLOW_MS} ms)", {}).get("cpu_us_per_req")
+    pool_cpu = refs.get(f"bare (pool, delay {SLOW_MS} ms)", {}).get("cpu_us_per_req")
+    cmp("slow CPU/req ours/bare (delay)", ratio(slow.get("cpu_us_per_req"), timer_cpu), 1.2, True,
+        lambda v: f"{v:.3f}x" + (f" (bare (pool)/bare (delay): {ratio(pool_cpu, timer_cpu):.3f}x)"
+                                 if ratio(pool_cpu, timer_cpu) is not None else ""))
     t.append(("slow p99",
               with_refs(ms(slow["p99_ms"]) if slow.get("p99_ms") is not None else "-", "p99_ms", ms),
               "<= 35 ms", None if slow.get("p99_ms") is None else slow["p99_ms"] <= 35.0))

@@ -403,6 +403,24 @@ class PipelinedPhaseTest(unittest.TestCase):
         _, _, ok = self.targets(self.summary(600000.0, 200000.0, None))[name]
         self.assertTrue(ok)  # exactly 3x nginx's; h2o did not run
 
+    def test_issue13_targets(self):
+        def run(rps, cpu):
+            return compare.summarize([{"rps": rps, "cpu_us_per_req": cpu, "errors": 0}])
+        summary = {"ab-c10": {"ours": run(28000.0, 17.5), "h2o": run(31000.0, 21.5)},
+                   "ab-c50": {"ours": run(27000.0, 17.5), "h2o": run(25000.0, 21.5)}}
+        special = {"slow": {"cpu_us_per_req": 76.0, "references": {
+            "bare (delay 30 ms)": {"cpu_us_per_req": 40.0},
+            "bare (pool, delay 30 ms)": {"cpu_us_per_req": 88.0}}}}
+        t = {d: (v, l, ok) for d, v, l, ok in compare.evaluate_targets(summary, special)}
+        self.assertEqual(t["ab-c10 rps ours/h2o"], ("0.903x", ">= 1x", False))
+        self.assertEqual(t["ab-c10 CPU/req ours/h2o"][1:], ("<= 1x", True))
+        self.assertTrue(t["ab-c50 rps ours/h2o"][2])
+        self.assertEqual(t["slow CPU/req ours/bare (delay)"],
+                         ("1.900x (bare (pool)/bare (delay): 2.200x)", "<= 1.2x", False))
+        special["slow"]["references"] = {}
+        t = {d: (v, l, ok) for d, v, l, ok in compare.evaluate_targets(summary, special)}
+        self.assertIsNone(t["slow CPU/req ours/bare (delay)"][2])
+
     def test_target_not_applicable_without_ours_or_the_others(self):
         name = "pipelined-c100 rps ours/best of nginx, h2o"
         self.assertIsNone(self.targets(self.summary(None, 200000.0, 150000.0))[name][2])
