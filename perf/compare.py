@@ -126,8 +126,8 @@ FILE_AB_SIZE = 1 << 10
 # Port offsets (from --port-base) of the files phase's servers.
 FILE_PORTS = {"ours": 14, "nginx": 15, "h2o": 16}
 # Port offsets of the bare responder's pipelined and pool variants.
-BARE_PORTS = {"pipelined": 17, "slow-pool": 18}
-PORT_COUNT = 19
+BARE_PORTS = {"pipelined": 17, "slow-pool": 18, "mixed": 19}
+PORT_COUNT = 20
 
 
 def log(msg):
@@ -417,6 +417,11 @@ class Servers:
                 return Server("bare", f"bare (pool, delay {SLOW_MS} ms)",
                               [binary, str(port), "--close", f"--delay-ms={SLOW_MS}",
                                f"--pool-threads={SLOW_POOL_THREADS}"], port, self.workdir, None)
+            if variant == "mixed":
+                # The mixed phase's reference for the fast load: keep-alive, and
+                # unpinned like ours (slow) there.
+                port = self.port(BARE_PORTS["mixed"])
+                return Server("bare", "bare (mixed)", [binary, str(port)], port, self.workdir, None)
             if variant == "pipelined":
                 # Counts the request heads in what it receives and answers each.
                 port = self.port(BARE_PORTS["pipelined"])
@@ -1616,8 +1621,10 @@ def evaluate_targets(summary, special):
               f"{queue['seconds']:.3f} s ({queue['deviation'] * 100:+.2f}%)" if queue.get("seconds") else "-",
               "within 1%", None if queue.get("seconds") is None else abs(queue["deviation"]) <= 0.01))
     mixed = special.get("mixed", {})
+    ref_ratio = (mixed.get("reference") or {}).get("ratio")
     t.append(("mixed: fast rps with slow load / alone",
-              f"{mixed['ratio'] * 100:.1f}%" if mixed.get("ratio") is not None else "-",
+              (f"{mixed['ratio'] * 100:.1f}%" if mixed.get("ratio") is not None else "-") +
+              (f" (reference bare + nginx (echo_sleep): {ref_ratio * 100:.1f}%)" if ref_ratio is not None else ""),
               ">= 90%", None if mixed.get("ratio") is None else mixed["ratio"] >= 0.90))
     # The files phase is opt-in: its rows only when it ran.
     for key in files_keys():
@@ -1755,6 +1762,14 @@ def describe_special(special):
                    f"beside ab -c100 /test/slow {m['fast_with_slow_rps']:,.0f} req/s = {m['ratio'] * 100:.1f}%; "
                    f"the slow load meanwhile did {m['slow_rps_beside']:,.0f} req/s "
                    "(CPU/req of mixed-with-slow counts the slow requests' CPU but only the fast requests)")
+        ref = m.get("reference")
+        if ref and ref.get("ratio") is not None:
+            out.append(f"- mixed reference, the same loads interleaved with ours against the servers that do the "
+                       f"least on each path (the bare responder for the fast load, nginx's echo_sleep for the slow "
+                       f"one): fast alone {ref['fast_alone_rps']:,.0f} req/s, beside the slow load "
+                       f"{ref['fast_with_slow_rps']:,.0f} req/s = {ref['ratio'] * 100:.1f}% (slow "
+                       f"{ref['slow_rps_beside']:,.0f} req/s): what the load tools themselves take from the fast "
+                       f"load on this machine")
         out.extend(describe_cpu_split(m))
     return out
 
@@ -2562,53 +2577,88 @@ def slow_special(load_summary, notes=(), requests=None):
     return out
 
 
+def mixed_round(fast, fast_server, slow_server, workdir, rnd, slow_secs, tag=""):
+    """One round of the mixed phase: wrk's fast load on fast_server alone,
+    then beside ab's slow load on slow_server. Returns (alone, beside, the
+    slow load's parsed ab figures)."""
+    probe = CpuSplitProbe(fast_server)
+    alone = measured_run(fast, fast_server, workdir, None, during=probe)
+    alone["cpu_split"] = probe.split(alone)
+    log(f"  {tag}fast alone        round {rnd + 1}: {alone['rps']:>9,.0f} req/s  "
+        f"p99 {fmt(alone['p99_ms'], 2)} ms")
+    log(f"    cpu: {split_line(alone['cpu_split'])}")
+    csv = os.path.join(workdir, "ab-mixed.csv")
+    ab = subprocess.Popen(["ab", "-q", "-r", "-s", "60", "-t", str(slow_secs), "-n", "10000000",
+                           "-c", "100", "-e", csv, f"http://{LOOPBACK.next()}:{slow_server.port}/test/slow"],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(0.5)  # let the slow load ramp up first
+        probe = CpuSplitProbe(fast_server, ab.pid)
+        beside = measured_run(fast, fast_server, workdir, None, during=probe)
+        beside["cpu_split"] = probe.split(beside)
+        out, _ = ab.communicate(timeout=slow_secs + 60)
+    finally:
+        if ab.poll() is None:
+            ab.kill()
+            ab.wait()
+    s = parse_ab(out, csv)
+    log(f"  {tag}fast beside slow  round {rnd + 1}: {beside['rps']:>9,.0f} req/s  "
+        f"p99 {fmt(beside['p99_ms'], 2)} ms; slow {s['rps']:,.0f} req/s, err {s['errors']}, "
+        f"p99 {fmt(s['p99_ms'], 2)} ms")
+    log(f"    cpu: {split_line(beside['cpu_split'])}")
+    return alone, beside, s
+
+
+def mixed_figures(alone, beside, slow_rps):
+    a = statistics.median(r["rps"] for r in alone)
+    m = statistics.median(r["rps"] for r in beside)
+    return {"fast_alone_rps": a, "fast_with_slow_rps": m, "ratio": m / a if a else None,
+            "slow_rps_beside": statistics.median(slow_rps)}
+
+
 def run_mixed(args, servers, workdir, runs, summary, loads_order):
     [ours] = servers.start([("ours", "slow")])
+    # The reference pair, interleaved with ours round by round: the same two
+    # loads against the servers that do the least on each path (the bare
+    # responder for the fast one, nginx's echo_sleep for the slow one), so
+    # that what the load tools themselves take from the fast load shows.
+    refs = []
+    if "bare" in args.servers and "nginx" in args.servers and os.path.exists(NGINX_ECHO_MODULE):
+        specs = [("bare", "mixed"), ("nginx", "slow")]
+        refs = servers.start(specs, optional=specs, notes=[])
+        if len(refs) != 2:
+            refs = []
     fast = wrk_load(100, args.duration)
     slow_secs = args.duration + 2
     alone, mixed, slow_rps = [], [], []
+    ref_alone, ref_mixed, ref_slow_rps = [], [], []
     for rnd in range(args.rounds):
-        probe = CpuSplitProbe(ours)
-        r = measured_run(fast, ours, workdir, None, during=probe)
-        r["cpu_split"] = probe.split(r)
-        r.update(round=rnd, load="mixed-alone")
-        runs.append(r)
-        alone.append(r)
-        log(f"  fast alone        round {rnd + 1}: {r['rps']:>9,.0f} req/s  p99 {fmt(r['p99_ms'], 2)} ms")
-        log(f"    cpu: {split_line(r['cpu_split'])}")
-        csv = os.path.join(workdir, "ab-mixed.csv")
-        ab = subprocess.Popen(["ab", "-q", "-r", "-s", "60", "-t", str(slow_secs), "-n", "10000000",
-                               "-c", "100", "-e", csv, f"http://{LOOPBACK.next()}:{ours.port}/test/slow"],
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            time.sleep(0.5)  # let the slow load ramp up first
-            probe = CpuSplitProbe(ours, ab.pid)
-            r = measured_run(fast, ours, workdir, None, during=probe)
-            r["cpu_split"] = probe.split(r)
-            out, _ = ab.communicate(timeout=slow_secs + 60)
-        finally:
-            if ab.poll() is None:
-                ab.kill()
-                ab.wait()
-        r.update(round=rnd, load="mixed-with-slow")
-        runs.append(r)
-        mixed.append(r)
-        s = parse_ab(out, csv)
+        a, m, s = mixed_round(fast, ours, ours, workdir, rnd, slow_secs)
+        for r, load in ((a, "mixed-alone"), (m, "mixed-with-slow")):
+            r.update(round=rnd, load=load)
+            runs.append(r)
+        alone.append(a)
+        mixed.append(m)
         slow_rps.append(s["rps"])
-        log(f"  fast beside slow  round {rnd + 1}: {r['rps']:>9,.0f} req/s  p99 {fmt(r['p99_ms'], 2)} ms; "
-            f"slow {s['rps']:,.0f} req/s, err {s['errors']}, p99 {fmt(s['p99_ms'], 2)} ms")
-        log(f"    cpu: {split_line(r['cpu_split'])}")
+        if refs:
+            a, m, s = mixed_round(fast, refs[0], refs[1], workdir, rnd, slow_secs, tag="reference: ")
+            for r, load in ((a, "mixed-alone"), (m, "mixed-with-slow")):
+                r.update(round=rnd, load=load, server="bare (mixed) + nginx (echo_sleep)")
+                runs.append(r)
+            ref_alone.append(a)
+            ref_mixed.append(m)
+            ref_slow_rps.append(s["rps"])
     servers.stop_all()
     summary["mixed-alone"] = {"ours (slow)": summarize(alone)}
     summary["mixed-with-slow"] = {"ours (slow)": summarize(mixed)}
     loads_order += ["mixed-alone", "mixed-with-slow"]
-    a = statistics.median(r["rps"] for r in alone)
-    m = statistics.median(r["rps"] for r in mixed)
-    return {"fast_alone_rps": a, "fast_with_slow_rps": m, "ratio": m / a,
-            "slow_rps_beside": statistics.median(slow_rps),
-            "cpu_split": {"alone": summarize_split([r["cpu_split"] for r in alone]),
-                          "with_slow": summarize_split([r["cpu_split"] for r in mixed])},
-            "cpus": os.cpu_count()}
+    out = mixed_figures(alone, mixed, slow_rps)
+    out.update({"cpu_split": {"alone": summarize_split([r["cpu_split"] for r in alone]),
+                              "with_slow": summarize_split([r["cpu_split"] for r in mixed])},
+                "cpus": os.cpu_count()})
+    if refs:
+        out["reference"] = mixed_figures(ref_alone, ref_mixed, ref_slow_rps)
+    return out
 
 
 if __name__ == "__main__":

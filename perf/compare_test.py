@@ -512,6 +512,23 @@ class MixedCpuSplitTest(unittest.TestCase):
         self.assertIn("| fast beside slow | 4.50 us/req, 45% | 0.45 us/req, 4% | 4.95 us/req, 50% | "
                       "4.00 us/req, 40% | 0.75 us/req, 8% | 9.70 us/req, 97% | 103% |", text)
         self.assertEqual(compare.describe_cpu_split({"cpu_split": {}}), [])
+        self.assertNotIn("mixed reference", text)
+
+    def test_mixed_reference(self):
+        ref = compare.mixed_figures([{"rps": 100.0}, {"rps": 120.0}, {"rps": 110.0}],
+                                    [{"rps": 80.0}, {"rps": 90.0}, {"rps": 85.0}], [3000.0, 2900.0, 2950.0])
+        self.assertEqual(ref["fast_alone_rps"], 110.0)
+        self.assertEqual(ref["fast_with_slow_rps"], 85.0)
+        self.assertAlmostEqual(ref["ratio"], 85.0 / 110.0)
+        self.assertEqual(ref["slow_rps_beside"], 2950.0)
+        mixed = {"fast_alone_rps": 100000.0, "fast_with_slow_rps": 87000.0, "ratio": 0.87,
+                 "slow_rps_beside": 3000.0, "reference": ref}
+        text = "\n".join(compare.describe_special({"mixed": mixed}))
+        self.assertIn("- mixed reference, the same loads interleaved with ours", text)
+        self.assertIn("fast alone 110 req/s, beside the slow load 85 req/s = 77.3% (slow 2,950 req/s)", text)
+        t = {d: (v, ok) for d, v, _, ok in compare.evaluate_targets({}, {"mixed": mixed})}
+        self.assertEqual(t["mixed: fast rps with slow load / alone"],
+                         ("87.0% (reference bare + nginx (echo_sleep): 77.3%)", False))
 
     def test_thread_ticks_and_probe(self):
         threads = compare.thread_ticks([os.getpid()])
