@@ -271,6 +271,11 @@ void Connection::Sync() {
     }
     return;
   }
+  // A staging buffer kept empty for a streamed body (ProcessStaged) goes
+  // once the body is over.
+  if (in_.len == 0 && in_.data != nullptr && input_ != Input::kBody && !in_staged_source_) {
+    ReleaseBuffer(in_);
+  }
   // A file whose last bytes the kernel is done with ends its exchange, so
   // that a request staged behind it starts below.
   MaybeEndFile();

@@ -70,7 +70,14 @@ void Connection::ProcessStaged() {
   in_staged_source_ = false;
   if (in_.data == nullptr) return;  // the connection closed meanwhile
   if (used >= in_.len) {
-    ReleaseBuffer(in_);
+    if (input_ == Input::kBody && in_.cap > env_->chunks->chunk_size()) {
+      // A streamed body that runs ahead of its reader is staged again at
+      // every pause: its heap buffer is kept until the body ends (Sync)
+      // instead of being allocated anew each time.
+      in_.len = 0;
+    } else {
+      ReleaseBuffer(in_);
+    }
     head_scanned_ = 0;
     head_line_checked_ = false;
   } else if (used > 0) {

@@ -115,7 +115,6 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
 }
 
 void WorkerPool::WorkerMain(size_t index) {
-  pthread_setname_np(pthread_self(), "uring-worker");
   if (batch_sched_) {
     // SCHED_BATCH: same share of the CPU, but a worker that wakes (a task
     // to run, its handler's sleep over) does not preempt the thread running
@@ -126,6 +125,8 @@ void WorkerPool::WorkerMain(size_t index) {
     const sched_param param{};
     (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
   }
+  // Named once its policy is set: a thread called uring-worker has it.
+  pthread_setname_np(pthread_self(), "uring-worker");
   WorkerStats& stats = stats_[index];
   for (;;) {
     while (sem_wait(&tokens_) != 0) {

@@ -98,9 +98,19 @@ std::vector<int> WorkerPolicies() {
   return policies;
 }
 
+// The workers' policies once all 4 have named themselves (they start after
+// Start() returns).
+std::vector<int> AllWorkerPolicies() {
+  std::vector<int> policies;
+  for (int i = 0; i < 1000 && (policies = WorkerPolicies()).size() < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return policies;
+}
+
 TEST_F(ServerTest, WorkersRunAsSchedBatchUnlessAskedNot) {
   Start();
-  std::vector<int> policies = WorkerPolicies();
+  std::vector<int> policies = AllWorkerPolicies();
   ASSERT_EQ(policies.size(), 4u);
   for (int p : policies) EXPECT_EQ(p, SCHED_BATCH);
   server_->Stop();
@@ -108,7 +118,7 @@ TEST_F(ServerTest, WorkersRunAsSchedBatchUnlessAskedNot) {
   ServerConfig config = BaseConfig();
   config.workers_batch_sched = false;
   Start(config);
-  policies = WorkerPolicies();
+  policies = AllWorkerPolicies();
   ASSERT_EQ(policies.size(), 4u);
   for (int p : policies) EXPECT_EQ(p, SCHED_OTHER);
 }
