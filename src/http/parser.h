@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "src/http/header.h"  // struct Header
+
 namespace uring_http::http {
 
 enum class Method : uint8_t {
@@ -36,11 +38,6 @@ enum class Version : uint8_t {
             // HTTP/1.0 and the connection closed (the reference design).
   kHttp10,
   kHttp11,
-};
-
-struct Header {
-  std::string_view name;   // as sent (case preserved)
-  std::string_view value;  // leading and trailing whitespace removed
 };
 
 struct ParseLimits {
