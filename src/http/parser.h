@@ -14,9 +14,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
+#include "src/http/cookies.h"
+#include "src/http/form.h"
 #include "src/http/header.h"  // struct Header
+#include "src/http/header_values.h"
 
 namespace uring_http::http {
 
@@ -83,6 +87,39 @@ struct Request {
 
   // Case-insensitive lookup of the first header with this name; empty if none.
   std::string_view FindHeader(std::string_view name) const;
+
+  // Request helpers: views into the request, nothing allocated unless a
+  // value must be decoded, and nothing run unless a handler calls them.
+  // The rules are in form.h, cookies.h and header_values.h.
+  //
+  // The query string's parameters (form encoding: '+' is a space).
+  // QueryParam("x") is the first x, decoded: absent, malformed or present.
+  UrlEncodedParams QueryParams() const { return UrlEncodedParams(query); }
+  ParamValue QueryParam(std::string_view name) const { return QueryParams().Get(name); }
+  // The body's parameters when Content-Type is
+  // application/x-www-form-urlencoded (parameters such as "; charset=utf-8"
+  // allowed) and the route buffers its body; none otherwise.
+  UrlEncodedParams FormParams() const {
+    return IsFormUrlEncoded(FindHeader("content-type")) ? UrlEncodedParams(body)
+                                                        : UrlEncodedParams();
+  }
+  ParamValue FormParam(std::string_view name) const { return FormParams().Get(name); }
+  // The first cookie named `name` (case-sensitive) across every Cookie
+  // line, as sent (not percent-decoded, DQUOTEs removed); nullopt if none.
+  std::optional<std::string_view> Cookie(std::string_view name) const {
+    for (std::string_view line : HeaderValues("cookie")) {
+      if (std::optional<std::string_view> value = FindCookie(line, name)) return value;
+    }
+    return std::nullopt;
+  }
+  // The value of every header line named `name` (case-insensitive), in order.
+  HeaderValueRange HeaderValues(std::string_view name) const {
+    return HeaderValueRange(headers, num_headers, name);
+  }
+  // The comma-separated elements across all those lines ("gzip", "br", ...).
+  HeaderElementRange HeaderElements(std::string_view name) const {
+    return HeaderElementRange(headers, num_headers, name);
+  }
 
   // Reads the next bytes of the body into buf[0..len): a buffered body is
   // read from `body`, a streamed one (SLOW routes with a streamed body)
