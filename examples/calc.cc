@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <system_error>
 
@@ -30,6 +29,7 @@
 
 namespace {
 
+using uring_http::http::ParamValue;
 using uring_http::http::Request;
 using uring_http::http::Response;
 
@@ -45,41 +45,6 @@ double LogSeries(double x) {
     sum += (i % 2 == 0) ? term : -term;
   }
   return sum;
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// The value of `name` in an application/x-www-form-urlencoded query string,
-// percent-decoded; nullopt when absent or badly encoded.
-std::optional<std::string> QueryParam(std::string_view query, std::string_view name) {
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) != name) continue;
-    const std::string_view raw = eq == std::string_view::npos ? "" : pair.substr(eq + 1);
-    std::string value;
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] == '+') {
-        value += ' ';
-      } else if (raw[i] != '%') {
-        value += raw[i];
-      } else if (i + 2 < raw.size() && HexDigit(raw[i + 1]) >= 0 && HexDigit(raw[i + 2]) >= 0) {
-        value += static_cast<char>(HexDigit(raw[i + 1]) * 16 + HexDigit(raw[i + 2]));
-        i += 2;
-      } else {
-        return std::nullopt;
-      }
-    }
-    return value;
-  }
-  return std::nullopt;
 }
 
 // The whole of `text` as a finite double ("0.5", "-.25", "1e-3").
@@ -100,10 +65,11 @@ void BadRequest(Response& response, std::string_view message) {
 
 // GET /calc?value=x (runs on a worker).
 void Calc(const Request& request, Response& response) {
-  const std::optional<std::string> text = QueryParam(request.query, "value");
-  if (!text) {
-    return BadRequest(response, "missing or badly encoded parameter: value (/calc?value=0.5)");
-  }
+  // The first "value" in the query, percent-decoded ('+' is a space): a view
+  // into the request unless it had to be decoded.
+  const ParamValue text = request.QueryParam("value");
+  if (text.malformed()) return BadRequest(response, "badly encoded parameter: value");
+  if (!text) return BadRequest(response, "missing parameter: value (/calc?value=0.5)");
   const std::optional<double> x = ParseNumber(*text);
   if (!x) return BadRequest(response, "value is not a number");
   if (!(*x > -1 && *x <= 1)) return BadRequest(response, "value must be in (-1, 1]");
@@ -111,7 +77,7 @@ void Calc(const Request& request, Response& response) {
   const double sum = LogSeries(*x);
   const double exact = std::log1p(*x);
   const bool as_json =
-      QueryParam(request.query, "format") == "json" ||
+      request.QueryParam("format") == "json" ||
       request.FindHeader("Accept").find("application/json") != std::string_view::npos;
   char body[256];
   int n;

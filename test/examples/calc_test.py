@@ -40,6 +40,19 @@ def main():
             status, _, body = calc(server, bad)
             assert status == 400, (bad, status, body)
 
+        # The request helpers: a percent-encoded value, the first of a
+        # repeated one, and a malformed escape told apart from a missing value.
+        status, _, body = calc(server, "value=%2D0%2E5")
+        assert status == 200 and abs(float(body.splitlines()[0]) - math.log(0.5)) < 1e-6, body
+        status, _, body = calc(server, "value=0.5&value=2")
+        assert status == 200 and abs(float(body.splitlines()[0]) - math.log(1.5)) < 1e-6, body
+        status, _, body = calc(server, "value=%zz")
+        assert status == 400 and "badly encoded" in body, body
+        status, _, body = calc(server, "valu%65=0.5&value=%4")
+        assert status == 200, (status, body)  # the encoded name comes first
+        status, _, body = calc(server, "other=0.5")
+        assert status == 400 and "missing" in body, body
+
         # Concurrent requests: each answered, each right, through both workers.
         values = [i / 10 for i in range(-9, 11)]
         with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
