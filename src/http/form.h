@@ -91,7 +91,7 @@ class UrlEncodedParams {
   class iterator {
    public:
     using iterator_concept = std::forward_iterator_tag;
-    using iterator_category = std::input_iterator_tag;  // yields values
+    using iterator_category = std::input_iterator_tag;  // references are into the iterator
     using value_type = RawParam;
     using difference_type = std::ptrdiff_t;
     using pointer = const RawParam*;
@@ -143,6 +143,7 @@ class UrlEncodedParams {
 // bytes, written over `*storage` (its capacity is kept, so a storage reused
 // across calls stops allocating); nullopt when `raw` is malformed (`*storage`
 // then holds some prefix). The decoded bytes are never longer than `raw`.
+// `raw` must not lie in `*storage`.
 std::optional<std::string_view> DecodeFormComponent(std::string_view raw, std::string* storage);
 
 // Whether `raw` decodes to exactly `decoded`, without decoding it into

@@ -6,7 +6,10 @@
 // chunked); reading the body is the connection's job (src/http1/), with
 // ChunkedDecoder for chunked bodies. A caller with a partial head re-parses
 // from the start once more bytes hold the end of the head (see
-// FindHeadEnd), which keeps every receive O(new bytes).
+// FindHeadEnd), which keeps every receive O(new bytes). A parsed Request
+// also offers helpers over its views (query and form parameters, cookies,
+// repeated and list headers), defined in form.h, cookies.h and
+// header_values.h and run only when a handler calls them.
 //
 // Thread-safety: stateless; any thread may call it.
 #ifndef URING_HTTP_SRC_HTTP_PARSER_H_
