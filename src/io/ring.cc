@@ -6,11 +6,13 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/io/uring_refusal.h"
 
 namespace uring_http::io {
 
@@ -85,6 +87,14 @@ absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(const RingOptions& options) {
             "io_uring_setup: ", strerror(-ret),
             " (ring memory counts against RLIMIT_MEMLOCK for users without "
             "CAP_IPC_LOCK: raise it with `ulimit -l` or LimitMEMLOCK= in systemd)"));
+      }
+      if (IsSetupRefusal(-ret)) {
+        // Not these flags but io_uring itself is refused (a sysctl, a
+        // seccomp filter, a security module, or no io_uring in this kernel):
+        // say which, from what /proc shows, and what to do about it.
+        const std::string message = DescribeSetupRefusal(-ret, ReadSystemFacts());
+        return ret == -ENOSYS ? absl::UnimplementedError(message)
+                              : absl::PermissionDeniedError(message);
       }
       return absl::InternalError(absl::StrCat("io_uring_setup: ", strerror(-ret)));
     }
