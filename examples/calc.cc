@@ -24,8 +24,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "src/serving/options.h"
-#include "src/serving/server.h"
+#include "uring_http/uring_http.h"
 
 namespace {
 

@@ -34,8 +34,7 @@
 #include <iostream>
 #include <string_view>
 
-#include "src/serving/options.h"
-#include "src/serving/server.h"
+#include "uring_http/uring_http.h"
 
 namespace {
 

@@ -43,8 +43,7 @@
 #include <string>
 #include <string_view>
 
-#include "src/serving/options.h"
-#include "src/serving/server.h"
+#include "uring_http/uring_http.h"
 
 namespace {
 

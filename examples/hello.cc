@@ -1,8 +1,7 @@
 // hello: the smallest uring-http server; GET / answers "hello, world".
 // Run: bazel run //examples:hello -- --port=8080   (every flag of //src:server)
 #include <iostream>
-#include "src/serving/options.h"
-#include "src/serving/server.h"
+#include "uring_http/uring_http.h"
 
 int main(int argc, char** argv) {
   using namespace uring_http;

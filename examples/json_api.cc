@@ -21,8 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/serving/options.h"
-#include "src/serving/server.h"
+#include "uring_http/uring_http.h"
 
 namespace {
 
