@@ -20,6 +20,7 @@
 #include <optional>
 #include <string_view>
 
+#include "src/http/client_address.h"
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header.h"  // struct Header
@@ -87,6 +88,10 @@ struct Request {
   // A route that streams its body on a worker reads it here (blocking);
   // null otherwise. See ReadBody().
   BodyReader* body_reader = nullptr;
+  // Where the request came from, set by the server: the socket's peer, or
+  // on a --proxy-protocol listener the client the proxy's header names.
+  // Unknown (known() false) when neither could be had.
+  ClientAddress client_address;
 
   // Case-insensitive lookup of the first header with this name; empty if none.
   std::string_view FindHeader(std::string_view name) const;
