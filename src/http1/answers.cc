@@ -105,6 +105,7 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->keep_alive_header = ex_.keep_alive && ex_.http10;
   task->http10 = ex_.http10;
   task->request_body = req_pipe();
+  task->client_address = client_address();
   std::memcpy(task->data(), head.data(), head.size());
   if (!body.empty()) std::memcpy(task->data() + head.size(), body.data(), body.size());
   if (!env_->host->Dispatch(slot_, task, *ex_.route, ex_.started_ns)) {
@@ -348,7 +349,8 @@ void Connection::Answered() {
   env_->host->ExchangeDone(
       slot_, ConnectionHost::Exchange{ex_.route_id, ex_.status, ex_.started_ns,
                                       env_->access_log ? RequestLine() : std::string_view(),
-                                      ex_.head ? 0 : ex_.response_bytes});
+                                      ex_.head ? 0 : ex_.response_bytes,
+                                      &client_address()});
   if (ex_.close_after) {
     // Nothing more is read: a body not read through is input left unread.
     if (!ex_.body_done) {

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "src/base/check.h"
+#include "src/http1/proxy_header.h"
 
 namespace uring_http::http1 {
 
@@ -31,6 +32,10 @@ void Connection::Open(ConnectionEnv* env, uint32_t slot) {
   out_.Init(env->chunks);
   phase_ = Phase::kOpen;
   input_ = Input::kHead;
+  proxy_pending_ = env->config->proxy_protocol;
+  // The header is due within the head's time, not the idle one: a proxy
+  // sends it at once, and a connection that sends nothing is not a proxy.
+  if (proxy_pending_) head_deadline_ = After(env->config->header_timeout_ms);
   Sync();
 }
 
@@ -60,6 +65,10 @@ void Connection::OnRecv(const char* data, size_t len, bool ended) {
     Sync();
     return;
   }
+  if (proxy_pending_ && !ReadProxyHeader(&data, &len)) {
+    if (phase_ == Phase::kOpen) Sync();  // reads on for the rest of it
+    return;
+  }
   if (in_.len == 0) {
     // The common case: whole requests in one receive, parsed in place.
     const size_t used = Process(data, len, /*staged=*/false);
@@ -68,13 +77,55 @@ void Connection::OnRecv(const char* data, size_t len, bool ended) {
       return;
     }
   } else {
-    if (!StageInput(data, len)) {
+    if (len > 0 && !StageInput(data, len)) {
       Abort();
       return;
     }
     ProcessStaged();
   }
   Sync();
+}
+
+bool Connection::ReadProxyHeader(const char** data, size_t* len) {
+  // Usually the header and the first request arrive in one receive and the
+  // header is read in place; a header split across receives is staged and
+  // read again whole (it is at most a few hundred bytes).
+  const bool staged = in_.len > 0;
+  if (staged && !StageInput(*data, *len)) {
+    Abort();
+    return false;
+  }
+  const std::string_view bytes = staged ? in_.view() : std::string_view(*data, *len);
+  const ProxyHeader header = ParseProxyHeader(bytes);
+  switch (header.status) {
+    case ProxyStatus::kIncomplete:
+      if (!staged && !StageInput(*data, *len)) {
+        Abort();
+        return false;
+      }
+      return false;
+    case ProxyStatus::kError:
+      // Not a proxy we can trust, or not a proxy at all: no HTTP answer
+      // (it may not even be HTTP that follows).
+      env_->stats->proxy_header_errors.Add();
+      Abort();
+      return false;
+    case ProxyStatus::kDone:
+      break;
+  }
+  proxy_pending_ = false;
+  head_deadline_ = 0;
+  if (!header.local) proxied_ = header.source;
+  if (staged) {
+    std::memmove(in_.data, in_.data + header.consumed, in_.len - header.consumed);
+    in_.len -= static_cast<uint32_t>(header.consumed);
+    if (in_.len == 0) ReleaseBuffer(in_);
+    *len = 0;
+  } else {
+    *data += header.consumed;
+    *len -= header.consumed;
+  }
+  return true;
 }
 
 void Connection::OnRecvEnd(int res) {
@@ -376,6 +427,14 @@ void Connection::OnDeadline() {
     Abort();
     return;
   }
+  if (proxy_pending_ && due(head_deadline_)) {
+    // No whole PROXY header in time: closed without an answer, like a
+    // malformed one.
+    env_->stats->timeouts.Add();
+    env_->stats->proxy_header_errors.Add();
+    Abort();
+    return;
+  }
   size_t scanned = 0;
   if (due(head_deadline_) && input_ == Input::kHead &&
       !(in_.len > 0 && http::FindHeadEnd(in_.view(), &scanned) != 0)) {
@@ -536,6 +595,8 @@ void Connection::Release() {
   recv_starved_ = peer_eof_ = recv_failed_ = shutdown_inflight_ = recv_bulk_ = false;
   recv_used_ = false;
   linger_ = in_staged_source_ = zc_inflight_ = batch_hook_ = false;
+  proxy_pending_ = false;
+  proxied_ = http::ClientAddress();
   head_scanned_ = 0;
   head_line_checked_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;

@@ -26,6 +26,11 @@
 // done with it. Deadlines (head, body, send progress, idle, linger) are kept
 // apart and the loop is asked for the earliest.
 //
+// On a --proxy-protocol listener (ConnectionConfig::proxy_protocol) the
+// connection first reads a PROXY header (proxy_header.h), under the head
+// deadline, and closes without an answer if it is missing or malformed; the
+// client it names is the connection's client_address().
+//
 // Requests are answered strictly in order. While a request is answered by a
 // worker or streams its response, the next one waits (its bytes are staged,
 // and reading pauses once too many are). A request body is buffered for the
@@ -45,6 +50,7 @@
 #include <string_view>
 
 #include "src/http/body_decoder.h"
+#include "src/http/client_address.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
@@ -131,6 +137,15 @@ class Connection final : private ExternalOwner {
   size_t staged_bytes() const { return in_.len; }
   size_t output_pending() const { return out_.pending(); }
   bool receiving() const { return recv_ == Recv::kArmed; }
+
+  // Where the loop has the kernel write the socket's peer address, at
+  // accept, before Open() (a completion the connection never sees: it is
+  // written before the first receive is issued).
+  http::ClientAddress* peer_address() { return &peer_; }
+  // The client requests come from: the PROXY header's, else the peer.
+  const http::ClientAddress& client_address() const {
+    return proxied_.known() ? proxied_ : peer_;
+  }
 
  private:
   enum class Phase : uint8_t { kOpen, kFinishing, kLingering, kClosing, kCloseSubmitted, kClosed };
@@ -237,6 +252,13 @@ class Connection final : private ExternalOwner {
   bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
   bool FileOwnsSocket() const { return FileBusy() && st_->file.socket_busy(); }
 
+  // ---- the PROXY header (connection.cc)
+  // Reads the header from data[0..len) (after what is staged). Returns
+  // true once it is read, with data/len left at the bytes after it (none
+  // if they are staged); false while more is needed, or when the
+  // connection closed for a bad header.
+  bool ReadProxyHeader(const char** data, size_t* len);
+
   // ---- I/O and life (connection.cc)
   // After every event: drives output, closes when done, reconciles the
   // receive and the deadline with what the state now wants.
@@ -296,6 +318,7 @@ class Connection final : private ExternalOwner {
   bool zc_inflight_ = false;      // the send in flight is zero-copy
   bool send_dont_wait_ = false;   // ... and it returns -EAGAIN, not waits, on a full socket
   bool batch_hook_ = false;       // OnBatchEnd() is due
+  bool proxy_pending_ = false;    // the PROXY header is still to come
 
   Buffer in_;                     // staged input, not yet processed
   size_t head_scanned_ = 0;       // FindHeadEnd's progress over in_
@@ -305,6 +328,8 @@ class Connection final : private ExternalOwner {
   std::string_view unparsed_;     // the source's bytes after the current request
   worker::TaskBuffer* task_ = nullptr;
   std::unique_ptr<StreamState> st_;  // while a body is read or streams (S())
+  http::ClientAddress peer_;      // the socket's peer (the loop fills it in)
+  http::ClientAddress proxied_;   // the PROXY header's client, if it named one
   OutputQueue out_;
 
   // Deadlines in ticks; 0: not running.

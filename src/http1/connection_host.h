@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "src/http/chunked_decoder.h"
+#include "src/http/client_address.h"
 #include "src/files/open_file_cache.h"
 #include "src/http/parser.h"
 #include "src/io/arena.h"
@@ -128,6 +129,7 @@ class ConnectionHost {
     int64_t started_ns = 0;
     std::string_view request_line;
     uint64_t body_bytes = 0;  // response body bytes (0 for HEAD)
+    const http::ClientAddress* client = nullptr;  // valid during the call
   };
   virtual void ExchangeDone(uint32_t slot, const Exchange& exchange) = 0;
 
@@ -146,6 +148,8 @@ struct ConnectionConfig {
   uint32_t linger_timeout_ms = 5'000;   // after our FIN, wait for the peer's
   uint32_t drain_idle_ms = 1'000;       // draining: grace for an idle connection
   uint32_t tick_ms = 100;               // the loop's timer resolution
+  // Every connection starts with a PROXY protocol header (v1 or v2).
+  bool proxy_protocol = false;
   // Sends of a segment this large go zero-copy (0: never).
   uint32_t send_zc_min_bytes = 0;
   // The bound on a streamed request body held for a worker, per connection.
@@ -198,6 +202,7 @@ struct ConnectionStats {
   Counter file_opens;       // files opened (cache misses and changed files)
   Counter file_truncated;   // a file ended early while sent: connection closed
   Counter file_splices;     // file bodies spliced rather than read
+  Counter proxy_header_errors;  // --proxy-protocol: missing, malformed or late
 };
 
 // Everything the connections of one loop share. The loop updates now_tick

@@ -64,7 +64,8 @@ size_t Connection::Process(const char* data, size_t len, bool staged) {
 }
 
 void Connection::ProcessStaged() {
-  if (in_.len == 0 || in_staged_source_) return;
+  // (A PROXY header still arriving is not a request: ReadProxyHeader.)
+  if (in_.len == 0 || in_staged_source_ || proxy_pending_) return;
   in_staged_source_ = true;
   const size_t used = Process(in_.data, in_.len, /*staged=*/true);
   in_staged_source_ = false;
@@ -126,6 +127,7 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
     return true;
   }
   *used = r.consumed;
+  request.client_address = client_address();
   BeginExchange(request, data, len, used);
   return true;
 }
@@ -286,6 +288,7 @@ bool Connection::ReparseHead(http::Request* request) {
       env_->headers_capacity);
   // The same bytes parsed complete once already.
   URING_CHECK(r.status == http::ParseStatus::kComplete && r.consumed == ex_.head_len);
+  request->client_address = client_address();
   ex_.head_ptr = req_.data;
   return true;
 }

@@ -17,7 +17,7 @@ void AccessLog::Init(int fd, io::Ring* ring, uint64_t user_data) {
   buffers_[1] = std::make_unique<char[]>(kBufferSize);
 }
 
-void AccessLog::Append(const sockaddr_in* peer, std::string_view request_line, int status,
+void AccessLog::Append(const http::ClientAddress* client, std::string_view request_line, int status,
                        size_t body_bytes) {
   if (fd_ < 0) return;
   timespec now;
@@ -28,10 +28,8 @@ void AccessLog::Append(const sockaddr_in* peer, std::string_view request_line, i
     gmtime_r(&now.tv_sec, &parts);
     date_len_ = strftime(date_, sizeof(date_), "[%d/%b/%Y:%H:%M:%S +0000]", &parts);
   }
-  char host[INET_ADDRSTRLEN] = "-";
-  if (peer != nullptr && peer->sin_family == AF_INET) {
-    inet_ntop(AF_INET, &peer->sin_addr, host, sizeof(host));
-  }
+  char host[http::ClientAddress::kMaxText] = "-";
+  if (client != nullptr) client->Format(host);
   if (request_line.size() > 2048) request_line = request_line.substr(0, 2048);
   char bytes[24] = "-";
   if (body_bytes > 0) std::snprintf(bytes, sizeof(bytes), "%zu", body_bytes);

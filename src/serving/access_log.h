@@ -18,6 +18,7 @@
 #include <memory>
 #include <string_view>
 
+#include "src/http/client_address.h"
 #include "src/io/ring.h"
 
 namespace uring_http::serving {
@@ -32,7 +33,7 @@ class AccessLog {
   bool enabled() const { return fd_ >= 0; }
 
   // One line: host - - [date] "request line" status bytes
-  void Append(const sockaddr_in* peer, std::string_view request_line, int status,
+  void Append(const http::ClientAddress* client, std::string_view request_line, int status,
               size_t body_bytes);
   // Starts writing the filled buffer if no write is in flight.
   void Flush();

@@ -76,6 +76,10 @@ struct ServerConfig {
 
   // Access log in Common Log Format; empty: none.
   std::string access_log_path;
+  // Every connection starts with a PROXY protocol header (v1 or v2) naming
+  // the client (behind HAProxy's send-proxy-v2 or a load balancer); one
+  // without a valid header is closed unanswered.
+  bool proxy_protocol = false;
 
   bool verbose = false;
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)

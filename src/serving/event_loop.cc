@@ -140,7 +140,6 @@ absl::Status EventLoop::Init() {
   starved_ = std::make_unique<uint32_t[]>(capacity_);
   after_batch_ = std::make_unique<uint32_t[]>(capacity_);
   access_log_.Init(access_log_fd_, ring_.get(), PackUserData(Op::kLogWrite, 0, 0));
-  if (access_log_.enabled()) peers_ = std::make_unique<sockaddr_in[]>(capacity_);
   route_stats_ = std::make_unique<RouteStats[]>(router_.size() + 1);
   const size_t headers_capacity = std::max<size_t>(config_.limits.max_headers, 1);
   headers_ = std::make_unique<http::Header[]>(headers_capacity);
@@ -459,7 +458,7 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       stats_.active.Add();
       Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
             slot, file_index);
-      if (peers_ != nullptr) FetchPeerAddress(slot, s.file_index);
+      FetchPeerAddress(slot, s.file_index);
       s.conn.Open(&env_, slot);
     }
   }
@@ -470,14 +469,20 @@ void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
   // A direct descriptor has no fd for getpeername(): ask through the ring,
   // getsockopt(SOL_SOCKET, SO_PEERNAME) as an IORING_OP_URING_CMD (Linux
   // 6.7+). On an older kernel it fails and the log shows "-".
-  peers_[slot] = sockaddr_in{};
+  // Handlers see it as Request::client_address, the access log logs it.
+  // It completes as it is issued (a socket's getsockopt never waits), so
+  // it is written before the receive issued after it can complete.
+  http::ClientAddress* peer = slots_[slot].conn.peer_address();
+  *peer = http::ClientAddress();
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(file_index), nullptr, 0, 0);
   sqe->flags |= IOSQE_FIXED_FILE;
   sqe->off = SOCKET_URING_OP_GETSOCKOPT;                          // cmd_op
   sqe->addr = uint64_t{SOL_SOCKET} | (uint64_t{SO_PEERNAME} << 32);  // level, optname
-  sqe->splice_fd_in = sizeof(sockaddr_in);                          // optlen
-  sqe->addr3 = reinterpret_cast<uint64_t>(&peers_[slot]);           // optval
+  // optlen: the listener is IPv4, and SO_PEERNAME refuses a length longer
+  // than the address.
+  sqe->splice_fd_in = sizeof(sockaddr_in);
+  sqe->addr3 = reinterpret_cast<uint64_t>(peer->raw());  // optval
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
 }
 
@@ -591,8 +596,8 @@ void EventLoop::ExchangeDone(uint32_t slot, const Exchange& exchange) {
   } else {
     stats_.responses_5xx.Add();
   }
-  if (peers_ != nullptr) {
-    access_log_.Append(&peers_[slot], exchange.request_line, exchange.status,
+  if (access_log_.enabled()) {
+    access_log_.Append(exchange.client, exchange.request_line, exchange.status,
                        exchange.body_bytes);
   }
 }

@@ -199,7 +199,6 @@ class EventLoop final : private http1::ConnectionHost {
   LoopStats stats_;
   const int access_log_fd_;
   AccessLog access_log_;
-  std::unique_ptr<sockaddr_in[]> peers_;  // per slot, only with an access log
   std::unique_ptr<RouteStats[]> route_stats_;
 };
 

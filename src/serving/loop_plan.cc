@@ -101,6 +101,7 @@ http1::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const Lo
   c.send_timeout_ms = config.send_timeout_ms;
   c.linger_timeout_ms = config.linger_timeout_ms;
   c.tick_ms = kTickMs;
+  c.proxy_protocol = config.proxy_protocol;
   c.send_zc_min_bytes = config.send_zc_min_bytes;
   c.recv_pool_bytes = size_t{plan.recv_buffers} * plan.recv_buffer_size +
                       size_t{plan.bulk_buffers} * plan.bulk_buffer_size;

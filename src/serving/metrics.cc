@@ -115,6 +115,10 @@ std::string Server::RenderMetrics() const {
       {"uring_http_lingering_closes_total", "counter",
        "Closes that sent our FIN and read until the client's, because input was left unread.",
        s.lingering_closes},
+      {"uring_http_proxy_header_errors_total", "counter",
+       "Connections closed unanswered for a missing, malformed or late PROXY header "
+       "(--proxy-protocol).",
+       s.proxy_header_errors},
       {"uring_http_files_served_total", "counter",
        "Requests answered from a static-file mount (any status).", s.files_served},
       {"uring_http_file_opens_total", "counter",

@@ -42,6 +42,7 @@ enum LongOnly {
   kFileSplicePipe,
   kDeferAccept,
   kWorkerSched,
+  kProxyProtocol,
 };
 
 const option kLongOptions[] = {
@@ -82,6 +83,7 @@ const option kLongOptions[] = {
     {"file-splice-pipe", required_argument, nullptr, kFileSplicePipe},
     {"defer-accept", required_argument, nullptr, kDeferAccept},
     {"worker-sched", required_argument, nullptr, kWorkerSched},
+    {"proxy-protocol", no_argument, nullptr, kProxyProtocol},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -158,6 +160,10 @@ std::string UsageText(const char* program) {
       "  -v, --verbose               Debug output on stderr\n"
       "      --access-log=path       Access log in Common Log Format (written through\n"
       "                              the rings, never blocking them)\n"
+      "      --proxy-protocol        Every connection starts with a PROXY protocol v1 or\n"
+      "                              v2 header (HAProxy send-proxy[-v2], load balancers);\n"
+      "                              its client is the one logged and given to handlers.\n"
+      "                              Missing or malformed: closed without an answer\n"
       "  -d, --daemonize             Detach from the terminal and run in the background\n"
       "      --pid-file=path         Write the process id there once serving\n"
       "      --metrics-path=path     Prometheus metrics endpoint (/metrics); empty: off\n"
@@ -412,6 +418,9 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");
         options.pid_file = optarg;
+        break;
+      case kProxyProtocol:
+        options.config.proxy_protocol = true;
         break;
       case kAccessLog:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--access-log needs a path");

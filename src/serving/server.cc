@@ -237,6 +237,7 @@ ServerStats Server::Stats() const {
     s.file_opens += c.file_opens.Get();
     s.file_splices += c.file_splices.Get();
     s.file_truncated += c.file_truncated.Get();
+    s.proxy_header_errors += c.proxy_header_errors.Get();
     s.file_cache_hits += l.file_cache_hits.Get();
     s.file_cache_revalidations += l.file_cache_revalidations.Get();
     s.file_cache_entries += l.file_cache_entries.Get();

@@ -47,6 +47,7 @@ struct ServerStats {
   uint64_t files_served = 0, file_opens = 0, file_cache_hits = 0, file_cache_revalidations = 0;
   uint64_t file_cache_entries = 0, file_cache_content_bytes = 0, file_splices = 0;
   uint64_t file_truncated = 0;
+  uint64_t proxy_header_errors = 0;
   worker::WorkerPoolStats workers;
 };
 

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "src/http/client_address.h"
 #include "src/http/response.h"
 #include "src/worker/body_pipe.h"
 
@@ -56,6 +57,7 @@ struct TaskBuffer {
   bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in a streamed head
   bool http10 = false;      // no chunked framing: a streamed body is close-delimited
   BodyPipe* request_body = nullptr;  // streamed request body, or null
+  http::ClientAddress client_address;  // Request::client_address
   RingAddress ring;
   uint64_t notify_user_data = 0;     // kStreamNotify for this connection
 

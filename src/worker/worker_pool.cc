@@ -85,6 +85,7 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
     buf->state.store(TaskBuffer::kDone, std::memory_order_release);
     return;
   }
+  request.client_address = buf->client_address;
   PipeBodyReader reader(buf);
   if (buf->request_body != nullptr) {
     request.body_reader = &reader;

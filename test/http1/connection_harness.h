@@ -61,6 +61,7 @@ class FakeHost final : public ConnectionHost {
     int status;
     std::string request_line;
     uint64_t body_bytes;
+    std::string client;  // the client address the access log would show
   };
 
   void ArmRecv(uint32_t, bool bulk, bool once) override {
@@ -190,7 +191,9 @@ class FakeHost final : public ConnectionHost {
   }
   void AfterBatch(uint32_t) override { batch_end_due = true; }
   void ExchangeDone(uint32_t, const Exchange& e) override {
-    done.push_back({e.route_id, e.status, std::string(e.request_line), e.body_bytes});
+    char client[http::ClientAddress::kMaxText] = "-";
+    if (e.client != nullptr) e.client->Format(client);
+    done.push_back({e.route_id, e.status, std::string(e.request_line), e.body_bytes, client});
   }
 
   // Checks that the memory behind `s` still holds what was submitted.

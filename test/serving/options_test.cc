@@ -233,6 +233,13 @@ TEST(OptionsTest, WorkerSchedIsBatchOrNormal) {
   ExpectError({"--worker-sched="}, "--worker-sched");
 }
 
+TEST(OptionsTest, ProxyProtocolIsOffUnlessGiven) {
+  EXPECT_FALSE(Parse({})->config.proxy_protocol);
+  EXPECT_TRUE(Parse({"--proxy-protocol"})->config.proxy_protocol);
+  // A switch: it takes no value.
+  ExpectError({"--proxy-protocol=v2"}, "proxy-protocol");
+}
+
 TEST(OptionsTest, BadDurations) {
   ExpectError({"--header-timeout=abc"}, "--header-timeout");
   ExpectError({"--idle-timeout="}, "--idle-timeout");
