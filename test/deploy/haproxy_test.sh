@@ -3,6 +3,10 @@
 # through HAProxy with wrk (keep-alive) and ab (a connection per request), one
 # instance stopped with SIGTERM in the middle. Passes when no request failed
 # and HAProxy marked the stopped instance DOWN while the others stayed UP.
+# The instances run with --proxy-protocol behind send-proxy-v2: a request
+# from 127.0.0.2 through HAProxy (which itself connects from 127.0.0.1) is
+# logged with 127.0.0.2, and a connection straight to an instance, without a
+# PROXY header, is closed unanswered.
 #
 # Not part of `bazel test //...` (tagged manual): it needs haproxy, wrk and ab,
 # and the fixed loopback ports 19099-19103 of the config. Run it with
@@ -56,7 +60,7 @@ done
 # --- the instances
 for i in 0 1 2; do
   "$server" --address=127.0.0.1 -p "${ports[$i]}" -A 1 -w 2 --shutdown-timeout=5s \
-    >"$tmp/server$i.out" 2>&1 &
+    --proxy-protocol --access-log="$tmp/access$i.log" >"$tmp/server$i.out" 2>&1 &
   pids+=($!)
 done
 for i in 0 1 2; do
@@ -92,6 +96,18 @@ for name in "${names[@]}"; do
 done
 echo "haproxy_test: 3 instances UP behind HAProxy"
 
+# --- the client's address, through the PROXY header
+# Loopback is all of 127/8: the client connects from 127.0.0.2, HAProxy
+# from 127.0.0.1. One request per instance (round robin).
+for i in 0 1 2; do
+  curl -fsS --interface 127.0.0.2 -o /dev/null "$frontend/test/fast?client-address-$i" ||
+    fail "a request from 127.0.0.2 through HAProxy failed"
+done
+# A client without a PROXY header, straight to an instance: closed, no answer.
+if out=$(curl -sS -m 5 "http://127.0.0.1:${ports[0]}/test/fast" 2>&1); then
+  fail "an instance answered a connection without a PROXY header: $out"
+fi
+
 # --- load, and a SIGTERM in the middle
 wrk -t 2 -c 32 -d "${duration}s" "$frontend/test/fast" >"$tmp/wrk.out" 2>&1 &
 wrk_pid=$!
@@ -111,6 +127,21 @@ wait "$ab_pid" || fail "ab failed: $(cat "$tmp/ab.out")"
 for i in 0 2; do
   [[ $(server_status "${names[$i]}") == UP ]] || fail "${names[$i]} is $(server_status "${names[$i]}")"
 done
+
+# The access logs (written out on exit): the requests from 127.0.0.2 are
+# logged with it, not with HAProxy's 127.0.0.1.
+for i in 0 2; do kill -TERM "${pids[$i]}"; done
+for i in 0 2; do wait "${pids[$i]}" || fail "${names[$i]} exited with status $? after SIGTERM"; done
+pids=()
+cat "$tmp"/access*.log >"$tmp/access.all"
+marked=$(grep -c '"GET /test/fast?client-address-' "$tmp/access.all" || true)
+from_client=$(grep -c '^127\.0\.0\.2 - - .*"GET /test/fast?client-address-' "$tmp/access.all" || true)
+echo "haproxy_test: access logs: $marked request(s) from 127.0.0.2 through HAProxy," \
+  "$from_client logged with 127.0.0.2"
+((marked == 3 && from_client == 3)) ||
+  fail "the access logs do not show the client's address: $(grep 'client-address' "$tmp/access.all")"
+grep -q '^127\.0\.0\.1 - - .*"GET /test/fast HTTP/1.1" 200' "$tmp/access.all" ||
+  fail "the load through HAProxy (from 127.0.0.1) is not logged with 127.0.0.1"
 
 # --- the clients' view (and HAProxy's retries, which the clients never see)
 echo "haproxy_test: HAProxy retried $(stat_field BACKEND wretr) request(s)," \
