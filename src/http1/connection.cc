@@ -10,7 +10,6 @@
 #include <utility>
 
 #include "src/base/check.h"
-#include "src/http1/proxy_header.h"
 
 namespace uring_http::http1 {
 
@@ -84,48 +83,6 @@ void Connection::OnRecv(const char* data, size_t len, bool ended) {
     ProcessStaged();
   }
   Sync();
-}
-
-bool Connection::ReadProxyHeader(const char** data, size_t* len) {
-  // Usually the header and the first request arrive in one receive and the
-  // header is read in place; a header split across receives is staged and
-  // read again whole (it is at most a few hundred bytes).
-  const bool staged = in_.len > 0;
-  if (staged && !StageInput(*data, *len)) {
-    Abort();
-    return false;
-  }
-  const std::string_view bytes = staged ? in_.view() : std::string_view(*data, *len);
-  const ProxyHeader header = ParseProxyHeader(bytes);
-  switch (header.status) {
-    case ProxyStatus::kIncomplete:
-      if (!staged && !StageInput(*data, *len)) {
-        Abort();
-        return false;
-      }
-      return false;
-    case ProxyStatus::kError:
-      // Not a proxy we can trust, or not a proxy at all: no HTTP answer
-      // (it may not even be HTTP that follows).
-      env_->stats->proxy_header_errors.Add();
-      Abort();
-      return false;
-    case ProxyStatus::kDone:
-      break;
-  }
-  proxy_pending_ = false;
-  head_deadline_ = 0;
-  if (!header.local) proxied_ = header.source;
-  if (staged) {
-    std::memmove(in_.data, in_.data + header.consumed, in_.len - header.consumed);
-    in_.len -= static_cast<uint32_t>(header.consumed);
-    if (in_.len == 0) ReleaseBuffer(in_);
-    *len = 0;
-  } else {
-    *data += header.consumed;
-    *len -= header.consumed;
-  }
-  return true;
 }
 
 void Connection::OnRecvEnd(int res) {

@@ -138,9 +138,9 @@ class Connection final : private ExternalOwner {
   size_t output_pending() const { return out_.pending(); }
   bool receiving() const { return recv_ == Recv::kArmed; }
 
-  // Where the loop has the kernel write the socket's peer address, at
-  // accept, before Open() (a completion the connection never sees: it is
-  // written before the first receive is issued).
+  // Where the loop has the kernel write the socket's peer address at
+  // accept, before Open(). The connection never hears of that completion:
+  // the getsockopt completes as it is issued, before the first receive is.
   http::ClientAddress* peer_address() { return &peer_; }
   // The client requests come from: the PROXY header's, else the peer.
   const http::ClientAddress& client_address() const {
@@ -252,7 +252,7 @@ class Connection final : private ExternalOwner {
   bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
   bool FileOwnsSocket() const { return FileBusy() && st_->file.socket_busy(); }
 
-  // ---- the PROXY header (connection.cc)
+  // ---- the PROXY header (requests.cc)
   // Reads the header from data[0..len) (after what is staged). Returns
   // true once it is read, with data/len left at the bytes after it (none
   // if they are staged); false while more is needed, or when the

@@ -1,4 +1,5 @@
-// Connection, part two: reading requests. A head is parsed once its end has
+// Connection, part two: reading requests (and, on a --proxy-protocol
+// listener, the PROXY header before them). A head is parsed once its end has
 // arrived (or an early error is possible); its route decides how its body is
 // taken: buffered for the handler, streamed into a worker's pipe or a FAST
 // BodySink, or discarded after an early answer. Part one, connection.cc, is
@@ -11,6 +12,7 @@
 
 #include "src/base/check.h"
 #include "src/http1/connection.h"
+#include "src/http1/proxy_header.h"
 
 namespace uring_http::http1 {
 namespace {
@@ -24,6 +26,48 @@ int64_t NowNs() {
 }
 
 }  // namespace
+
+bool Connection::ReadProxyHeader(const char** data, size_t* len) {
+  // Usually the header and the first request arrive in one receive and the
+  // header is read in place; a header split across receives is staged and
+  // read again whole (it is at most a few hundred bytes).
+  const bool staged = in_.len > 0;
+  if (staged && !StageInput(*data, *len)) {
+    Abort();
+    return false;
+  }
+  const std::string_view bytes = staged ? in_.view() : std::string_view(*data, *len);
+  const ProxyHeader header = ParseProxyHeader(bytes);
+  switch (header.status) {
+    case ProxyStatus::kIncomplete:
+      if (!staged && !StageInput(*data, *len)) {
+        Abort();
+        return false;
+      }
+      return false;
+    case ProxyStatus::kError:
+      // Not a proxy we can trust, or not a proxy at all: no HTTP answer
+      // (it may not even be HTTP that follows).
+      env_->stats->proxy_header_errors.Add();
+      Abort();
+      return false;
+    case ProxyStatus::kDone:
+      break;
+  }
+  proxy_pending_ = false;
+  head_deadline_ = 0;
+  if (!header.local) proxied_ = header.source;
+  if (staged) {
+    std::memmove(in_.data, in_.data + header.consumed, in_.len - header.consumed);
+    in_.len -= static_cast<uint32_t>(header.consumed);
+    if (in_.len == 0) ReleaseBuffer(in_);
+    *len = 0;
+  } else {
+    *data += header.consumed;
+    *len -= header.consumed;
+  }
+  return true;
+}
 
 bool Connection::CanStartRequest() const {
   return phase_ == Phase::kOpen && ex_.answer == Answer::kNone && !task_inflight_ &&
