@@ -15,6 +15,10 @@
 //   - once closed and every completion is in, the slot is freeable and
 //     every chunk is back in the pool.
 //
+// A --proxy-protocol listener (first byte's bit 3): the stream starts with a
+// PROXY header (bits 4-5 pick v1 TCP4, v1 UNKNOWN or v2), and every rule
+// above holds the same.
+//
 // Static files (when the first byte has bit 2 set: "files mode"; inputs
 // without it decode exactly as before): a Router::Static mount "/files/" over
 // a directory made once per process (small, medium, empty and large files of
@@ -631,6 +635,9 @@ void RunOne(const uint8_t* data, size_t size) {
   config.send_zc_min_bytes = (flags & 1) ? 1024 : 0;
   config.bulk_receives = (flags & 2) != 0;  // large bodies move to the other buffer group
   const bool files_mode = (flags & 4) != 0;
+  // A --proxy-protocol listener: the stream starts with a PROXY header,
+  // which must change nothing of what follows.
+  config.proxy_protocol = (flags & 8) != 0;
   config.bulk_body_bytes = 1500;
   config.request_pipe_bytes = 4096;
   config.header_timeout_ms = 1000;
@@ -643,7 +650,17 @@ void RunOne(const uint8_t* data, size_t size) {
   h.EnableFiles(fs.limits, fs.buffers, 4096);
   h.host.max_pipes = fs.max_pipes;
   h.host.pipe_bytes = fs.pipe_bytes;
-  const Stream stream = MakeStream(in, files_mode);
+  Stream stream = MakeStream(in, files_mode);
+  if (config.proxy_protocol) {
+    static const std::string kHeaders[] = {
+        "PROXY TCP4 203.0.113.7 192.0.2.1 51000 443\r\n",
+        "PROXY UNKNOWN\r\n",
+        std::string("\r\n\r\n\0\r\nQUIT\n\x21\x11\x00\x0c\xcb\x00\x71\x07\xc0\x00\x02\x01"
+                    "\xc7\x38\x01\xbb",
+                    28),
+    };
+    stream.bytes.insert(0, kHeaders[((flags >> 4) & 3) % 3]);
+  }
   h.Open();
   size_t fed = 0;
   bool eof_sent = false;
@@ -789,6 +806,8 @@ void RunOne(const uint8_t* data, size_t size) {
     ++next;
   }
   FUZZ_CHECK(next <= static_cast<size_t>(stream.requests));
+  // The header is valid however it was split: only a deadline can fail it.
+  FUZZ_CHECK(h.stats.proxy_header_errors.Get() <= h.stats.timeouts.Get());
   if (!stream.malformed && !eof_sent && fed == stream.bytes.size() && !h.host.closed &&
       !h.host.shutdown_pending && !h.host.shutdown_done) {
     FUZZ_CHECK(next == static_cast<size_t>(stream.requests));
