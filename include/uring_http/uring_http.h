@@ -30,10 +30,12 @@
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
-//                          HeaderElements, ReadBody), Method, Version,
+//                          HeaderElements, ReadBody, client_address),
+//                          Method, Version,
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
+//   src/http/client_address.h  ClientAddress (known, port, Format)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
 // Everything else under src/ (the ring, buffers, connections, event loops,
@@ -44,6 +46,7 @@
 #ifndef URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 
+#include "src/http/client_address.h"
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header_values.h"

@@ -476,7 +476,9 @@ void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
   *peer = http::ClientAddress();
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(file_index), nullptr, 0, 0);
-  sqe->flags |= IOSQE_FIXED_FILE;
+  // CQE_SKIP_SUCCESS: a success has nothing to say (the address is in
+  // place); only a failure (an older kernel) posts a completion.
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
   sqe->off = SOCKET_URING_OP_GETSOCKOPT;                          // cmd_op
   sqe->addr = uint64_t{SOL_SOCKET} | (uint64_t{SO_PEERNAME} << 32);  // level, optname
   // optlen: the listener is IPv4, and SO_PEERNAME refuses a length longer
