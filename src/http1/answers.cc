@@ -74,11 +74,17 @@ class ProducerOutput final : public http::BodyOutput {
 void Connection::RunHandler(const http::Request& request) {
   if (ex_.route->mount != nullptr) return StartFile(request);
   http::Response response;
-  try {
-    ex_.route->handler(request, response);
-  } catch (...) {
-    response = http::Response();
-    response.set_status(500);
+  const router::Pipeline& pipeline = env_->router->pipeline();
+  const router::Route& route = *ex_.route;
+  if (pipeline.Active(route.options.middleware)) {
+    router::RunChain(pipeline, route.options.middleware, request, response, route.handler);
+  } else {
+    try {
+      route.handler(request, response);
+      pipeline.MaybeFailPage(request, response);
+    } catch (...) {
+      pipeline.Fail(request, response);
+    }
   }
   if (response.has_producer()) {
     if (!ex_.head_kept && env_->access_log) KeepHead(ex_.head_ptr, ex_.head_len);
@@ -190,6 +196,9 @@ void Connection::PumpPipe() {
       if (S().pipe_queued == 0 && ex_.status == 0 && piece.size() >= 12) {
         // "HTTP/1.1 NNN": the status, for the metrics and the log.
         ex_.status = (piece[9] - '0') * 100 + (piece[10] - '0') * 10 + (piece[11] - '0');
+        // The head as the worker wrote it (its first piece holds it whole
+        // unless it is very large; then the id may be missed).
+        if (env_->access_log) NoteRequestId(piece);
       }
       out_.AppendExternal(piece.data(), piece.size(), this);
       S().pipe_queued += piece.size();
@@ -221,8 +230,9 @@ void Connection::ReleaseOutput(size_t bytes) {
   FreePipes();
 }
 
-void Connection::Respond(http::Response& response) {
-  http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
+void Connection::Respond(http::Response& response, bool close) {
+  if (env_->access_log) NoteRequestId(response.header_lines());
+  http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   const int status = response.status();
   const bool send_body = !ex_.head && http::StatusHasBody(status);
   const size_t body_size = response.body_view().size();
@@ -271,6 +281,7 @@ void Connection::BadRequest(int status) {
 
 void Connection::StartProducer(http::Response& response) {
   env_->stats->streamed_responses.Add();
+  if (env_->access_log) NoteRequestId(response.header_lines());
   if (response.has_content_length()) {
     S().produce_framing = http::StreamFraming::kContentLength;
     S().produce_length = response.content_length();
@@ -350,7 +361,8 @@ void Connection::Answered() {
       slot_, ConnectionHost::Exchange{ex_.route_id, ex_.status, ex_.started_ns,
                                       env_->access_log ? RequestLine() : std::string_view(),
                                       ex_.head ? 0 : ex_.response_bytes,
-                                      &client_address()});
+                                      &client_address(),
+                                      std::string_view(request_id_, ex_.request_id_len)});
   if (ex_.close_after) {
     // Nothing more is read: a body not read through is input left unread.
     if (!ex_.body_done) {
@@ -408,6 +420,30 @@ bool Connection::MoreRequestsWaiting() const {
   if (rest.empty() && !in_staged_source_) rest = in_.view();
   size_t scanned = 0;
   return !rest.empty() && http::FindHeadEnd(rest, &scanned) != 0;
+}
+
+void Connection::NoteRequestId(std::string_view lines) {
+  constexpr std::string_view kName = "x-request-id:";
+  while (!lines.empty()) {
+    size_t end = lines.find('\n');
+    if (end == std::string_view::npos) end = lines.size();
+    std::string_view line = lines.substr(0, end);
+    lines.remove_prefix(std::min(end + 1, lines.size()));
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) return;  // the end of a head
+    if (line.size() <= kName.size()) continue;
+    bool same = true;
+    for (size_t i = 0; i < kName.size() && same; ++i) {
+      same = (line[i] | 0x20) == kName[i];  // ASCII case folding ("-" and ":" unchanged)
+    }
+    if (!same) continue;
+    std::string_view value = line.substr(kName.size());
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    const size_t n = std::min(value.size(), kLoggedRequestId);
+    std::memcpy(request_id_, value.data(), n);
+    ex_.request_id_len = static_cast<uint8_t>(n);
+    return;
+  }
 }
 
 std::string_view Connection::RequestLine() const {

@@ -182,6 +182,7 @@ class Connection final : private ExternalOwner {
     int status = 0;
     uint64_t response_bytes = 0;
     uint32_t head_len = 0;
+    uint8_t request_id_len = 0;  // of request_id_
   };
 
   // ---- input (requests.cc)
@@ -198,13 +199,19 @@ class Connection final : private ExternalOwner {
   void BodyFailed(int status);
   void PeerEndedBody();
   bool KeepHead(const char* head, size_t len);
+  // A request answered without its body: the body is read and dropped (or,
+  // after Expect: 100-continue, never asked for: the answer closes). False
+  // if it was too large to read through (answered 413).
+  bool SkipBody(const http::Request& request, uint64_t limit);
   // The route's BodySink for this request; false (answered 500) if it fails.
   bool MakeSink(const http::Request& request);
   bool ReparseHead(http::Request* request);
   // ---- answers (answers.cc)
   void RunHandler(const http::Request& request);
   void Dispatch(const http::Request& request, std::string_view head, std::string_view body);
-  void Respond(http::Response& response);
+  void Respond(http::Response& response, bool close = false);
+  // The response's X-Request-Id (if any) for the access log line.
+  void NoteRequestId(std::string_view header_lines);
   void RespondError(int status, bool close, std::string_view allow = {});
   void BadRequest(int status);
   void StartProducer(http::Response& response);
@@ -325,6 +332,9 @@ class Connection final : private ExternalOwner {
   bool head_line_checked_ = false;// in_'s request line was parsed (early errors)
   Buffer req_;                    // the exchange's head and buffered body
   Exchange ex_;
+  // The answer's X-Request-Id for the access log (up to its first bytes).
+  static constexpr size_t kLoggedRequestId = 64;
+  char request_id_[kLoggedRequestId];
   std::string_view unparsed_;     // the source's bytes after the current request
   worker::TaskBuffer* task_ = nullptr;
   std::unique_ptr<StreamState> st_;  // while a body is read or streams (S())

@@ -122,7 +122,8 @@ class ConnectionHost {
   virtual void AfterBatch(uint32_t slot) = 0;
 
   // One request answered (its response is complete in the output queue):
-  // metrics and the access log. `request_line` is valid during the call.
+  // metrics and the access log. `request_line` and `request_id` are valid
+  // during the call.
   struct Exchange {
     uint32_t route_id = 0;
     int status = 0;
@@ -130,6 +131,7 @@ class ConnectionHost {
     std::string_view request_line;
     uint64_t body_bytes = 0;  // response body bytes (0 for HEAD)
     const http::ClientAddress* client = nullptr;  // valid during the call
+    std::string_view request_id;  // the answer's X-Request-Id (access log only)
   };
   virtual void ExchangeDone(uint32_t slot, const Exchange& exchange) = 0;
 

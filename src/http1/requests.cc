@@ -198,27 +198,18 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   const router::Match match = env_->router->Find(request.method, request.path);
   const router::Route* route = match.route;
   uint64_t limit = config.limits.max_body_bytes;
+  const router::Pipeline& pipeline = env_->router->pipeline();
   if (route == nullptr) {
     const int status = match.path_known ? 405 : 404;
-    if (has_body && !request.expect_continue) {
-      // Read the body and drop it, so that the connection goes on.
-      ex_.body = BodyMode::kDiscard;
-      ex_.body_done = false;
-      S().decoder.Start(request.framing, request.content_length, limit);
-      if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
-        ex_.body_done = true;  // too much to read through: answered and closed
-        linger_ = true;
-        RespondError(413, /*close=*/true);
-        return;
-      }
-      input_ = Input::kBody;
-      body_deadline_ = After(config.body_timeout_ms);
+    if (!SkipBody(request, limit)) return;
+    const bool close = has_body && request.expect_continue;
+    if (pipeline.HandlesNotFound()) {
+      http::Response response;
+      pipeline.AnswerUnmatched(status, match.allow, request, response);
+      Respond(response, close);
+    } else {
+      RespondError(status, close, match.allow);
     }
-    // With Expect: 100-continue the client holds its body back for our
-    // word, and it will not get a 100: the answer closes the connection
-    // (lingering: it may send the body anyway).
-    if (has_body && request.expect_continue) linger_ = true;
-    RespondError(status, /*close=*/has_body && request.expect_continue, match.allow);
     return;
   }
   ex_.route = route;
@@ -238,6 +229,21 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     linger_ = true;
     RespondError(413, /*close=*/true);
     return;
+  }
+  if (route->sink != nullptr && pipeline.Active(route->options.middleware)) {
+    // A streamed body's befores run before it is read; an early answer
+    // leaves it unread, as a 404 does. (What a before wrote into a response
+    // it did not answer with is not kept: OnEnd starts a new one.)
+    http::Response response;
+    bool answered = false;
+    const size_t ran =
+        router::RunBefores(pipeline, route->options.middleware, request, response, &answered);
+    if (answered) {
+      router::RunAfters(pipeline, route->options.middleware, ran, request, response);
+      if (!SkipBody(request, limit)) return;
+      Respond(response, /*close=*/has_body && request.expect_continue);
+      return;
+    }
   }
   if (!has_body) {
     if (route->sink != nullptr) {
@@ -298,6 +304,30 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
       !Reserve(req_, ex_.head_len + std::min<uint64_t>(request.content_length, 64 * 1024))) {
     return Abort();
   }
+}
+
+bool Connection::SkipBody(const http::Request& request, uint64_t limit) {
+  if (request.framing == http::BodyFraming::kNone) return true;
+  if (!request.expect_continue) {
+    // Read the body and drop it, so that the connection goes on.
+    ex_.body = BodyMode::kDiscard;
+    ex_.body_done = false;
+    S().decoder.Start(request.framing, request.content_length, limit);
+    if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
+      ex_.body_done = true;  // too much to read through: answered and closed
+      linger_ = true;
+      RespondError(413, /*close=*/true);
+      return false;
+    }
+    input_ = Input::kBody;
+    body_deadline_ = After(env_->config->body_timeout_ms);
+    return true;
+  }
+  // With Expect: 100-continue the client holds its body back for our
+  // word, and it will not get a 100: the answer closes the connection
+  // (lingering: it may send the body anyway).
+  linger_ = true;
+  return true;
 }
 
 bool Connection::MakeSink(const http::Request& request) {
@@ -441,11 +471,18 @@ void Connection::BodyEnded() {
       http::Request request;
       ReparseHead(&request);
       http::Response response;
+      const router::Pipeline& pipeline = env_->router->pipeline();
       try {
         if (sink() != nullptr) sink()->OnEnd(request, response);
+        pipeline.MaybeFailPage(request, response);
       } catch (...) {
-        response = http::Response();
-        response.set_status(500);
+        pipeline.Fail(request, response);
+      }
+      const std::vector<router::Middleware>& chain = ex_.route->options.middleware;
+      if (pipeline.Active(chain)) {
+        // Every before returned (else the body was not read).
+        router::RunAfters(pipeline, chain, pipeline.global().size() + chain.size(), request,
+                          response);
       }
       if (st_) st_->sink.reset();
       if (response.has_producer()) {

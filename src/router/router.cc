@@ -37,14 +37,21 @@ absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_
 
 absl::Status Router::FastStream(std::string_view method, std::string_view path,
                                 BodySinkFactory sink, uint64_t max_body_bytes) {
+  RouteOptions options;
+  options.max_body_bytes = max_body_bytes;
+  return FastStream(method, path, std::move(sink), std::move(options));
+}
+
+absl::Status Router::FastStream(std::string_view method, std::string_view path,
+                                BodySinkFactory sink, RouteOptions options) {
   if (!sink) return absl::InvalidArgumentError("route body sink factory is empty");
   Route route;
   route.method = std::string(method);
   route.path = std::string(path);
   route.kind = HandlerKind::kFast;
   route.sink = std::move(sink);
+  route.options = std::move(options);
   route.options.body = BodyMode::kStreamed;
-  route.options.max_body_bytes = max_body_bytes;
   return Insert(std::move(route));
 }
 

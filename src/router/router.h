@@ -27,6 +27,7 @@
 #include "absl/status/status.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/router/middleware.h"
 
 namespace uring_http::router {
 
@@ -59,6 +60,8 @@ struct RouteOptions {
   BodyMode body = BodyMode::kBuffered;
   // Largest body accepted (413 beyond it); 0: the server's --max-body-bytes.
   uint64_t max_body_bytes = 0;
+  // Run around this route's handler, after the global ones (middleware.h).
+  std::vector<Middleware> middleware;
 };
 
 // A directory whose files answer GET and HEAD under a URL prefix.
@@ -105,6 +108,9 @@ class Router {
   // A FAST route whose body streams into a sink the factory makes per request.
   absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           uint64_t max_body_bytes = kUnlimitedBody);
+  // The same with the route's middleware (options.body is ignored).
+  absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+                          RouteOptions options);
   // Answers every request no route matches (instead of 404/405), any method.
   absl::Status SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
   // Serves the files under directory `root` for GET and HEAD of paths that
@@ -116,6 +122,14 @@ class Router {
   absl::Status Static(std::string_view prefix, std::string_view root);
 
   Match Find(std::string_view method, std::string_view path) const;
+
+  // Middleware around every route (and 404/405 answers), in Use() order
+  // before the route's own; custom 404/405/500 pages. See middleware.h.
+  void Use(Middleware middleware) { pipeline_.Use(std::move(middleware)); }
+  absl::Status SetErrorHandler(int status, ErrorHandler handler) {
+    return pipeline_.SetErrorHandler(status, std::move(handler));
+  }
+  const Pipeline& pipeline() const { return pipeline_; }
 
   size_t size() const { return count_; }
   // Every route, indexed by Route::id.
@@ -143,6 +157,7 @@ class Router {
   std::vector<std::unique_ptr<Mount>> mounts_;
   std::unique_ptr<Route> fallback_;
   uint32_t count_ = 0;
+  Pipeline pipeline_;
 };
 
 }  // namespace uring_http::router

@@ -17,8 +17,28 @@ void AccessLog::Init(int fd, io::Ring* ring, uint64_t user_data) {
   buffers_[1] = std::make_unique<char[]>(kBufferSize);
 }
 
+namespace {
+
+// Client bytes inside the line's quotes: a '"' would break the format's
+// quoting, so it (and anything not printable) is escaped as in nginx
+// ("\x22"). Stops short of `room`, keeping 40 bytes for the line's end.
+size_t AppendQuoted(std::string_view text, char* p, size_t len, size_t room) {
+  for (char ch : text) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\' || u < 0x20 || u >= 0x7f) {
+      if (len + 4 >= room - 40) break;
+      len += static_cast<size_t>(std::snprintf(p + len, 5, "\\x%02X", u));
+    } else {
+      p[len++] = ch;
+    }
+  }
+  return len;
+}
+
+}  // namespace
+
 void AccessLog::Append(const http::ClientAddress* client, std::string_view request_line, int status,
-                       size_t body_bytes) {
+                       size_t body_bytes, std::string_view request_id) {
   if (fd_ < 0) return;
   timespec now;
   clock_gettime(CLOCK_REALTIME_COARSE, &now);
@@ -33,7 +53,9 @@ void AccessLog::Append(const http::ClientAddress* client, std::string_view reque
   if (request_line.size() > 2048) request_line = request_line.substr(0, 2048);
   char bytes[24] = "-";
   if (body_bytes > 0) std::snprintf(bytes, sizeof(bytes), "%zu", body_bytes);
-  const size_t need = std::strlen(host) + date_len_ + 4 * request_line.size() + 64;
+  if (request_id.size() > 128) request_id = request_id.substr(0, 128);
+  const size_t need =
+      std::strlen(host) + date_len_ + 4 * (request_line.size() + request_id.size()) + 64;
   if (fill_[active_] + need > kBufferSize) {
     Flush();
     if (fill_[active_] + need > kBufferSize) {
@@ -42,22 +64,20 @@ void AccessLog::Append(const http::ClientAddress* client, std::string_view reque
     }
   }
   char* p = buffers_[active_].get() + fill_[active_];
-  // The request line is the client's bytes: a '"' in it would break the
-  // format's quoting, so it is escaped as in nginx ("\x22").
-  int n = std::snprintf(p, kBufferSize - fill_[active_], "%s - - %.*s \"", host,
-                        static_cast<int>(date_len_), date_);
-  size_t len = static_cast<size_t>(n);
-  for (char ch : request_line) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\' || u < 0x20 || u >= 0x7f) {
-      if (len + 4 >= kBufferSize - fill_[active_] - 40) break;
-      len += static_cast<size_t>(std::snprintf(p + len, 5, "\\x%02X", u));
-    } else {
-      p[len++] = ch;
-    }
+  const size_t room = kBufferSize - fill_[active_];
+  int n = std::snprintf(p, room, "%s - - %.*s \"", host, static_cast<int>(date_len_), date_);
+  size_t len = AppendQuoted(request_line, p, static_cast<size_t>(n), room);
+  n = std::snprintf(p + len, room - len, "\" %d %s", status, bytes);
+  len += static_cast<size_t>(n);
+  if (!request_id.empty()) {
+    // An echoed id is the client's too (visible ASCII, but it may hold '"').
+    p[len++] = ' ';
+    p[len++] = '"';
+    len = AppendQuoted(request_id, p, len, room);
+    p[len++] = '"';
   }
-  n = std::snprintf(p + len, kBufferSize - fill_[active_] - len, "\" %d %s\n", status, bytes);
-  fill_[active_] += len + static_cast<size_t>(n);
+  p[len++] = '\n';
+  fill_[active_] += len;
   if (fill_[active_] > kBufferSize / 2) Flush();
 }
 

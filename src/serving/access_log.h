@@ -33,8 +33,9 @@ class AccessLog {
   bool enabled() const { return fd_ >= 0; }
 
   // One line: host - - [date] "request line" status bytes
+  // and, when the answer carried an X-Request-Id: ... bytes "request id"
   void Append(const http::ClientAddress* client, std::string_view request_line, int status,
-              size_t body_bytes);
+              size_t body_bytes, std::string_view request_id = {});
   // Starts writing the filled buffer if no write is in flight.
   void Flush();
   // The write completed with `res`.

@@ -577,6 +577,7 @@ bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::
   task->notify_user_data = UserData(Op::kStreamNotify, slot);
   worker::SlowTask t;
   t.route = &route;
+  t.pipeline = &router_.pipeline();
   t.buffer = task;
   t.user_data = UserData(Op::kTaskDone, slot);
   t.enqueued_ns = started_ns;
@@ -600,7 +601,7 @@ void EventLoop::ExchangeDone(uint32_t slot, const Exchange& exchange) {
   }
   if (access_log_.enabled()) {
     access_log_.Append(exchange.client, exchange.request_line, exchange.status,
-                       exchange.body_bytes);
+                       exchange.body_bytes, exchange.request_id);
   }
 }
 

@@ -30,6 +30,7 @@
 
 namespace uring_http::router {
 struct Route;
+class Pipeline;
 }
 
 namespace uring_http::worker {
@@ -80,6 +81,8 @@ struct TaskBuffer {
 
 struct SlowTask {
   const router::Route* route = nullptr;
+  // The router's middleware and error pages; null: the handler alone.
+  const router::Pipeline* pipeline = nullptr;
   TaskBuffer* buffer = nullptr;
   uint64_t user_data = 0;  // kTaskDone: names the connection slot and its generation
   int64_t enqueued_ns = 0; // steady clock, for the queue-wait metric

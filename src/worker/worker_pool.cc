@@ -94,8 +94,25 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
   }
   PipeResponseStream stream(buf);
   response.AttachStream(&stream);
+  // A throw once the head is sent cannot become a 500: the stream breaks
+  // here (the afters still run); before that, the chain answers 500.
+  bool head_sent = false;
+  auto handler = [&](const http::Request& r, http::Response& out) {
+    try {
+      task.route->handler(r, out);
+    } catch (...) {
+      if (!stream.started()) throw;
+      stream.Break();
+    }
+    head_sent = stream.started();
+  };
   try {
-    task.route->handler(request, response);
+    if (task.pipeline != nullptr) {
+      router::RunChain(*task.pipeline, task.route->options.middleware, request, response, handler,
+                       &head_sent);
+    } else {
+      handler(request, response);
+    }
     if (response.has_producer()) stream.RunProducer(response);
   } catch (...) {
     // A handler that throws must not take the worker down with it. Before

@@ -1,0 +1,125 @@
+#include "src/router/middleware.h"
+
+#include <string>
+#include <string_view>
+
+namespace uring_http::router {
+namespace {
+
+// The n-th middleware of the chain: globals first.
+const Middleware& At(const Pipeline& pipeline, const std::vector<Middleware>& route, size_t i) {
+  const std::vector<Middleware>& global = pipeline.global();
+  return i < global.size() ? global[i] : route[i - global.size()];
+}
+
+// The server's own error text, as SerializeError writes it.
+void DefaultPage(int status, http::Response& response) {
+  response.set_status(status);
+  std::string& body = response.body();
+  body.assign(std::to_string(status));
+  body.push_back(' ');
+  body.append(http::ReasonPhrase(status));
+  body.push_back('\n');
+  response.set_content_type("text/plain");
+}
+
+}  // namespace
+
+absl::Status Pipeline::SetErrorHandler(int status, ErrorHandler handler) {
+  if (!handler) return absl::InvalidArgumentError("error handler is empty");
+  switch (status) {
+    case 404:
+      not_found_ = std::move(handler);
+      return absl::OkStatus();
+    case 405:
+      not_allowed_ = std::move(handler);
+      return absl::OkStatus();
+    case 500:
+      server_error_ = std::move(handler);
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError("only 404, 405 and 500 have error handlers");
+  }
+}
+
+void Pipeline::Fail(const http::Request& request, http::Response& response) const {
+  response = http::Response();
+  response.set_status(500);
+  if (server_error_ == nullptr) return;
+  try {
+    server_error_(request, response);
+    // The page may not turn the failure into a success.
+    if (response.status() < 500) response.set_status(500);
+  } catch (...) {
+    response = http::Response();
+    response.set_status(500);
+  }
+}
+
+void Pipeline::AnswerUnmatched(int status, std::string_view allow, const http::Request& request,
+                               http::Response& response) const {
+  static const std::vector<Middleware> kNone;
+  const ErrorHandler& page = status == 405 ? not_allowed_ : not_found_;
+  RunChain(*this, kNone, request, response,
+           [&](const http::Request& r, http::Response& out) {
+             out.set_status(status);
+             // Before the page runs, so that it cannot be left out.
+             if (!allow.empty()) out.AddHeader("Allow", allow);
+             if (page == nullptr) return DefaultPage(status, out);
+             page(r, out);
+           });
+}
+
+size_t RunBefores(const Pipeline& pipeline, const std::vector<Middleware>& route,
+                  const http::Request& request, http::Response& response, bool* answered) {
+  *answered = false;
+  const size_t total = pipeline.global().size() + route.size();
+  for (size_t i = 0; i < total; ++i) {
+    const Middleware& m = At(pipeline, route, i);
+    if (!m.before) continue;
+    try {
+      if (m.before(request, response) == Flow::kAnswered) {
+        *answered = true;
+        return i + 1;
+      }
+    } catch (...) {
+      pipeline.Fail(request, response);
+      *answered = true;
+      return i;
+    }
+  }
+  return total;
+}
+
+void RunAfters(const Pipeline& pipeline, const std::vector<Middleware>& route, size_t ran,
+               const http::Request& request, http::Response& response) {
+  for (size_t i = ran; i-- > 0;) {
+    const Middleware& m = At(pipeline, route, i);
+    if (!m.after) continue;
+    try {
+      m.after(request, response);
+    } catch (...) {
+      // The outer afters still run: they see the 500.
+      pipeline.Fail(request, response);
+    }
+  }
+}
+
+void RunChain(const Pipeline& pipeline, const std::vector<Middleware>& route,
+              const http::Request& request, http::Response& response, HandlerRef handler,
+              const bool* head_sent) {
+  bool answered = false;
+  const size_t ran = RunBefores(pipeline, route, request, response, &answered);
+  if (!answered) {
+    try {
+      handler(request, response);
+      if (head_sent == nullptr || !*head_sent) pipeline.MaybeFailPage(request, response);
+    } catch (...) {
+      // (A caller whose head is sent catches its handler's throws itself.)
+      pipeline.Fail(request, response);
+    }
+  }
+  RunAfters(pipeline, route, ran, request, response);
+}
+
+}  // namespace uring_http::router
