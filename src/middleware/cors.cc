@@ -1,0 +1,84 @@
+#include "src/middleware/cors.h"
+
+#include <string>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+namespace uring_http::middleware {
+namespace {
+
+struct Policy {
+  CorsOptions options;
+  bool any_origin = false;
+  std::string max_age;  // formatted once
+
+  // The Access-Control-Allow-Origin value for `origin`; empty: not allowed.
+  std::string_view AllowOrigin(std::string_view origin) const {
+    if (origin.empty()) return {};
+    if (any_origin) return options.allow_credentials ? origin : std::string_view("*");
+    for (const std::string& allowed : options.allowed_origins) {
+      if (allowed == origin) return origin;
+    }
+    return {};
+  }
+
+  static bool IsPreflight(const http::Request& request) {
+    return request.method == "OPTIONS" &&
+           !request.FindHeader("access-control-request-method").empty();
+  }
+
+  void Common(std::string_view allow, http::Response& response) const {
+    response.AddHeader("Access-Control-Allow-Origin", allow);
+    response.AddHeader("Vary", "Origin");
+    if (options.allow_credentials) response.AddHeader("Access-Control-Allow-Credentials", "true");
+  }
+
+  router::Flow Before(const http::Request& request, http::Response& response) const {
+    if (!IsPreflight(request)) return router::Flow::kNext;
+    const std::string_view allow = AllowOrigin(request.FindHeader("origin"));
+    if (allow.empty()) return router::Flow::kNext;
+    response.set_status(204);
+    Common(allow, response);
+    response.AddHeader("Access-Control-Allow-Methods", options.allowed_methods);
+    const std::string_view headers = options.allowed_headers.empty()
+                                         ? request.FindHeader("access-control-request-headers")
+                                         : std::string_view(options.allowed_headers);
+    if (!headers.empty()) response.AddHeader("Access-Control-Allow-Headers", headers);
+    if (!max_age.empty()) response.AddHeader("Access-Control-Max-Age", max_age);
+    return router::Flow::kAnswered;
+  }
+
+  void After(const http::Request& request, http::Response& response) const {
+    const std::string_view allow = AllowOrigin(request.FindHeader("origin"));
+    // A preflight this middleware answered has its headers already.
+    if (allow.empty() || IsPreflight(request)) return;
+    Common(allow, response);
+    if (!options.exposed_headers.empty()) {
+      response.AddHeader("Access-Control-Expose-Headers", options.exposed_headers);
+    }
+  }
+};
+
+}  // namespace
+
+router::Middleware Cors(CorsOptions options) {
+  auto policy = std::make_shared<Policy>();
+  policy->options = std::move(options);
+  for (const std::string& origin : policy->options.allowed_origins) {
+    policy->any_origin |= origin == "*";
+  }
+  if (policy->options.max_age_seconds >= 0) {
+    policy->max_age = std::to_string(policy->options.max_age_seconds);
+  }
+  router::Middleware m;
+  m.before = [policy](const http::Request& request, http::Response& response) {
+    return policy->Before(request, response);
+  };
+  m.after = [policy](const http::Request& request, http::Response& response) {
+    policy->After(request, response);
+  };
+  return m;
+}
+
+}  // namespace uring_http::middleware

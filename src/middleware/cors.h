@@ -1,0 +1,48 @@
+// CORS: a Middleware that answers cross-origin preflights and marks the
+// responses a browser may share with another origin (Fetch standard, the
+// CORS protocol as servers see it).
+//
+// A request without an Origin header, or from an origin not allowed, is
+// left alone (no CORS headers: the browser then refuses it). From an allowed
+// origin:
+//   - a preflight (OPTIONS with Access-Control-Request-Method) is answered
+//     204 at once with Access-Control-Allow-Origin, -Allow-Methods,
+//     -Allow-Headers, -Max-Age and -Allow-Credentials as configured;
+//   - any other request goes on to its handler, and its response gets
+//     Access-Control-Allow-Origin (and -Allow-Credentials, -Expose-Headers).
+// Both get "Vary: Origin" (the answer depends on it, caches must know).
+//
+// Install it with Router::Use() (a preflight rarely has a route of its
+// own: the global middlewares also run for 404/405 answers). It allocates
+// nothing per request.
+//
+// Thread-safety: the options are copied in; the hooks are safe anywhere.
+#ifndef URING_HTTP_SRC_MIDDLEWARE_CORS_H_
+#define URING_HTTP_SRC_MIDDLEWARE_CORS_H_
+
+#include <string>
+#include <vector>
+
+#include "src/router/middleware.h"
+
+namespace uring_http::middleware {
+
+struct CorsOptions {
+  // Exact origins ("https://app.example.com"), or {"*"} for any.
+  std::vector<std::string> allowed_origins = {"*"};
+  std::string allowed_methods = "GET, HEAD, POST";
+  // Request headers a preflight may ask for; empty: whatever it asks for.
+  std::string allowed_headers;
+  // Response headers scripts may read, beyond the safelisted ones.
+  std::string exposed_headers;
+  // How long a preflight's answer may be cached (seconds); < 0: not said.
+  int max_age_seconds = 600;
+  // Cookies and HTTP auth allowed: the origin is then echoed, never "*".
+  bool allow_credentials = false;
+};
+
+router::Middleware Cors(CorsOptions options);
+
+}  // namespace uring_http::middleware
+
+#endif  // URING_HTTP_SRC_MIDDLEWARE_CORS_H_

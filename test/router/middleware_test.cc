@@ -1,0 +1,241 @@
+// The middleware chain driven directly (no server): order, early answers,
+// which afters run, throws, and the error pages.
+#include "src/router/middleware.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test/router/parsed_request.h"
+
+namespace uring_http::router {
+namespace {
+
+using testing::HeaderOf;
+using testing::ParsedRequest;
+
+// A middleware that records "before:name"/"after:name" into `trace`, and
+// whose before answers (status 401) when `answers`, or throws when `throws`.
+Middleware Traced(std::vector<std::string>* trace, std::string name, bool answers = false,
+                  bool throws = false) {
+  Middleware m;
+  m.before = [=](const http::Request&, http::Response& response) {
+    trace->push_back("before:" + name);
+    if (throws) throw std::runtime_error("before");
+    if (answers) {
+      response.set_status(401);
+      response.set_body("no");
+      return Flow::kAnswered;
+    }
+    return Flow::kNext;
+  };
+  m.after = [=](const http::Request&, http::Response& response) {
+    trace->push_back("after:" + name);
+    response.AddHeader("X-After", name);
+  };
+  return m;
+}
+
+class ChainTest : public ::testing::Test {
+ protected:
+  // Runs the chain of `pipeline_` and `route` around a handler that records
+  // itself (and throws if handler_throws_).
+  http::Response Run(const std::vector<Middleware>& route) {
+    http::Response response;
+    RunChain(pipeline_, route, get_.request, response,
+             [&](const http::Request&, http::Response& r) {
+               trace_.push_back("handler");
+               if (handler_throws_) throw std::runtime_error("handler");
+               r.set_body("ok");
+             });
+    return response;
+  }
+
+  Pipeline pipeline_;
+  std::vector<std::string> trace_;
+  bool handler_throws_ = false;
+  ParsedRequest get_{"GET /x HTTP/1.1\r\nHost: h\r\n\r\n"};
+};
+
+TEST_F(ChainTest, GlobalsInUseOrderThenRouteOnesAftersReversed) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  pipeline_.Use(Traced(&trace_, "g2"));
+  const http::Response r = Run({Traced(&trace_, "r1"), Traced(&trace_, "r2")});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "before:g2", "before:r1", "before:r2",
+                                               "handler", "after:r2", "after:r1", "after:g2",
+                                               "after:g1"}));
+  EXPECT_EQ(r.status(), 200);
+  EXPECT_EQ(r.body_view(), "ok");
+  int n = 0;
+  EXPECT_EQ(HeaderOf(r, "X-After", &n), "r2");
+  EXPECT_EQ(n, 4);
+}
+
+TEST_F(ChainTest, EarlyAnswerSkipsHandlerAndLaterBeforesButRunsAftersOfThoseThatRan) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  pipeline_.Use(Traced(&trace_, "auth", /*answers=*/true));
+  const http::Response r = Run({Traced(&trace_, "r1")});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "before:auth", "after:auth",
+                                               "after:g1"}));
+  EXPECT_EQ(r.status(), 401);
+  EXPECT_EQ(r.body_view(), "no");
+}
+
+TEST_F(ChainTest, MiddlewareWithoutBeforeStillGetsItsAfter) {
+  Middleware after_only;
+  after_only.after = [&](const http::Request&, http::Response& r) {
+    trace_.push_back("after:only");
+    r.set_status(202);
+  };
+  pipeline_.Use(std::move(after_only));
+  const http::Response r = Run({Traced(&trace_, "r1", /*answers=*/true)});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:r1", "after:r1", "after:only"}));
+  EXPECT_EQ(r.status(), 202);
+}
+
+TEST_F(ChainTest, NoMiddlewareIsTheHandlerAlone) {
+  const http::Response r = Run({});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"handler"}));
+  EXPECT_EQ(r.body_view(), "ok");
+}
+
+TEST_F(ChainTest, ThrowingHandlerIs500AndAftersRunOnIt) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  handler_throws_ = true;
+  const http::Response r = Run({});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "handler", "after:g1"}));
+  EXPECT_EQ(r.status(), 500);
+  EXPECT_EQ(HeaderOf(r, "X-After"), "g1");
+}
+
+TEST_F(ChainTest, ThrowingBeforeIs500AndOnlyEarlierAftersRun) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  pipeline_.Use(Traced(&trace_, "bad", false, /*throws=*/true));
+  const http::Response r = Run({Traced(&trace_, "r1")});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "before:bad", "after:g1"}));
+  EXPECT_EQ(r.status(), 500);
+}
+
+TEST_F(ChainTest, ThrowingAfterIs500AndOuterAftersStillRun) {
+  pipeline_.Use(Traced(&trace_, "outer"));
+  Middleware bad;
+  bad.after = [](const http::Request&, http::Response&) { throw std::runtime_error("after"); };
+  const http::Response r = Run({std::move(bad)});
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:outer", "handler", "after:outer"}));
+  EXPECT_EQ(r.status(), 500);
+  EXPECT_EQ(HeaderOf(r, "X-After"), "outer");
+}
+
+TEST_F(ChainTest, ServerErrorPageAnswersThrowsAndBare500s) {
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(500,
+                                   [](const http::Request& req, http::Response& r) {
+                                     r.set_content_type("application/json");
+                                     r.set_body(std::string("{\"error\":\"") +
+                                                std::string(req.path) + "\"}");
+                                   })
+                  .ok());
+  handler_throws_ = true;
+  http::Response r = Run({});
+  EXPECT_EQ(r.status(), 500);
+  EXPECT_EQ(r.body_view(), "{\"error\":\"/x\"}");
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "application/json");
+
+  // A handler that fails by returning a bare 500 gets the page too; one
+  // that says why keeps its own body.
+  handler_throws_ = false;
+  http::Response bare;
+  RunChain(pipeline_, {}, get_.request, bare,
+           [](const http::Request&, http::Response& out) { out.set_status(500); });
+  EXPECT_EQ(bare.body_view(), "{\"error\":\"/x\"}");
+  http::Response own;
+  RunChain(pipeline_, {}, get_.request, own, [](const http::Request&, http::Response& out) {
+    out.set_status(500);
+    out.set_body("db down");
+  });
+  EXPECT_EQ(own.body_view(), "db down");
+}
+
+TEST_F(ChainTest, ThrowingOrSucceedingErrorPageCannotHideTheFailure) {
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(500, [](const http::Request&, http::Response& r) {
+                    r.set_body("partial");
+                    throw std::runtime_error("page");
+                  })
+                  .ok());
+  handler_throws_ = true;
+  http::Response r = Run({});
+  EXPECT_EQ(r.status(), 500);
+  EXPECT_EQ(r.body_view(), "");  // the plain 500, not the half-made page
+
+  Pipeline lying;
+  ASSERT_TRUE(lying
+                  .SetErrorHandler(500, [](const http::Request&, http::Response& r) {
+                    r.set_status(200);
+                  })
+                  .ok());
+  http::Response l;
+  lying.Fail(get_.request, l);
+  EXPECT_EQ(l.status(), 500);
+}
+
+TEST_F(ChainTest, OnlyTheThreeErrorStatusesHavePages) {
+  auto page = [](const http::Request&, http::Response&) {};
+  EXPECT_TRUE(pipeline_.SetErrorHandler(404, page).ok());
+  EXPECT_TRUE(pipeline_.SetErrorHandler(405, page).ok());
+  EXPECT_TRUE(pipeline_.SetErrorHandler(500, page).ok());
+  EXPECT_FALSE(pipeline_.SetErrorHandler(403, page).ok());
+  EXPECT_FALSE(pipeline_.SetErrorHandler(404, nullptr).ok());
+}
+
+TEST_F(ChainTest, UnmatchedAnswersDefaultTextAllowAndGlobals) {
+  EXPECT_FALSE(pipeline_.HandlesNotFound());
+  pipeline_.Use(Traced(&trace_, "g1"));
+  EXPECT_TRUE(pipeline_.HandlesNotFound());
+  http::Response r;
+  pipeline_.AnswerUnmatched(405, "GET, HEAD", get_.request, r);
+  EXPECT_EQ(r.status(), 405);
+  EXPECT_EQ(r.body_view(), "405 Method Not Allowed\n");
+  EXPECT_EQ(HeaderOf(r, "Allow"), "GET, HEAD");
+  EXPECT_EQ(HeaderOf(r, "X-After"), "g1");
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "after:g1"}));
+}
+
+TEST_F(ChainTest, UnmatchedPagesKeepAllowAndTheirStatus) {
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(405, [](const http::Request&, http::Response& r) {
+                    r.set_body("<h1>nope</h1>");
+                  })
+                  .ok());
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(404, [](const http::Request& req, http::Response& r) {
+                    r.set_body(std::string("no ") + std::string(req.path));
+                  })
+                  .ok());
+  http::Response r405;
+  pipeline_.AnswerUnmatched(405, "POST", get_.request, r405);
+  EXPECT_EQ(r405.status(), 405);
+  EXPECT_EQ(r405.body_view(), "<h1>nope</h1>");
+  EXPECT_EQ(HeaderOf(r405, "Allow"), "POST");
+  http::Response r404;
+  pipeline_.AnswerUnmatched(404, "", get_.request, r404);
+  EXPECT_EQ(r404.status(), 404);
+  EXPECT_EQ(r404.body_view(), "no /x");
+  EXPECT_EQ(HeaderOf(r404, "Allow"), "(none)");
+}
+
+TEST_F(ChainTest, BeforesAndAftersApartForStreamedBodies) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  const std::vector<Middleware> route = {Traced(&trace_, "r1")};
+  http::Response response;
+  bool answered = true;
+  const size_t ran = RunBefores(pipeline_, route, get_.request, response, &answered);
+  EXPECT_FALSE(answered);
+  EXPECT_EQ(ran, 2u);
+  RunAfters(pipeline_, route, ran, get_.request, response);
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "before:r1", "after:r1", "after:g1"}));
+}
+
+}  // namespace
+}  // namespace uring_http::router
