@@ -5,6 +5,11 @@
 //                     malformed JSON or a wrong shape -> 400 {"error": "..."}
 //   GET  /api/health  {"status": "ok", "uptime_seconds": 12}
 //
+// Every answer carries an X-Request-Id (the client's, or a new one; also at
+// the end of each --access-log line), browsers on any origin may call the API
+// (CORS: preflights answered 204), and unknown paths and failures answer in
+// JSON too (custom 404 and 500 pages).
+//
 // Both handlers are FAST: parsing a request body of at most --max-body-bytes
 // (default 1 MiB) and adding numbers is cheap enough to run inline on the
 // accept thread. Work that blocks or takes milliseconds belongs in a SLOW
@@ -100,6 +105,19 @@ int main(int argc, char** argv) {
   }
 
   router::Router router;
+  // First in, so that its after hook runs last and sees the final answer.
+  router.Use(middleware::RequestId());
+  middleware::CorsOptions cors;  // any origin, no credentials
+  cors.allowed_methods = "GET, POST";
+  cors.allowed_headers = "Content-Type, X-Request-Id";
+  cors.exposed_headers = "X-Request-Id";
+  router.Use(middleware::Cors(cors));
+  (void)router.SetErrorHandler(404, [](const Request& request, Response& response) {
+    Reply(response, 404, json{{"error", "no such endpoint"}, {"path", request.path}});
+  });
+  (void)router.SetErrorHandler(500, [](const Request&, Response& response) {
+    Reply(response, 500, json{{"error", "internal error"}});
+  });
   (void)router.Fast("POST", "/api/sum", Sum);
   const auto started = std::chrono::steady_clock::now();
   (void)router.Fast("GET", "/api/health", [started](const Request&, Response& response) {

@@ -26,7 +26,8 @@
 //                          command line into Options (config, root, ...)
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
-//                          Static), Handler, RouteOptions, BodyMode,
+//                          Static, Use, SetErrorHandler), Handler,
+//                          RouteOptions, BodyMode,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
@@ -35,6 +36,9 @@
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
+//   src/router/middleware.h  Middleware (before/after hooks), Flow,
+//                          ErrorHandler (Router::Use, SetErrorHandler)
+//   src/middleware/cors.h, request_id.h  the two shipped middlewares
 //   src/http/client_address.h  ClientAddress (known, port, Format)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
@@ -52,6 +56,9 @@
 #include "src/http/header_values.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/middleware/cors.h"
+#include "src/middleware/request_id.h"
+#include "src/router/middleware.h"
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/options.h"

@@ -1,4 +1,5 @@
-"""//examples:json_api: POST /api/sum and GET /api/health over HTTP.
+"""//examples:json_api: POST /api/sum and GET /api/health over HTTP, with
+its middlewares (request id, CORS) and JSON 404/500 pages.
 
 Usage: json_api_test.py PATH_TO_JSON_API
 """
@@ -43,6 +44,41 @@ def main():
 
         status, headers, _ = server.request("GET", "/api/sum")  # wrong method
         assert status == 405 and "POST" in headers.get("allow", ""), (status, headers)
+
+        # Request id: a sane one echoed, else a new one per request.
+        _, headers, _ = server.request("GET", "/api/health", headers={"X-Request-Id": "trace-1"})
+        assert headers.get("x-request-id") == "trace-1", headers
+        ids = set()
+        for bad in [None, "", "x" * 65, "two words"]:
+            _, headers, _ = server.request(
+                "GET", "/api/health", headers={} if bad is None else {"X-Request-Id": bad})
+            new_id = headers.get("x-request-id", "")
+            assert len(new_id) == 32 and all(c in "0123456789abcdef" for c in new_id), headers
+            ids.add(new_id)
+        assert len(ids) == 4, ids
+
+        # CORS: the preflight for POST /api/sum is answered, and the answer
+        # to the request itself may be read by the page.
+        origin = "https://page.example"
+        status, headers, _ = server.request("OPTIONS", "/api/sum", headers={
+            "Origin": origin, "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "content-type"})
+        assert status == 204, (status, headers)
+        assert headers.get("access-control-allow-origin") == "*", headers
+        assert headers.get("access-control-allow-methods") == "GET, POST", headers
+        assert headers.get("access-control-allow-headers") == "Content-Type, X-Request-Id"
+        status, headers, _ = server.request("POST", "/api/sum", body='{"numbers": [1]}',
+                                            headers=dict(JSON, Origin=origin))
+        assert status == 200 and headers.get("access-control-allow-origin") == "*", headers
+        assert headers.get("access-control-expose-headers") == "X-Request-Id", headers
+        _, headers, _ = server.request("GET", "/api/health")  # no Origin: no CORS headers
+        assert "access-control-allow-origin" not in headers, headers
+
+        # Unknown paths answer in JSON.
+        status, headers, text = server.request("GET", "/api/nothing")
+        assert status == 404 and headers["content-type"] == "application/json", (status, headers)
+        assert json.loads(text) == {"error": "no such endpoint", "path": "/api/nothing"}, text
+        assert len(headers.get("x-request-id", "")) == 32, headers
     print("json_api_test: ok")
 
 

@@ -273,6 +273,9 @@ TEST_F(MiddlewareServerTest, RequestIdEchoedOrGeneratedAndLogged) {
   EXPECT_EQ(r.Header("x-request-id"), "client-id-42");
   r = Exchange(c, Get("/s", "X-Request-Id: slow-id-7\r\n"));
   EXPECT_EQ(r.Header("x-request-id"), "slow-id-7");
+  // Visible ASCII, so echoed; its quote is escaped in the log line.
+  r = Exchange(c, Get("/f", "X-Request-Id: q\"uote\r\n"));
+  EXPECT_EQ(r.Header("x-request-id"), "q\"uote");
   r = Exchange(c, Get("/f", "X-Request-Id: has space\r\n"));
   const std::string generated = r.Header("x-request-id");
   EXPECT_TRUE(std::regex_match(generated, std::regex("[0-9a-f]{32}"))) << generated;
@@ -289,6 +292,9 @@ TEST_F(MiddlewareServerTest, RequestIdEchoedOrGeneratedAndLogged) {
   const std::string log = text.str();
   EXPECT_NE(log.find("\"GET /f HTTP/1.1\" 200 - \"client-id-42\"\n"), std::string::npos) << log;
   EXPECT_NE(log.find("\"GET /s HTTP/1.1\" 200 - \"slow-id-7\"\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"GET /f HTTP/1.1\" 200 - \"q\\x22uote\"\n"), std::string::npos) << log;
+  // No line carries an empty id.
+  EXPECT_EQ(log.find("200 - \"\"\n"), std::string::npos) << log;
   EXPECT_NE(log.find("\"GET /f HTTP/1.1\" 200 - \"" + generated + "\"\n"), std::string::npos)
       << log;
   EXPECT_NE(log.find("\"GET /s HTTP/1.1\" 200 - \"" + generated_slow + "\"\n"), std::string::npos)
