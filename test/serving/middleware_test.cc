@@ -109,6 +109,18 @@ class MiddlewareServerTest : public ::testing::Test {
     ASSERT_TRUE(r.FastStream("POST", "/upload", [this](const Request&) {
                    return std::make_unique<CountingSink>(&sinks_);
                  }).ok());
+    router::RouteOptions streamed;
+    streamed.body = router::BodyMode::kStreamed;
+    ASSERT_TRUE(r.Slow("POST", "/slow-upload", [](const Request& req, Response& resp) {
+                   std::string body;
+                   char buf[4096];
+                   for (;;) {
+                     const int64_t n = req.ReadBody(buf, sizeof(buf));
+                     if (n <= 0) break;
+                     body.append(buf, static_cast<size_t>(n));
+                   }
+                   resp.set_body("read " + std::to_string(body.size()));
+                 }, streamed).ok());
     ASSERT_TRUE(r.SetErrorHandler(404, [](const Request& req, Response& resp) {
                    resp.set_content_type("application/json");
                    resp.set_body("{\"missing\":\"" + std::string(req.path) + "\"}");
@@ -200,6 +212,22 @@ TEST_F(MiddlewareServerTest, EarlyAnswerWithExpectContinueClosesWithoutReadingTh
   EXPECT_EQ(r->status, 401);  // no "100 Continue" before it
   EXPECT_TRUE(r->Closes());
   EXPECT_EQ(sinks_.load(), 0);
+}
+
+TEST_F(MiddlewareServerTest, EarlyAnswerOnSlowStreamedBodyClosesAfterIt) {
+  TestClient c(server_->port());
+  auto r = Exchange(c, "POST /slow-upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "read 5");
+  // The worker's befores answer before the handler reads anything: what
+  // is left of the body is not read, and the connection ends after the answer.
+  ASSERT_TRUE(c.Send("POST /slow-upload HTTP/1.1\r\nHost: t\r\nX-Deny: 1\r\n"
+                     "Content-Length: 1000000\r\n\r\nfirst bytes"));
+  auto denied = c.ReadResponse();
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_TRUE(denied->Closes());
+  EXPECT_TRUE(c.ReadEof());
 }
 
 TEST_F(MiddlewareServerTest, CorsPreflightAndSimpleRequests) {
