@@ -341,7 +341,17 @@ bool Connection::MakeSink(const http::Request& request) {
   ex_.body_done = true;
   input_ = Input::kDone;
   linger_ = true;
-  RespondError(500, /*close=*/true);
+  const router::Pipeline& pipeline = env_->router->pipeline();
+  const std::vector<router::Middleware>& chain = ex_.route->options.middleware;
+  if (!pipeline.HasServerErrorPage() && !pipeline.Active(chain)) {
+    RespondError(500, /*close=*/true);
+    return false;
+  }
+  // The 500 page, and the afters (every before returned, see BeginExchange).
+  http::Response response;
+  pipeline.Fail(request, response);
+  router::RunAfters(pipeline, chain, pipeline.global().size() + chain.size(), request, response);
+  Respond(response, /*close=*/true);
   return false;
 }
 

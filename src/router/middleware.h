@@ -42,6 +42,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "absl/functional/function_ref.h"
@@ -73,6 +74,7 @@ class Pipeline {
   bool HandlesNotFound() const {
     return !global_.empty() || not_found_ != nullptr || not_allowed_ != nullptr;
   }
+  bool HasServerErrorPage() const { return server_error_ != nullptr; }
   // Whether a route with these middlewares needs the chain at all.
   bool Active(const std::vector<Middleware>& route) const {
     return !global_.empty() || !route.empty();

@@ -109,6 +109,9 @@ class MiddlewareServerTest : public ::testing::Test {
     ASSERT_TRUE(r.FastStream("POST", "/upload", [this](const Request&) {
                    return std::make_unique<CountingSink>(&sinks_);
                  }).ok());
+    ASSERT_TRUE(r.FastStream("POST", "/bad-upload", [](const Request&) -> std::unique_ptr<router::BodySink> {
+                   throw std::runtime_error("no sink");
+                 }).ok());
     router::RouteOptions streamed;
     streamed.body = router::BodyMode::kStreamed;
     ASSERT_TRUE(r.Slow("POST", "/slow-upload", [](const Request& req, Response& resp) {
@@ -288,6 +291,14 @@ TEST_F(MiddlewareServerTest, CustomErrorPages) {
     EXPECT_EQ(r.body, "{\"error\":\"internal\"}") << path;
     EXPECT_FALSE(r.Header("x-request-id").empty());
   }
+  // A FastStream route whose sink cannot be made: the page, the afters, and
+  // the connection closes (the body was not read).
+  TestClient c2(server_->port());
+  r = Exchange(c2, "POST /bad-upload HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc");
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(r.body, "{\"error\":\"internal\"}");
+  EXPECT_FALSE(r.Header("x-request-id").empty());
+  EXPECT_TRUE(r.Closes());
   r = Exchange(c, Get("/bare500"));
   EXPECT_EQ(r.status, 500);
   EXPECT_EQ(r.body, "{\"error\":\"internal\"}");
