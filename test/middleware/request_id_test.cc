@@ -44,7 +44,8 @@ TEST(RequestIdTest, SaneIncomingIdIsEchoed) {
 TEST(RequestIdTest, AbsentOrInsaneIdIsReplacedByAGeneratedOne) {
   EXPECT_TRUE(Generated(IdFor("GET / HTTP/1.1\r\nHost: h\r\n\r\n")));
   const std::string too_long(kMaxRequestIdLength + 1, 'q');
-  EXPECT_TRUE(Generated(IdFor("GET / HTTP/1.1\r\nHost: h\r\nX-Request-Id: " + too_long + "\r\n\r\n")));
+  EXPECT_TRUE(
+      Generated(IdFor("GET / HTTP/1.1\r\nHost: h\r\nX-Request-Id: " + too_long + "\r\n\r\n")));
   EXPECT_TRUE(Generated(IdFor("GET / HTTP/1.1\r\nHost: h\r\nX-Request-Id: a b\r\n\r\n")));
   EXPECT_TRUE(Generated(IdFor("GET / HTTP/1.1\r\nHost: h\r\nX-Request-Id: caf\xc3\xa9\r\n\r\n")));
 }

@@ -109,9 +109,11 @@ class MiddlewareServerTest : public ::testing::Test {
     ASSERT_TRUE(r.FastStream("POST", "/upload", [this](const Request&) {
                    return std::make_unique<CountingSink>(&sinks_);
                  }).ok());
-    ASSERT_TRUE(r.FastStream("POST", "/bad-upload", [](const Request&) -> std::unique_ptr<router::BodySink> {
-                   throw std::runtime_error("no sink");
-                 }).ok());
+    ASSERT_TRUE(r.FastStream("POST", "/bad-upload",
+                             [](const Request&) -> std::unique_ptr<router::BodySink> {
+                               throw std::runtime_error("no sink");
+                             })
+                    .ok());
     router::RouteOptions streamed;
     streamed.body = router::BodyMode::kStreamed;
     ASSERT_TRUE(r.Slow("POST", "/slow-upload", [](const Request& req, Response& resp) {
@@ -196,7 +198,8 @@ TEST_F(MiddlewareServerTest, EarlyAnswerSkipsTheHandlerAndTheConnectionGoesOn) {
   EXPECT_EQ(r.status, 401);
   // A streamed body: the befores run before it is read, and it is
   // discarded; no sink is made.
-  r = Exchange(c, "POST /upload HTTP/1.1\r\nHost: t\r\nX-Deny: 1\r\nContent-Length: 5\r\n\r\nhello");
+  r = Exchange(c,
+               "POST /upload HTTP/1.1\r\nHost: t\r\nX-Deny: 1\r\nContent-Length: 5\r\n\r\nhello");
   EXPECT_EQ(r.status, 401);
   EXPECT_EQ(sinks_.load(), 0);
   r = Exchange(c, "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
