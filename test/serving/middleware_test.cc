@@ -114,6 +114,13 @@ class MiddlewareServerTest : public ::testing::Test {
                                throw std::runtime_error("no sink");
                              })
                     .ok());
+    ASSERT_TRUE(r.Fast("GET", "/produced", [](const Request&, Response& resp) {
+                   auto left = std::make_shared<int>(3);
+                   resp.Stream([left](http::BodyOutput& out) {
+                     out.Write("part;");
+                     return --*left == 0;
+                   });
+                 }).ok());
     router::RouteOptions streamed;
     streamed.body = router::BodyMode::kStreamed;
     ASSERT_TRUE(r.Slow("POST", "/slow-upload", [](const Request& req, Response& resp) {
@@ -234,6 +241,16 @@ TEST_F(MiddlewareServerTest, EarlyAnswerOnSlowStreamedBodyClosesAfterIt) {
   EXPECT_EQ(denied->status, 401);
   EXPECT_TRUE(denied->Closes());
   EXPECT_TRUE(c.ReadEof());
+}
+
+TEST_F(MiddlewareServerTest, AftersReachTheHeadOfAFastProducersStream) {
+  TestClient c(server_->port());
+  ASSERT_TRUE(c.Send(Get("/produced", "X-Request-Id: streamed-1\r\n")));
+  auto r = c.ReadResponse();  // chunked: the head alone is read
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->Header("transfer-encoding"), "chunked");
+  EXPECT_EQ(r->Header("x-request-id"), "streamed-1");
 }
 
 TEST_F(MiddlewareServerTest, CorsPreflightAndSimpleRequests) {
