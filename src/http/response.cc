@@ -213,6 +213,11 @@ size_t SerializeResponse(const Response& response, const SerializeOptions& optio
                          size_t capacity) {
   Writer w(out, capacity);
   const std::string_view body = response.body_view();
+  if (options.head_only && response.length_unstated()) {
+    WriteStatusLine(w, response.status(), response.header_lines());
+    WriteConnection(w, options.keep_alive, options.keep_alive_header);
+    return w.size();
+  }
   WriteHead(w, response.status(), response.header_lines(), body.size(), options.keep_alive,
             options.keep_alive_header);
   if (!options.head_only && StatusHasBody(response.status())) w.Put(body);

@@ -105,6 +105,10 @@ class Response {
     return has_static_body_ ? static_body_ : std::string_view(body_);
   }
   std::string take_body() && { return has_static_body_ ? std::string(static_body_) : std::move(body_); }
+  // A HEAD response whose body would be transformed (gzip): no
+  // Content-Length, since the handler's body is not what a GET would send.
+  void set_length_unstated() { length_unstated_ = true; }
+  bool length_unstated() const { return length_unstated_; }
   // The serialized extra header lines ("Name: value\r\n" each).
   std::string_view header_lines() const { return {headers_, headers_len_}; }
 
@@ -138,6 +142,7 @@ class Response {
   int status_ = 200;
   bool has_static_body_ = false;
   bool has_content_length_ = false;
+  bool length_unstated_ = false;
   size_t headers_len_ = 0;
   uint64_t content_length_ = 0;
   std::string body_;

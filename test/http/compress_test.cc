@@ -1,0 +1,252 @@
+#include "src/http/compress.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "test/http/gzip_testing.h"
+
+namespace uring_http::http {
+namespace {
+
+bool Prefers(std::vector<std::string_view> lines) {
+  AcceptEncoding ae;
+  for (std::string_view line : lines) ae.AddFieldValue(line);
+  return ae.PrefersGzip();
+}
+
+struct Case {
+  std::vector<std::string_view> lines;  // Accept-Encoding lines; none: no header
+  bool gzip;
+};
+
+TEST(AcceptEncodingTest, Table) {
+  const Case cases[] = {
+      {{}, false},                                   // no header: identity
+      {{""}, false},                                 // empty: identity only
+      {{"gzip"}, true},
+      {{"GZIP"}, true},                              // case-insensitive
+      {{"x-gzip"}, true},                            // the alias
+      {{"gzip, deflate, br"}, true},
+      {{"br, deflate"}, false},                      // gzip not offered
+      {{"gzip;q=0"}, false},                         // refused
+      {{"gzip; Q=0.000"}, false},
+      {{"gzip;q=0.001"}, true},                      // identity unnamed: not preferred
+      {{"gzip;q=0.5, identity;q=0.6"}, false},
+      {{"gzip ; q=0.5"}, true},                      // whitespace around ;
+      {{"*"}, true},                                 // * covers gzip
+      {{"*;q=0"}, false},                            // nothing acceptable: identity anyway
+      {{"*, gzip;q=0"}, false},                      // gzip listed: * does not cover it
+      {{"gzip;q=0, *"}, false},
+      {{"gzip;q=0.5, identity"}, false},             // identity preferred
+      {{"gzip;q=0.5, identity;q=0.5"}, true},        // tie: gzip
+      {{"gzip;q=0.4, *;q=0.5"}, false},              // * counts for identity
+      {{"gzip, identity;q=0"}, true},
+      {{"identity;q=0"}, false},                     // nothing acceptable: identity anyway
+      {{"gzip;q=0, identity;q=0"}, false},
+      {{"gzip;q=1.0"}, true},
+      {{"gzip;q=1.001"}, false},                     // malformed weight: element ignored
+      {{"gzip;q=2"}, false},
+      {{"gzip;q=0.5000"}, false},                    // four decimals
+      {{"gzip;q="}, false},
+      {{"gzip;q=.5"}, false},
+      {{"gzip;q=-1"}, false},
+      {{"gzip;level"}, false},                       // parameter without a value
+      {{"gzip;foo=bar"}, true},                      // other parameters ignored
+      {{"gz ip"}, false},                            // not a token
+      {{"\"gzip\""}, false},
+      {{",,gzip,,"}, true},                          // empty elements skipped
+      {{"gzip;q=0", "gzip"}, false},                 // first mention counts
+      {{"gzip;q=x", "gzip"}, true},                  // ignored first, then valid
+      {{"deflate", "gzip"}, true},                   // several lines form one list
+      {{"identity", "gzip;q=0.5"}, false},
+      {{"br", ""}, false},
+  };
+  for (const Case& c : cases) {
+    std::string name;
+    for (std::string_view l : c.lines) name += "[" + std::string(l) + "]";
+    EXPECT_EQ(Prefers(c.lines), c.gzip) << name;
+  }
+}
+
+TEST(AcceptEncodingTest, Weights) {
+  AcceptEncoding ae;
+  ae.AddFieldValue("gzip;q=0.25, identity;q=0.5, *;q=0.125, gzip;q=1");
+  EXPECT_EQ(ae.gzip_weight(), 250);
+  EXPECT_EQ(ae.identity_weight(), 500);
+  EXPECT_EQ(ae.star_weight(), 125);
+}
+
+TEST(QValueTest, Grammar) {
+  EXPECT_EQ(ParseQValue("0"), 0);
+  EXPECT_EQ(ParseQValue("1"), 1000);
+  EXPECT_EQ(ParseQValue("0."), 0);
+  EXPECT_EQ(ParseQValue("1."), 1000);
+  EXPECT_EQ(ParseQValue("0.5"), 500);
+  EXPECT_EQ(ParseQValue("0.05"), 50);
+  EXPECT_EQ(ParseQValue("0.123"), 123);
+  EXPECT_EQ(ParseQValue("1.000"), 1000);
+  for (std::string_view bad : {"", "2", "1.5", "0.1234", "0,5", "00", "+1", " 1", "1e0"}) {
+    EXPECT_EQ(ParseQValue(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(CompressibleTypeTest, Table) {
+  for (std::string_view yes :
+       {"text/html", "text/plain; charset=utf-8", "TEXT/CSS", "text/event-stream",
+        "application/json", "Application/JSON;charset=utf-8", "application/problem+json",
+        "application/x-ndjson", "application/javascript", "application/xml",
+        "application/atom+xml", "image/svg+xml", "application/wasm", "font/ttf"}) {
+    EXPECT_TRUE(IsCompressibleType(yes)) << yes;
+  }
+  for (std::string_view no :
+       {"", "text/", "image/png", "image/jpeg", "application/octet-stream", "application/zip",
+        "application/gzip", "video/mp4", "font/woff2", "application/jsonx", "json",
+        "image/svg"}) {
+    EXPECT_FALSE(IsCompressibleType(no)) << no;
+  }
+}
+
+TEST(FindHeaderLineTest, CaseInsensitiveFirstMatch) {
+  const std::string_view lines = "X-A: 1\r\ncontent-TYPE:  text/html \r\nContent-Type: b\r\n";
+  EXPECT_EQ(FindHeaderLine(lines, "content-type"), "text/html");
+  EXPECT_EQ(FindHeaderLine(lines, "x-a"), "1");
+  EXPECT_EQ(FindHeaderLine(lines, "x-b"), std::nullopt);
+  EXPECT_EQ(FindHeaderLine("", "x-a"), std::nullopt);
+}
+
+CompressionOptions On() {
+  CompressionOptions o;
+  o.enabled = true;
+  o.min_bytes = 1024;
+  return o;
+}
+
+TEST(DecideGzipTest, Rules) {
+  const std::string_view html = "Content-Type: text/html\r\n";
+  EXPECT_EQ(DecideGzip(On(), true, 200, html, 2000), GzipDecision::kGzip);
+  EXPECT_EQ(DecideGzip(On(), true, 200, html, std::nullopt), GzipDecision::kGzip);  // streamed
+  EXPECT_EQ(DecideGzip(On(), true, 404, html, 2000), GzipDecision::kGzip);
+  EXPECT_EQ(DecideGzip(On(), true, 200, html, 1024), GzipDecision::kGzip);
+  EXPECT_EQ(DecideGzip(On(), true, 200, html, 1023), GzipDecision::kIdentity);  // small
+  EXPECT_EQ(DecideGzip(On(), false, 200, html, 2000), GzipDecision::kIdentity);
+  EXPECT_EQ(DecideGzip(On(), true, 206, html, 2000), GzipDecision::kIdentity);
+  EXPECT_EQ(DecideGzip(On(), true, 204, html, 0), GzipDecision::kIdentity);
+  EXPECT_EQ(DecideGzip(On(), true, 304, html, 0), GzipDecision::kIdentity);
+  EXPECT_EQ(DecideGzip(On(), true, 200, "Content-Type: image/png\r\n", 2000),
+            GzipDecision::kLeave);
+  EXPECT_EQ(DecideGzip(On(), true, 200, "", 2000), GzipDecision::kLeave);  // no type
+  EXPECT_EQ(DecideGzip(On(), true, 200, "Content-Type: text/html\r\nContent-Encoding: br\r\n",
+                       2000),
+            GzipDecision::kLeave);
+  CompressionOptions off = On();
+  off.enabled = false;
+  EXPECT_EQ(DecideGzip(off, true, 200, html, 2000), GzipDecision::kLeave);
+}
+
+std::string Html(size_t size) {
+  std::string s;
+  while (s.size() < size) s += "<tr><td>" + std::to_string(s.size()) + "</td><td>cell</td></tr>\n";
+  return s;
+}
+
+TEST(CompressBufferedResponseTest, CompressesAndLabels) {
+  Response r;
+  r.set_content_type("text/html");
+  const std::string body = Html(5000);
+  r.set_body(body);
+  EXPECT_EQ(CompressBufferedResponse(On(), true, false, r), GzipDecision::kGzip);
+  EXPECT_EQ(FindHeaderLine(r.header_lines(), "content-encoding"), "gzip");
+  EXPECT_EQ(FindHeaderLine(r.header_lines(), "vary"), "Accept-Encoding");
+  EXPECT_LT(r.body_view().size(), body.size());
+  EXPECT_EQ(testing::Gunzip(r.body_view()), body);
+  EXPECT_FALSE(r.length_unstated());
+}
+
+TEST(CompressBufferedResponseTest, StaticBodyToo) {
+  static const std::string body = Html(3000);
+  Response r;
+  r.set_content_type("application/json");
+  r.set_static_body(body);
+  EXPECT_EQ(CompressBufferedResponse(On(), true, false, r), GzipDecision::kGzip);
+  EXPECT_EQ(testing::Gunzip(r.body_view()), body);
+}
+
+TEST(CompressBufferedResponseTest, VaryWithoutCompression) {
+  Response r;
+  r.set_content_type("text/plain");
+  r.set_body("short");
+  EXPECT_EQ(CompressBufferedResponse(On(), true, false, r), GzipDecision::kIdentity);
+  EXPECT_EQ(r.body_view(), "short");
+  EXPECT_EQ(FindHeaderLine(r.header_lines(), "content-encoding"), std::nullopt);
+  EXPECT_EQ(FindHeaderLine(r.header_lines(), "vary"), "Accept-Encoding");
+}
+
+TEST(CompressBufferedResponseTest, ExistingVaryKeptOrExtended) {
+  Response a;
+  a.set_content_type("text/plain");
+  a.AddHeader("Vary", "origin, ACCEPT-ENCODING");
+  a.set_body(Html(2000));
+  CompressBufferedResponse(On(), true, false, a);
+  EXPECT_EQ(a.header_lines().find("Vary: Accept-Encoding"), std::string_view::npos);
+
+  Response b;
+  b.set_content_type("text/plain");
+  b.AddHeader("Vary", "Origin");
+  b.set_body(Html(2000));
+  CompressBufferedResponse(On(), true, false, b);
+  EXPECT_NE(b.header_lines().find("Vary: Origin\r\n"), std::string_view::npos);
+  EXPECT_NE(b.header_lines().find("Vary: Accept-Encoding\r\n"), std::string_view::npos);
+}
+
+TEST(CompressBufferedResponseTest, HeadDeclaresWithoutLengthAndKeepsBody) {
+  Response r;
+  r.set_content_type("text/html");
+  const std::string body = Html(5000);
+  r.set_body(body);
+  EXPECT_EQ(CompressBufferedResponse(On(), true, true, r), GzipDecision::kGzip);
+  EXPECT_EQ(r.body_view(), body);  // not compressed: nothing is sent
+  EXPECT_TRUE(r.length_unstated());
+  SerializeOptions options;
+  options.head_only = true;
+  std::string out(4096, '\0');
+  out.resize(SerializeResponse(r, options, out.data(), out.size()));
+  EXPECT_NE(out.find("Content-Encoding: gzip\r\n"), std::string::npos);
+  EXPECT_EQ(out.find("Content-Length"), std::string::npos);
+  EXPECT_TRUE(out.ends_with("\r\n\r\n"));
+}
+
+TEST(CompressBufferedResponseTest, IncompressibleBodySentAsIs) {
+  std::string noise(4000, '\0');
+  uint32_t x = 1;
+  for (char& c : noise) c = static_cast<char>((x = x * 1103515245 + 12345) >> 24);
+  Response r;
+  r.set_content_type("text/plain");  // mislabelled
+  r.set_body(noise);
+  EXPECT_EQ(CompressBufferedResponse(On(), true, false, r), GzipDecision::kIdentity);
+  EXPECT_EQ(r.body_view(), noise);
+  EXPECT_EQ(FindHeaderLine(r.header_lines(), "content-encoding"), std::nullopt);
+}
+
+TEST(CompressBufferedResponseTest, FullHeaderStorageLeavesResponseAlone) {
+  Response r;
+  r.set_content_type("text/plain");
+  while (r.AddHeader("X-Filler", "0123456789012345678901234567890123456789")) {
+  }
+  const std::string body = Html(4000);
+  r.set_body(body);
+  EXPECT_EQ(CompressBufferedResponse(On(), true, false, r), GzipDecision::kLeave);
+  EXPECT_EQ(r.body_view(), body);
+}
+
+TEST(CompressBufferedResponseTest, OffTouchesNothing) {
+  Response r;
+  r.set_content_type("text/html");
+  r.set_body(Html(5000));
+  const std::string before(r.header_lines());
+  EXPECT_EQ(CompressBufferedResponse(CompressionOptions(), true, false, r), GzipDecision::kLeave);
+  EXPECT_EQ(r.header_lines(), before);
+}
+
+}  // namespace
+}  // namespace uring_http::http
