@@ -125,6 +125,12 @@ bool AcceptEncoding::PrefersGzip() const {
   return gzip > 0 && gzip >= identity;
 }
 
+bool PrefersGzip(const HeaderValueRange& accept_encoding_lines) {
+  AcceptEncoding ae;
+  for (std::string_view line : accept_encoding_lines) ae.AddFieldValue(line);
+  return ae.PrefersGzip();
+}
+
 bool IsCompressibleType(std::string_view content_type) {
   std::string_view type = Trim(content_type.substr(0, content_type.find(';')));
   if (StartsWithLower(type, "text/")) return type.size() > 5;

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string_view>
 
+#include "src/http/header_values.h"
 #include "src/http/response.h"
 
 namespace uring_http::http {
@@ -84,6 +85,9 @@ class AcceptEncoding {
   int identity_ = -1;
   int star_ = -1;
 };
+
+// Over a request's Accept-Encoding lines: request.HeaderValues("accept-encoding").
+bool PrefersGzip(const HeaderValueRange& accept_encoding_lines);
 
 // Parses a weight ("1", "0.5", "0.125", "1.000"); nullopt when malformed.
 // In thousandths.

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "src/base/check.h"
+#include "src/http/compress.h"
 #include "src/http1/connection.h"
 
 namespace uring_http::http1 {
@@ -85,6 +86,13 @@ void Connection::RunHandler(const http::Request& request) {
     } catch (...) {
       pipeline.Fail(request, response);
     }
+  }
+  const http::CompressionOptions& gzip = env_->config->compression;
+  if (gzip.enabled && !response.has_producer()) {
+    // On the ring thread: a FAST answer is compressed where it is built.
+    // Nothing is allocated unless the body is compressed.
+    http::CompressBufferedResponse(gzip, http::PrefersGzip(request.HeaderValues("accept-encoding")),
+                                   ex_.head, response);
   }
   if (response.has_producer()) {
     if (!ex_.head_kept && env_->access_log) KeepHead(ex_.head_ptr, ex_.head_len);

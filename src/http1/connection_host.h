@@ -23,6 +23,7 @@
 
 #include "src/http/chunked_decoder.h"
 #include "src/http/client_address.h"
+#include "src/http/compress.h"
 #include "src/files/open_file_cache.h"
 #include "src/http/parser.h"
 #include "src/io/arena.h"
@@ -163,6 +164,8 @@ struct ConnectionConfig {
   // than this switches its connection's receive to them.
   bool bulk_receives = false;
   uint64_t bulk_body_bytes = 64 * 1024;
+  // gzip for handlers' responses (static files are sent as they are).
+  http::CompressionOptions compression;
   // A file body at least this large is spliced (file -> pipe -> socket)
   // rather than read into buffers and sent (0: never).
   uint64_t splice_min_bytes = 0;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "src/http/compress.h"
 #include "src/http/parser.h"
 
 namespace uring_http::serving {
@@ -73,6 +74,10 @@ struct ServerConfig {
   // Static files, for the measurements).
   uint64_t file_splice_min_bytes = 64u << 10;
   uint32_t file_splice_pipe_bytes = 1u << 20;
+
+  // gzip of compressible responses (--gzip, --gzip-min-bytes,
+  // --gzip-level; the rules are in src/http/compress.h). Off by default.
+  http::CompressionOptions compression;
 
   // Access log in Common Log Format; empty: none.
   std::string access_log_path;

@@ -107,6 +107,7 @@ http1::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const Lo
                       size_t{plan.bulk_buffers} * plan.bulk_buffer_size;
   c.bulk_receives = plan.bulk_buffers > 0;
   c.splice_min_bytes = config.file_splice_min_bytes;
+  c.compression = config.compression;
   return c;
 }
 

@@ -43,6 +43,9 @@ enum LongOnly {
   kDeferAccept,
   kWorkerSched,
   kProxyProtocol,
+  kGzip,
+  kGzipMinBytes,
+  kGzipLevel,
 };
 
 const option kLongOptions[] = {
@@ -84,6 +87,9 @@ const option kLongOptions[] = {
     {"defer-accept", required_argument, nullptr, kDeferAccept},
     {"worker-sched", required_argument, nullptr, kWorkerSched},
     {"proxy-protocol", no_argument, nullptr, kProxyProtocol},
+    {"gzip", required_argument, nullptr, kGzip},
+    {"gzip-min-bytes", required_argument, nullptr, kGzipMinBytes},
+    {"gzip-level", required_argument, nullptr, kGzipLevel},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -210,6 +216,11 @@ std::string UsageText(const char* program) {
       "      --io-uring-disable=list  Turn features off to measure what they give:\n"
       "                             comma-separated defer-taskrun, single-issuer,\n"
       "                             coop-taskrun, registered-ring-fd (none)\n\n"
+      "Compression (handlers' responses; static files are sent as they are):\n"
+      "      --gzip=on|off          gzip compressible types when the client accepts it\n"
+      "                             (off)\n"
+      "      --gzip-min-bytes=bytes  Smallest buffered body compressed (1024)\n"
+      "      --gzip-level=n         1 (fastest) to 9 (smallest) (1)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker), GET /test/bytes?N, POST /test/echo (the body back), POST /test/sink\n"
       "(a streamed body of any size, answered with its length), GET\n"
@@ -334,6 +345,25 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         options.config.workers_batch_sched = policy == "batch";
         break;
       }
+      case kGzip: {
+        const std::string_view v(optarg);
+        if (v != "on" && v != "off") {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid value '", optarg, "' for --gzip: expected on or off"));
+        }
+        options.config.compression.enabled = v == "on";
+        break;
+      }
+      case kGzipMinBytes:
+        n = ParseNumber(code, optarg, 0, 1ull << 30);
+        if (!n.ok()) return n.status();
+        options.config.compression.min_bytes = *n;
+        break;
+      case kGzipLevel:
+        n = ParseNumber(code, optarg, 1, 9);
+        if (!n.ok()) return n.status();
+        options.config.compression.level = static_cast<int>(*n);
+        break;
       case kDeferAccept: {
         absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
         if (!ms.ok()) return ms.status();

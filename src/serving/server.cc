@@ -103,6 +103,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     const size_t queue_capacity = std::clamp<uint64_t>(slots, 1024, 1 << 16);
     workers_ = std::make_unique<worker::WorkerPool>(config_.workers, queue_capacity,
                                                    config_.limits, config_.workers_batch_sched);
+    workers_->set_compression(config_.compression);
     io::MsgRingSender::RinglessSupported();  // probe once, before the workers race to
     workers_->Start();
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -39,10 +40,37 @@ long PipeBodyReader::Read(char* buf, size_t len) {
   }
 }
 
+bool PipeResponseStream::StartGzip(http::Response& response) {
+  if (!compression_.enabled) return false;
+  const std::optional<uint64_t> length =
+      response.has_content_length() ? std::optional<uint64_t>(response.content_length())
+                                    : std::nullopt;
+  http::GzipDecision decision = http::DecideGzip(compression_, gzip_accepted_, response.status(),
+                                                 response.header_lines(), length);
+  if (decision == http::GzipDecision::kLeave) return false;
+  constexpr size_t kAdded =
+      sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n");
+  if (response.header_lines().size() + kAdded > http::Response::kHeaderStorage) return false;
+  if (decision == http::GzipDecision::kGzip && !discard_body_) {
+    gzip_ = std::make_unique<http::GzipStream>(compression_.level);
+    if (!gzip_->ok()) {
+      gzip_.reset();
+      decision = http::GzipDecision::kIdentity;  // no memory for it: sent as is
+    }
+  }
+  if (decision == http::GzipDecision::kGzip) response.AddHeader("Content-Encoding", "gzip");
+  http::AddVaryAcceptEncoding(response);
+  return decision == http::GzipDecision::kGzip;
+}
+
 bool PipeResponseStream::Start(http::Response& response) {
   const int status = response.status();
   discard_body_ = task_->head_only || !http::StatusHasBody(status);
-  if (response.has_content_length()) {
+  // A promised length is that of the identity body; compressed, the length
+  // is known only at the end: chunked (or close-delimited) instead. (HEAD
+  // says what the GET would.)
+  const bool gzipped = StartGzip(response);
+  if (response.has_content_length() && !gzipped) {
     framing_ = http::StreamFraming::kContentLength;
     length_ = response.content_length();
   } else if (task_->http10) {
@@ -92,14 +120,34 @@ bool PipeResponseStream::Write(http::Response& response, std::string_view data) 
   if (!started() && !Start(response)) return false;
   if (pipe_->aborted()) return false;
   if (discard_body_ || data.empty()) return true;
+  if (gzip_) {
+    if (response.has_content_length() && data.size() > response.content_length() - written_) {
+      Break();  // the handler broke its own promise: treated as without gzip
+      return false;
+    }
+    gzipped_.clear();
+    if (!gzip_->Write(data, &gzipped_)) {
+      Break();
+      return false;
+    }
+    written_ += data.size();
+    return PutFramed(gzipped_);
+  }
+  if (framing_ == http::StreamFraming::kContentLength && data.size() > length_ - written_) {
+    // More than promised would corrupt the next response on the
+    // connection: refuse it, and end the connection after this one.
+    Break();
+    return false;
+  }
+  if (!PutFramed(data)) return false;
+  written_ += data.size();
+  return true;
+}
+
+bool PipeResponseStream::PutFramed(std::string_view data) {
+  if (data.empty()) return true;  // an empty chunk would end the body
   switch (framing_) {
     case http::StreamFraming::kContentLength:
-      if (data.size() > length_ - written_) {
-        // More than promised would corrupt the next response on the
-        // connection: refuse it, and end the connection after this one.
-        Break();
-        return false;
-      }
       if (!Put(data)) return false;
       break;
     case http::StreamFraming::kChunked: {
@@ -112,7 +160,6 @@ bool PipeResponseStream::Write(http::Response& response, std::string_view data) 
       if (!Put(data)) return false;
       break;
   }
-  written_ += data.size();
   return true;
 }
 
@@ -158,6 +205,17 @@ void PipeResponseStream::Finish(http::Response& response) {
     const std::string_view rest = response.body_view();
     if (!rest.empty()) Write(response, rest);
   }
+  if (gzip_ && !broken_ && !pipe_->aborted() && !discard_body_) {
+    if (response.has_content_length() && written_ != response.content_length()) {
+      Break();  // short of its promise: no gzip trailer, no last chunk
+    } else {
+      gzipped_.clear();
+      if (!gzip_->Finish(&gzipped_) || !PutFramed(gzipped_)) Break();
+    }
+  }
+  // The compressor's memory goes with the response, not with the worker.
+  gzip_.reset();
+  gzipped_ = std::string();
   if (!broken_ && !pipe_->aborted() && !discard_body_) {
     switch (framing_) {
       case http::StreamFraming::kContentLength:

@@ -9,6 +9,11 @@
 // blocking while the pipe is full; Finish() ends the body when the handler
 // returns.
 //
+// A compressible streamed response is gzipped here, on the worker, as it
+// streams (see compress.h): one GzipStream per response, flushed after each
+// Write so that each piece reaches the client decodable, and released when
+// the response ends.
+//
 // Both tell the ring of their progress only when it asked (BodyPipe's
 // ArmReadNotify/ArmWriteNotify), with a kStreamNotify message.
 //
@@ -18,8 +23,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <string_view>
 
+#include "src/http/compress.h"
+#include "src/http/gzip_encoder.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
 #include "src/worker/slow_task.h"
@@ -40,7 +49,9 @@ class PipeBodyReader final : public http::BodyReader {
 
 class PipeResponseStream final : public http::ResponseStream {
  public:
-  explicit PipeResponseStream(TaskBuffer* task) : task_(task) {}
+  explicit PipeResponseStream(TaskBuffer* task, const http::CompressionOptions& compression = {},
+                              bool gzip_accepted = false)
+      : task_(task), compression_(compression), gzip_accepted_(gzip_accepted) {}
   PipeResponseStream(const PipeResponseStream&) = delete;
   PipeResponseStream& operator=(const PipeResponseStream&) = delete;
 
@@ -56,10 +67,19 @@ class PipeResponseStream final : public http::ResponseStream {
 
  private:
   bool Start(http::Response& response);
+  // Decides on gzip and adds its headers, before the head is serialized;
+  // true when the response says Content-Encoding: gzip.
+  bool StartGzip(http::Response& response);
+  // `data` with this response's framing.
+  bool PutFramed(std::string_view data);
   // Puts bytes into the pipe, waiting for room; false once aborted.
   bool Put(std::string_view bytes);
 
   TaskBuffer* task_;
+  const http::CompressionOptions compression_;
+  const bool gzip_accepted_;
+  std::unique_ptr<http::GzipStream> gzip_;  // compressing this response's body
+  std::string gzipped_;                     // its output for one Write, reused
   BodyPipe* pipe_ = nullptr;  // owned by the ring once published
   http::StreamFraming framing_ = http::StreamFraming::kChunked;
   bool discard_body_ = false;  // HEAD, 204, 304: the head only

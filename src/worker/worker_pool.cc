@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "src/http/compress.h"
 #include "src/http/response.h"
 #include "src/router/router.h"
 #include "src/worker/ring_post.h"
@@ -67,7 +68,8 @@ void WorkerPool::Stop() {
   threads_.clear();
 }
 
-void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) {
+void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
+                         const http::CompressionOptions& compression) {
   TaskBuffer* buf = task.buffer;
   http::Response& response = buf->response;
   // Room for every header the ring thread accepted (--max-headers), kept
@@ -92,7 +94,9 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
   } else {
     request.body = std::string_view(buf->data() + buf->head_len, buf->body_len);
   }
-  PipeResponseStream stream(buf);
+  const bool gzip_accepted =
+      compression.enabled && http::PrefersGzip(request.HeaderValues("accept-encoding"));
+  PipeResponseStream stream(buf, compression, gzip_accepted);
   response.AttachStream(&stream);
   // A throw once the head is sent cannot become a 500: the stream breaks
   // here (the afters still run); before that, the chain answers 500.
@@ -126,7 +130,13 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits) 
     }
   }
   response.AttachStream(nullptr);
-  if (stream.started()) stream.Finish(response);
+  if (stream.started()) {
+    stream.Finish(response);
+  } else if (compression.enabled) {
+    // Here rather than on the ring: the ring thread serializes the result
+    // but spends no CPU on compressing it.
+    http::CompressBufferedResponse(compression, gzip_accepted, buf->head_only, response);
+  }
   // Publishes the response (and the pipe's last bytes) to the ring thread
   // (see slow_task.h).
   buf->state.store(TaskBuffer::kDone, std::memory_order_release);
@@ -168,7 +178,7 @@ void WorkerPool::WorkerMain(size_t index) {
     // Read before the result is published: the ring may free the buffer
     // as soon as it sees it.
     const RingAddress ring = task.buffer->ring;
-    RunTask(task, limits_);
+    RunTask(task, limits_, compression_);
     stats.running.store(false, std::memory_order_relaxed);
     stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "src/http/compress.h"
 #include "src/http/parser.h"
 #include "src/worker/mpmc_queue.h"
 #include "src/worker/slow_task.h"
@@ -49,6 +50,10 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
+  // gzip for SLOW answers, compressed here on the worker (before Start()).
+  void set_compression(const http::CompressionOptions& compression) {
+    compression_ = compression;
+  }
   void Start();
   // False when the queue is full (the caller answers 503).
   bool Submit(const SlowTask& task);
@@ -63,7 +68,8 @@ class WorkerPool {
   // Runs `task`'s handler on the calling thread and leaves its response in
   // the TaskBuffer (exposed for workers and for tests). Headers: room for
   // limits.max_headers, as the ring thread allowed.
-  static void RunTask(const SlowTask& task, const http::ParseLimits& limits);
+  static void RunTask(const SlowTask& task, const http::ParseLimits& limits,
+                      const http::CompressionOptions& compression = {});
 
  private:
   struct alignas(64) WorkerStats {
@@ -81,6 +87,7 @@ class WorkerPool {
   const size_t num_threads_;
   const http::ParseLimits limits_;
   const bool batch_sched_;
+  http::CompressionOptions compression_;
   MpmcQueue<SlowTask> queue_;
   sem_t tokens_;
   std::atomic<bool> stopping_{false};

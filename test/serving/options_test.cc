@@ -225,6 +225,23 @@ TEST(OptionsTest, DeferAcceptIsWholeSecondsRoundedUp) {
   ExpectError({"--defer-accept=-1"}, "--defer-accept");
 }
 
+TEST(OptionsTest, GzipFlags) {
+  const auto defaults = Parse({});
+  EXPECT_FALSE(defaults->config.compression.enabled);
+  EXPECT_EQ(defaults->config.compression.min_bytes, 1024u);
+  EXPECT_EQ(defaults->config.compression.level, 1);
+  const auto on = Parse({"--gzip=on", "--gzip-min-bytes=0", "--gzip-level", "9"});
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->config.compression.enabled);
+  EXPECT_EQ(on->config.compression.min_bytes, 0u);
+  EXPECT_EQ(on->config.compression.level, 9);
+  EXPECT_FALSE(Parse({"--gzip=on", "--gzip=off"})->config.compression.enabled);
+  ExpectError({"--gzip=yes"}, "--gzip");
+  ExpectError({"--gzip-level=0"}, "--gzip-level");
+  ExpectError({"--gzip-level=10"}, "--gzip-level");
+  ExpectError({"--gzip-min-bytes=-1"}, "--gzip-min-bytes");
+}
+
 TEST(OptionsTest, WorkerSchedIsBatchOrNormal) {
   EXPECT_TRUE(Parse({})->config.workers_batch_sched);
   EXPECT_TRUE(Parse({"--worker-sched=batch"})->config.workers_batch_sched);
