@@ -256,5 +256,76 @@ TEST(NoAllocationTest, CachedFilesAllocateNothingPerRequest) {
   ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
 }
 
+// gzip on: the FAST answers it leaves uncompressed (a client that does not
+// accept gzip, a body below --gzip-min-bytes) allocate nothing either; the
+// Accept-Encoding parse and the added Vary work in place. A compressed one
+// does allocate (its body), and the counter sees it.
+TEST(NoAllocationTest, UncompressedAnswersWithGzipOnAllocateNothing) {
+  static const std::string page(3000, 'p');
+  router::Router router;
+  (void)router.Fast("GET", "/page", [](const http::Request&, http::Response& resp) {
+    resp.set_content_type("text/html");
+    resp.set_static_body(page);
+  });
+  (void)router.Fast("GET", "/small", [](const http::Request&, http::Response& resp) {
+    resp.set_content_type("text/plain");
+    resp.set_static_body("small");
+  });
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 64;
+  config.workers = 1;
+  config.compression.enabled = true;
+  Server server(config, std::move(router));
+  ASSERT_TRUE(server.Start().ok());
+  testing::TestClient client(server.port());
+
+  static char buf[65536];
+  // Reads one response: its head, then Content-Length bytes.
+  auto get = [&](const char* request, bool expect_gzip) {
+    if (send(client.fd(), request, std::strlen(request), MSG_NOSIGNAL) <= 0) return false;
+    size_t got = 0, need = SIZE_MAX;
+    while (got < need) {
+      ssize_t n = recv(client.fd(), buf + got, sizeof(buf) - got, 0);
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+      if (need == SIZE_MAX) {
+        const std::string_view seen(buf, got);
+        const size_t end = seen.find("\r\n\r\n");
+        const size_t length = seen.find("Content-Length: ");
+        if (end == std::string_view::npos || length == std::string_view::npos) continue;
+        need = end + 4 + std::strtoul(buf + length + 16, nullptr, 10);
+      }
+    }
+    const std::string_view head(buf, got);
+    return got == need && head.starts_with("HTTP/1.1 200 OK\r\n") &&
+           head.find("Vary: Accept-Encoding\r\n") != std::string_view::npos &&
+           (head.find("Content-Encoding: gzip\r\n") != std::string_view::npos) == expect_gzip;
+  };
+  const char* kIdentity = "GET /page HTTP/1.1\r\nHost: x\r\nAccept-Encoding: br\r\n\r\n";
+  const char* kSmall = "GET /small HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n";
+  const char* kGzip = "GET /page HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n";
+  for (int i = 0; i < 50; ++i) {  // warm-up, and the thread's compressor
+    ASSERT_TRUE(get(kIdentity, false));
+    ASSERT_TRUE(get(kSmall, false));
+    ASSERT_TRUE(get(kGzip, true));
+  }
+  g_allocations.store(0);
+  g_counting.store(true);
+  bool ok = true;
+  for (int i = 0; i < 1000 && ok; ++i) ok = get(kIdentity, false) && get(kSmall, false);
+  g_counting.store(false);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(g_allocations.load(), 0u) << "allocations during 2,000 uncompressed answers";
+  g_counting.store(true);
+  ASSERT_TRUE(get(kGzip, true));
+  g_counting.store(false);
+  EXPECT_GT(g_allocations.load(), 0u);
+  server.Stop();
+  server.Wait();
+}
+
 }  // namespace
 }  // namespace uring_http::serving
