@@ -190,6 +190,33 @@ void AddVaryAcceptEncoding(Response& response) {
   response.AddHeader("Vary", "Accept-Encoding");
 }
 
+namespace {
+
+bool RoomForGzipHeaders(const Response& response) {
+  constexpr size_t kAdded =
+      sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n");
+  return response.header_lines().size() + kAdded <= Response::kHeaderStorage;
+}
+
+}  // namespace
+
+GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_prefers_gzip,
+                                const Response& response) {
+  if (!options.enabled) return GzipDecision::kLeave;
+  const std::optional<uint64_t> length =
+      response.has_content_length() ? std::optional<uint64_t>(response.content_length())
+                                    : std::nullopt;
+  const GzipDecision decision = DecideGzip(options, client_prefers_gzip, response.status(),
+                                           response.header_lines(), length);
+  return RoomForGzipHeaders(response) ? decision : GzipDecision::kLeave;
+}
+
+void AddGzipHeaders(GzipDecision decision, Response& response) {
+  if (decision == GzipDecision::kLeave) return;
+  if (decision == GzipDecision::kGzip) response.AddHeader("Content-Encoding", "gzip");
+  AddVaryAcceptEncoding(response);
+}
+
 GzipDecision CompressBufferedResponse(const CompressionOptions& options,
                                       bool client_prefers_gzip, bool head_only,
                                       Response& response) {
@@ -201,10 +228,7 @@ GzipDecision CompressBufferedResponse(const CompressionOptions& options,
   // Room for both lines, checked first: a body must never go out compressed
   // without its Content-Encoding. A handler that filled its header storage
   // gets its response as it built it.
-  constexpr size_t kAdded = sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n");
-  if (response.header_lines().size() + kAdded > Response::kHeaderStorage) {
-    return GzipDecision::kLeave;
-  }
+  if (!RoomForGzipHeaders(response)) return GzipDecision::kLeave;
   if (decision == GzipDecision::kGzip && !head_only) {
     std::string compressed;
     // Incompressible after all (already compressed data labelled text): the
@@ -215,11 +239,8 @@ GzipDecision CompressBufferedResponse(const CompressionOptions& options,
       response.body() = std::move(compressed);
     }
   }
-  if (decision == GzipDecision::kGzip) {
-    response.AddHeader("Content-Encoding", "gzip");
-    if (head_only) response.set_length_unstated();
-  }
-  AddVaryAcceptEncoding(response);
+  if (decision == GzipDecision::kGzip && head_only) response.set_length_unstated();
+  AddGzipHeaders(decision, response);
   return decision;
 }
 

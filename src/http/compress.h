@@ -120,6 +120,17 @@ GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_g
 // already (or is "*").
 void AddVaryAcceptEncoding(Response& response);
 
+// A streamed response, before its head is serialized: the decision, or
+// kLeave when the handler's header storage has no room for the added lines
+// (a body must never go out gzipped without its Content-Encoding). The
+// caller makes its GzipStream for kGzip, then calls AddGzipHeaders.
+GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_prefers_gzip,
+                                const Response& response);
+
+// The lines a decision calls for: Content-Encoding for kGzip, Vary for
+// kGzip and kIdentity.
+void AddGzipHeaders(GzipDecision decision, Response& response);
+
 // A buffered response, after its handler: decides, and compresses the body
 // in place (or, for HEAD, only marks it). Returns the decision applied.
 // Allocates only when it compresses (the compressed body).

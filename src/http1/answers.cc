@@ -37,12 +37,30 @@ class ProducerOutput final : public http::BodyOutput {
   bool Write(std::string_view data) override {
     if (failed_) return false;
     if (data.empty()) return true;
+    if (c_->S().gzip) {
+      gzipped_.clear();
+      if (!c_->S().gzip->Write(data, &gzipped_)) {
+        failed_ = true;
+        return false;
+      }
+      c_->S().produced += data.size();
+      Frame(gzipped_);
+      return true;
+    }
+    if (c_->S().produce_framing == http::StreamFraming::kContentLength &&
+        data.size() > c_->S().produce_length - c_->S().produced) {
+      failed_ = true;  // more than promised would corrupt the next response
+      return false;
+    }
+    Frame(data);
+    c_->S().produced += data.size();
+    return true;
+  }
+  // `data` with the stream's framing, after what this call wrote so far.
+  void Frame(std::string_view data) {
+    if (data.empty()) return;  // an empty chunk would end the body
     switch (c_->S().produce_framing) {
       case http::StreamFraming::kContentLength:
-        if (data.size() > c_->S().produce_length - c_->S().produced) {
-          failed_ = true;  // more than promised would corrupt the next response
-          return false;
-        }
         bytes_.append(data);
         break;
       case http::StreamFraming::kChunked: {
@@ -56,8 +74,6 @@ class ProducerOutput final : public http::BodyOutput {
         bytes_.append(data);
         break;
     }
-    c_->S().produced += data.size();
-    return true;
   }
   size_t room() const override {
     const size_t pending = c_->out_.pending() + bytes_.size();
@@ -69,6 +85,7 @@ class ProducerOutput final : public http::BodyOutput {
  private:
   Connection* c_;
   std::string bytes_;
+  std::string gzipped_;
   bool failed_ = false;
 };
 
@@ -87,19 +104,23 @@ void Connection::RunHandler(const http::Request& request) {
       pipeline.Fail(request, response);
     }
   }
-  const http::CompressionOptions& gzip = env_->config->compression;
-  if (gzip.enabled && !response.has_producer()) {
-    // On the ring thread: a FAST answer is compressed where it is built.
-    // Nothing is allocated unless the body is compressed.
-    http::CompressBufferedResponse(gzip, http::PrefersGzip(request.HeaderValues("accept-encoding")),
-                                   ex_.head, response);
-  }
+  const bool gzip_accepted = GzipAccepted(request);
   if (response.has_producer()) {
     if (!ex_.head_kept && env_->access_log) KeepHead(ex_.head_ptr, ex_.head_len);
-    StartProducer(response);
+    StartProducer(response, gzip_accepted);
   } else {
+    if (env_->config->compression.enabled) {
+      // On the ring thread: a FAST answer is compressed where it is built.
+      // Nothing is allocated unless the body is compressed.
+      http::CompressBufferedResponse(env_->config->compression, gzip_accepted, ex_.head, response);
+    }
     Respond(response);
   }
+}
+
+bool Connection::GzipAccepted(const http::Request& request) const {
+  return env_->config->compression.enabled &&
+         http::PrefersGzip(request.HeaderValues("accept-encoding"));
 }
 
 void Connection::Dispatch(const http::Request& request, std::string_view head,
@@ -287,10 +308,24 @@ void Connection::BadRequest(int status) {
   RespondError(status, /*close=*/true);
 }
 
-void Connection::StartProducer(http::Response& response) {
+void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
   env_->stats->streamed_responses.Add();
   if (env_->access_log) NoteRequestId(response.header_lines());
-  if (response.has_content_length()) {
+  const bool sends_body = !ex_.head && http::StatusHasBody(response.status());
+  http::GzipDecision gzip =
+      http::DecideStreamedGzip(env_->config->compression, gzip_accepted, response);
+  if (gzip == http::GzipDecision::kGzip && sends_body) {
+    // Compressed on the ring thread as it is produced: FAST producers are
+    // the ring's by design (a worker would only add a hop).
+    S().gzip = std::make_unique<http::GzipStream>(env_->config->compression.level);
+    if (!S().gzip->ok()) {
+      S().gzip.reset();
+      gzip = http::GzipDecision::kIdentity;
+    }
+  }
+  http::AddGzipHeaders(gzip, response);
+  // A promised length is the identity body's: gzipped, chunked instead.
+  if (response.has_content_length() && gzip != http::GzipDecision::kGzip) {
     S().produce_framing = http::StreamFraming::kContentLength;
     S().produce_length = response.content_length();
   } else {
@@ -311,7 +346,7 @@ void Connection::StartProducer(http::Response& response) {
   }
   ex_.status = response.status();
   S().produced = 0;
-  if (ex_.head || !http::StatusHasBody(ex_.status)) {
+  if (!sends_body) {
     Answered();  // the head is all there is
     return;
   }
@@ -333,6 +368,15 @@ void Connection::PumpProducer() {
       done = true;
       ex_.close_after = true;  // the body is cut short: only a close says so
     }
+    if (done && S().gzip && !output.failed() && !ex_.close_after) {
+      // The gzip trailer (CRC and length) ends the compressed body.
+      std::string tail;
+      if (S().gzip->Finish(&tail)) {
+        output.Frame(tail);
+      } else {
+        ex_.close_after = true;
+      }
+    }
     const bool wrote = !output.bytes().empty();
     if (wrote) URING_CHECK(out_.AppendOwned(std::move(output.bytes())));
     if (output.failed()) {
@@ -341,6 +385,7 @@ void Connection::PumpProducer() {
     }
     if (done) {
       S().producer = nullptr;
+      S().gzip.reset();
       switch (S().produce_framing) {
         case http::StreamFraming::kContentLength:
           if (S().produced != S().produce_length) ex_.close_after = true;

@@ -473,7 +473,10 @@ void Connection::StartClose(bool graceful) {
     sink()->OnAbort();
     if (st_) st_->sink.reset();
   }
-  if (st_) st_->producer = nullptr;
+  if (st_) {
+    st_->producer = nullptr;
+    st_->gzip.reset();
+  }
   head_deadline_ = body_deadline_ = idle_deadline_ = producer_retry_ = 0;
   if (graceful && linger_ && !peer_eof_ && !recv_failed_) {
     // Lingering close, for a peer whose input we left unread: our FIN goes
@@ -542,6 +545,7 @@ void Connection::Release() {
     st_->resp_pipe.reset();
     st_->sink.reset();
     st_->producer = nullptr;
+    st_->gzip.reset();
     env_->streams->Release(std::move(st_));
   }
   ex_ = Exchange();

@@ -214,7 +214,11 @@ class Connection final : private ExternalOwner {
   void NoteRequestId(std::string_view header_lines);
   void RespondError(int status, bool close, std::string_view allow = {});
   void BadRequest(int status);
-  void StartProducer(http::Response& response);
+  // `gzip_accepted`: the request's Accept-Encoding prefers gzip (and it is
+  // on); the stream is then compressed as it is produced (compress.h).
+  void StartProducer(http::Response& response, bool gzip_accepted);
+  // Whether this request's answer may be gzipped (--gzip on and accepted).
+  bool GzipAccepted(const http::Request& request) const;
   void PumpProducer();
   void PumpPipe();
   void Answered();

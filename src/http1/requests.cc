@@ -11,6 +11,7 @@
 #include <string>
 
 #include "src/base/check.h"
+#include "src/http/compress.h"
 #include "src/http1/connection.h"
 #include "src/http1/proxy_header.h"
 
@@ -495,9 +496,14 @@ void Connection::BodyEnded() {
                           response);
       }
       if (st_) st_->sink.reset();
+      const bool gzip_accepted = GzipAccepted(request);
       if (response.has_producer()) {
-        StartProducer(response);
+        StartProducer(response, gzip_accepted);
       } else {
+        if (env_->config->compression.enabled) {
+          http::CompressBufferedResponse(env_->config->compression, gzip_accepted, ex_.head,
+                                         response);
+        }
         Respond(response);
       }
       break;

@@ -18,6 +18,7 @@
 
 #include "src/http/body_decoder.h"
 #include "src/http/chunked_decoder.h"
+#include "src/http/gzip_encoder.h"
 #include "src/http/response.h"
 #include "src/http1/file_stream.h"
 #include "src/router/router.h"
@@ -38,6 +39,8 @@ struct StreamState {
   uint64_t produced = 0;        // its body bytes so far
   uint64_t produce_length = 0;  // its Content-Length, if it set one
   http::StreamFraming produce_framing = http::StreamFraming::kChunked;
+  // Its gzip, when compressed (about 128 KiB): released with the producer.
+  std::unique_ptr<http::GzipStream> gzip;
   FileStream file;                              // a static file's answer
 
   bool idle() const { return !req_pipe && !sink && !resp_pipe && !producer && file.idle(); }
@@ -56,6 +59,7 @@ class StreamStatePool {
   void Release(std::unique_ptr<StreamState> s) {
     if (free_.size() >= keep_) return;  // freed
     s->trailers.clear();
+    s->gzip.reset();
     s->produced = s->produce_length = s->pipe_queued = 0;
     free_.push_back(std::move(s));
   }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -41,16 +40,7 @@ long PipeBodyReader::Read(char* buf, size_t len) {
 }
 
 bool PipeResponseStream::StartGzip(http::Response& response) {
-  if (!compression_.enabled) return false;
-  const std::optional<uint64_t> length =
-      response.has_content_length() ? std::optional<uint64_t>(response.content_length())
-                                    : std::nullopt;
-  http::GzipDecision decision = http::DecideGzip(compression_, gzip_accepted_, response.status(),
-                                                 response.header_lines(), length);
-  if (decision == http::GzipDecision::kLeave) return false;
-  constexpr size_t kAdded =
-      sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n");
-  if (response.header_lines().size() + kAdded > http::Response::kHeaderStorage) return false;
+  http::GzipDecision decision = http::DecideStreamedGzip(compression_, gzip_accepted_, response);
   if (decision == http::GzipDecision::kGzip && !discard_body_) {
     gzip_ = std::make_unique<http::GzipStream>(compression_.level);
     if (!gzip_->ok()) {
@@ -58,8 +48,7 @@ bool PipeResponseStream::StartGzip(http::Response& response) {
       decision = http::GzipDecision::kIdentity;  // no memory for it: sent as is
     }
   }
-  if (decision == http::GzipDecision::kGzip) response.AddHeader("Content-Encoding", "gzip");
-  http::AddVaryAcceptEncoding(response);
+  http::AddGzipHeaders(decision, response);
   return decision == http::GzipDecision::kGzip;
 }
 

@@ -2,8 +2,8 @@
 // that accepts gzip gets (decoded, it is the handler's body), what one that
 // does not gets, Vary on both, the responses never compressed (small,
 // incompressible types, already encoded, 206, 204, HEAD's body), SLOW
-// buffered answers, and a SLOW stream whose every write decodes before the
-// next one is made. The decoding is zlib's (test/http/gzip_testing.h), and
+// buffered answers, a SLOW stream whose every write decodes before the
+// next one is made, and a FAST producer's stream. The decoding is zlib's (test/http/gzip_testing.h), and
 // curl --compressed's where curl is installed.
 #include <sys/socket.h>
 
@@ -107,6 +107,22 @@ router::Router GzipRouter() {
       if (!resp.Write(std::string_view(BigPage()).substr(at, 30'000))) return;
     }
   });
+  // A FAST producer: five pieces of the big page, then done; optionally with
+  // its length promised.
+  for (const char* path : {"/produced", "/produced-sized"}) {
+    const bool sized = std::string_view(path) == "/produced-sized";
+    (void)r.Fast("GET", path, [sized](const Request&, Response& resp) {
+      resp.set_content_type("text/plain");
+      if (sized) resp.set_content_length(BigPage().size());
+      auto at = std::make_shared<size_t>(0);
+      resp.Stream([at](http::BodyOutput& out) {
+        const size_t piece = BigPage().size() / 5 + 1;
+        out.Write(std::string_view(BigPage()).substr(*at, piece));
+        *at += piece;
+        return *at >= BigPage().size();
+      });
+    });
+  }
   return r;
 }
 
@@ -348,6 +364,36 @@ TEST_F(GzipTest, StreamWithPromisedLengthGoesChunked) {
   const auto r = client_->Send(Get("/sized", "")) ? client_->ReadResponse() : std::nullopt;
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->Header("content-length"), std::to_string(BigPage().size()));
+  EXPECT_EQ(r->body, BigPage());
+}
+
+TEST_F(GzipTest, FastProducerStreamsCompressed) {
+  Start();
+  for (const char* path : {"/produced", "/produced-sized"}) {
+    ASSERT_TRUE(client_->Send(Get(path, kAcceptGzip)));
+    ChunkReader reader(client_->fd());
+    const std::optional<std::string> head = reader.Head();
+    ASSERT_TRUE(head.has_value());
+    EXPECT_NE(head->find("Content-Encoding: gzip\r\n"), std::string::npos) << *head;
+    EXPECT_NE(head->find("Vary: Accept-Encoding\r\n"), std::string::npos) << *head;
+    EXPECT_NE(head->find("Transfer-Encoding: chunked\r\n"), std::string::npos) << *head;
+    std::string body;
+    int chunks = 0;
+    for (;;) {
+      const std::optional<std::string> chunk = reader.Chunk();
+      ASSERT_TRUE(chunk.has_value()) << path;
+      if (chunk->empty()) break;
+      body += *chunk;
+      ++chunks;
+    }
+    EXPECT_GE(chunks, 2) << path;  // compressed piece by piece, not at the end
+    EXPECT_EQ(Gunzip(body), BigPage()) << path;
+  }
+  // Not accepted: as before (the sized one with its length).
+  const auto r = client_->Send(Get("/produced-sized", "")) ? client_->ReadResponse() : std::nullopt;
+  ASSERT_TRUE(r.has_value());
+  EXPECT_FALSE(r->headers.contains("content-encoding"));
+  EXPECT_EQ(r->Header("vary"), "Accept-Encoding");
   EXPECT_EQ(r->body, BigPage());
 }
 
