@@ -11,6 +11,8 @@
 //                      discarded; answered with its length
 //   POST /test/count   the same on the ring thread (a FAST BodySink): what
 //                      the worker's share of /test/sink costs
+//   GET /test/text?N   200 with the first N bytes (N <= 1 MiB) of a fixed
+//                      text/plain prose, for measuring --gzip=on
 //   GET /test/stream?bytes=N&chunk=M  N bytes written on a worker in M-byte
 //                      writes (default 16384): chunked, or close-delimited
 //                      for HTTP/1.0
@@ -98,6 +100,43 @@ int main(int argc, char** argv) {
       return;
     }
     response.body().assign(n, 'x');
+  });
+  // Prose-like text (words of a fixed vocabulary drawn with a skew), made
+  // once: it compresses as text does (neither random nor one repeated byte,
+  // which would flatter or defeat gzip).
+  static const std::string text = [] {
+    std::string vocabulary[512];
+    uint32_t x = 12345;
+    auto next = [&x] { return x = x * 1103515245u + 12345u; };
+    for (std::string& w : vocabulary) {
+      for (uint32_t n = 2 + (next() >> 16) % 9; n > 0; --n) {
+        w.push_back(static_cast<char>('a' + (next() >> 16) % 26));
+      }
+    }
+    std::string s;
+    s.reserve((size_t{1} << 20) + 16);
+    for (int i = 1; s.size() < (size_t{1} << 20); ++i) {
+      const uint32_t r = (next() >> 16) % 512;
+      s += vocabulary[r * r / 512];  // small indices far more often
+      s += i % 14 == 0 ? ".\n" : " ";
+    }
+    s.resize(size_t{1} << 20);
+    return s;
+  }();
+  (void)router.Fast("GET", "/test/text", [](const Request& request, Response& response) {
+    size_t n = 0;
+    bool ok = !request.query.empty() && request.query.size() <= 7;
+    for (char ch : request.query) {
+      ok = ok && ch >= '0' && ch <= '9';
+      n = n * 10 + static_cast<size_t>(ch - '0');
+    }
+    if (!ok || n > text.size()) {
+      response.set_status(400);
+      response.set_body("expected /test/text?N with N in [0, 1048576]\n");
+      return;
+    }
+    response.set_content_type("text/plain");
+    response.set_static_body(std::string_view(text).substr(0, n));
   });
   (void)router.Fast("POST", "/test/echo", [](const Request& request, Response& response) {
     response.set_content_type("application/octet-stream");
