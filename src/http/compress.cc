@@ -93,6 +93,7 @@ void AcceptEncoding::AddElement(std::string_view element) {
     const size_t next = params.find(';');
     const std::string_view param = Trim(params.substr(0, next));
     params = next == std::string_view::npos ? std::string_view() : params.substr(next + 1);
+    if (param.empty()) continue;  // "gzip;" and "gzip; ;q=1": empty parameters are allowed
     const size_t eq = param.find('=');
     if (eq == std::string_view::npos) return;  // malformed parameter: the element is ignored
     const std::string_view name = Trim(param.substr(0, eq));

@@ -52,6 +52,8 @@ TEST(AcceptEncodingTest, Table) {
       {{"gzip;q=.5"}, false},
       {{"gzip;q=-1"}, false},
       {{"gzip;level"}, false},                       // parameter without a value
+      {{"gzip;"}, true},                             // empty parameters (RFC 9110 5.6.6)
+      {{"gzip; ;q=0"}, false},
       {{"gzip;foo=bar"}, true},                      // other parameters ignored
       {{"gz ip"}, false},                            // not a token
       {{"\"gzip\""}, false},
