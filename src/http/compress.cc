@@ -1,5 +1,6 @@
 #include "src/http/compress.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -174,6 +175,21 @@ GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_g
   return GzipDecision::kGzip;
 }
 
+void WeakenETag(Response& response) {
+  const std::optional<std::string_view> etag = FindHeaderLine(response.header_lines(), "etag");
+  if (!etag || etag->empty() || etag->front() != '"') return;  // absent, or weak already
+  char weak[Response::kHeaderStorage];
+  if (etag->size() + 2 > sizeof(weak)) return;
+  weak[0] = 'W';
+  weak[1] = '/';
+  std::memcpy(weak + 2, etag->data(), etag->size());
+  const std::string_view value(weak, etag->size() + 2);
+  // The view points into the header storage that RemoveHeader rewrites:
+  // copied above first.
+  response.RemoveHeader("ETag");
+  response.AddHeader("ETag", value);
+}
+
 void AddVaryAcceptEncoding(Response& response) {
   // Every Vary line, as the handler's lines are searched one by one.
   std::string_view lines = response.header_lines();
@@ -194,8 +210,9 @@ void AddVaryAcceptEncoding(Response& response) {
 namespace {
 
 bool RoomForGzipHeaders(const Response& response) {
+  // The two lines, and "W/" should an ETag be weakened.
   constexpr size_t kAdded =
-      sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n");
+      sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n") + 2;
   return response.header_lines().size() + kAdded <= Response::kHeaderStorage;
 }
 
@@ -214,7 +231,10 @@ GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_p
 
 void AddGzipHeaders(GzipDecision decision, Response& response) {
   if (decision == GzipDecision::kLeave) return;
-  if (decision == GzipDecision::kGzip) response.AddHeader("Content-Encoding", "gzip");
+  if (decision == GzipDecision::kGzip) {
+    response.AddHeader("Content-Encoding", "gzip");
+    WeakenETag(response);
+  }
   AddVaryAcceptEncoding(response);
 }
 

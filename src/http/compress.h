@@ -12,6 +12,7 @@
 //   - it is compressed when the client accepts gzip (NegotiateGzip), its
 //     status carries a body and is not 206, and a buffered body is at least
 //     min_bytes long;
+//   - a compressed response's strong ETag is made weak (WeakenETag);
 //   - HEAD gets the headers the GET would (Content-Encoding and Vary), but
 //     no Content-Length: stating it would mean compressing the body just to
 //     count it (RFC 9110 8.6 lets a HEAD response leave it out).
@@ -116,6 +117,12 @@ enum class GzipDecision : uint8_t {
 GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_gzip, int status,
                         std::string_view header_lines, std::optional<uint64_t> body_size);
 
+// A strong ETag becomes weak (W/"...") on a gzipped response: a strong
+// validator names one exact byte sequence, and the gzipped body is another
+// (RFC 9110 8.8.3), while a weak one still matches the handler's own
+// If-None-Match checks by its weak comparison.
+void WeakenETag(Response& response);
+
 // Adds "Vary: Accept-Encoding" unless a Vary the handler set says so
 // already (or is "*").
 void AddVaryAcceptEncoding(Response& response);
@@ -127,8 +134,8 @@ void AddVaryAcceptEncoding(Response& response);
 GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_prefers_gzip,
                                 const Response& response);
 
-// The lines a decision calls for: Content-Encoding for kGzip, Vary for
-// kGzip and kIdentity.
+// The lines a decision calls for: Content-Encoding (and a weakened ETag)
+// for kGzip, Vary for kGzip and kIdentity.
 void AddGzipHeaders(GzipDecision decision, Response& response);
 
 // A buffered response, after its handler: decides, and compresses the body

@@ -105,6 +105,17 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
   return true;
 }
 
+bool NamesEqual(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + ('a' - 'A'));
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + ('a' - 'A'));
+    if (x != y) return false;
+  }
+  return true;
+}
+
 // Headers that frame the message or manage the connection: the server
 // writes them, and a handler's copy would contradict it (RFC 9112 6, 9.6;
 // RFC 9110 7.6.1).
@@ -186,6 +197,25 @@ bool Response::AddHeader(std::string_view name, std::string_view value) {
   *p++ = '\n';
   headers_len_ += need;
   return true;
+}
+
+size_t Response::RemoveHeader(std::string_view name) {
+  size_t removed = 0;
+  size_t at = 0;
+  while (at < headers_len_) {
+    const std::string_view rest(headers_ + at, headers_len_ - at);
+    const size_t end = rest.find("\r\n");
+    const size_t line_len = end == std::string_view::npos ? rest.size() : end + 2;
+    const size_t colon = rest.substr(0, line_len).find(':');
+    if (colon != std::string_view::npos && NamesEqual(rest.substr(0, colon), name)) {
+      std::memmove(headers_ + at, headers_ + at + line_len, headers_len_ - at - line_len);
+      headers_len_ -= line_len;
+      ++removed;
+    } else {
+      at += line_len;
+    }
+  }
+  return removed;
 }
 
 bool Response::Write(std::string_view data) {

@@ -81,6 +81,8 @@ class Response {
   // Proxy-Connection).
   bool AddHeader(std::string_view name, std::string_view value);
   void set_content_type(std::string_view type) { AddHeader("Content-Type", type); }
+  // Removes every "name:" line (case-insensitive); returns how many.
+  size_t RemoveHeader(std::string_view name);
 
   // The owned body; append to it freely. (A static body set before is
   // dropped: the owned one replaces it.)

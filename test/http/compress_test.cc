@@ -165,6 +165,35 @@ TEST(CompressBufferedResponseTest, CompressesAndLabels) {
   EXPECT_FALSE(r.length_unstated());
 }
 
+TEST(CompressBufferedResponseTest, StrongETagWeakenedWeakKept) {
+  Response a;
+  a.set_content_type("text/html");
+  a.AddHeader("X-Before", "1");
+  a.AddHeader("etag", "\"v1\"");
+  a.AddHeader("X-After", "2");
+  a.set_body(Html(3000));
+  EXPECT_EQ(CompressBufferedResponse(On(), true, false, a), GzipDecision::kGzip);
+  EXPECT_EQ(FindHeaderLine(a.header_lines(), "etag"), "W/\"v1\"");
+  EXPECT_EQ(FindHeaderLine(a.header_lines(), "x-before"), "1");
+  EXPECT_EQ(FindHeaderLine(a.header_lines(), "x-after"), "2");
+  EXPECT_EQ(a.header_lines().find("etag:"), std::string_view::npos);  // the old line went
+
+  Response b;
+  b.set_content_type("text/html");
+  b.AddHeader("ETag", "W/\"v2\"");
+  b.set_body(Html(3000));
+  CompressBufferedResponse(On(), true, false, b);
+  EXPECT_EQ(FindHeaderLine(b.header_lines(), "etag"), "W/\"v2\"");
+
+  // Not compressed: the strong ETag stays.
+  Response c;
+  c.set_content_type("text/html");
+  c.AddHeader("ETag", "\"v3\"");
+  c.set_body(Html(3000));
+  CompressBufferedResponse(On(), false, false, c);
+  EXPECT_EQ(FindHeaderLine(c.header_lines(), "etag"), "\"v3\"");
+}
+
 TEST(CompressBufferedResponseTest, StaticBodyToo) {
   static const std::string body = Html(3000);
   Response r;

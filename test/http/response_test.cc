@@ -466,5 +466,19 @@ TEST(ResponseTest, UnknownStatusStillSerializes) {
   EXPECT_TRUE(HasLine(wire, "Content-Length: 0"));
 }
 
+TEST(ResponseTest, RemoveHeaderTakesEveryLineOfThatNameOnly) {
+  Response response;
+  response.AddHeader("ETag", "\"a\"");
+  response.AddHeader("X-Keep", "1");
+  response.AddHeader("etag", "\"b\"");
+  response.AddHeader("ETag-Like", "2");
+  EXPECT_EQ(response.RemoveHeader("ETAG"), 2u);
+  EXPECT_EQ(response.header_lines(), "X-Keep: 1\r\nETag-Like: 2\r\n");
+  EXPECT_EQ(response.RemoveHeader("etag"), 0u);
+  // The room is back.
+  EXPECT_TRUE(response.AddHeader("ETag", "\"c\""));
+  EXPECT_EQ(response.header_lines(), "X-Keep: 1\r\nETag-Like: 2\r\nETag: \"c\"\r\n");
+}
+
 }  // namespace
 }  // namespace uring_http::http
