@@ -111,7 +111,9 @@ bool PipeResponseStream::Write(http::Response& response, std::string_view data) 
   if (discard_body_ || data.empty()) return true;
   if (gzip_) {
     if (response.has_content_length() && data.size() > response.content_length() - written_) {
-      Break();  // the handler broke its own promise: treated as without gzip
+      // More than the handler promised: refused, and the connection ends
+      // after this answer, as without gzip.
+      Break();
       return false;
     }
     gzipped_.clear();
