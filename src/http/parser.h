@@ -25,6 +25,7 @@
 #include "src/http/form.h"
 #include "src/http/header.h"  // struct Header
 #include "src/http/header_values.h"
+#include "src/http/path_params.h"
 
 namespace uring_http::http {
 
@@ -92,6 +93,8 @@ struct Request {
   // on a --proxy-protocol listener the client the proxy's header names.
   // Unknown (known() false) when neither could be had.
   ClientAddress client_address;
+  // The matched route's path parameters; set by the server, not the parser.
+  PathParams path_params;
 
   // Case-insensitive lookup of the first header with this name; empty if none.
   std::string_view FindHeader(std::string_view name) const;
@@ -100,6 +103,10 @@ struct Request {
   // value must be decoded, and nothing run unless a handler calls them.
   // The rules are in form.h, cookies.h and header_values.h.
   //
+  // The path parameter `name` of the route's pattern ("/users/{id}": "id"),
+  // raw (not percent-decoded: DecodePathParam); empty if the pattern has
+  // none of that name. Iterate path_params for all of them.
+  std::string_view PathParam(std::string_view name) const { return path_params.Get(name); }
   // The query string's parameters (form encoding: '+' is a space).
   // QueryParam("x") is the first x, decoded: absent, malformed or present.
   UrlEncodedParams QueryParams() const { return UrlEncodedParams(query); }

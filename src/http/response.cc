@@ -310,14 +310,17 @@ size_t SerializeError(int status, const SerializeOptions& options, std::string_v
   // The body repeats the status so a person with curl sees what went wrong.
   char body[96];
   Writer b(body, sizeof(body));
-  b.PutNumber(static_cast<size_t>(status));
-  b.Put(" ");
-  b.Put(ReasonPhrase(status));
-  b.Put("\n");
-  char headers[160];
+  const bool has_body = StatusHasBody(status);  // a 204 (OPTIONS) has none
+  if (has_body) {
+    b.PutNumber(static_cast<size_t>(status));
+    b.Put(" ");
+    b.Put(ReasonPhrase(status));
+    b.Put("\n");
+  }
+  char headers[320];
   Writer h(headers, sizeof(headers));
-  h.Put("Content-Type: text/plain\r\n");
-  if (!allow.empty() && allow.size() < 100) {
+  if (has_body) h.Put("Content-Type: text/plain\r\n");
+  if (!allow.empty() && allow.size() < 256) {
     h.Put("Allow: ");
     h.Put(allow);
     h.Put("\r\n");

@@ -192,10 +192,13 @@ size_t ChunkHeader(uint64_t size, char out[18]);
 std::string LastChunk(std::string_view trailer_lines);
 
 // The body SerializeError() writes: "404 Not Found\n" (for the access log).
-inline size_t ErrorBodySize(int status) { return ReasonPhrase(status).size() + 5; }
+inline size_t ErrorBodySize(int status) {
+  return StatusHasBody(status) ? ReasonPhrase(status).size() + 5 : 0;
+}
 
 // A complete error response ("404 Not Found" etc.) with a short text body.
-// `allow` (for 405) becomes an Allow header when not empty.
+// `allow` (for 405, or a 204 answering OPTIONS: no body) becomes an Allow
+// header when not empty.
 size_t SerializeError(int status, const SerializeOptions& options, std::string_view allow,
                       char* out, size_t capacity);
 

@@ -196,12 +196,14 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   const std::string_view head(data, *used);
   unparsed_ = std::string_view(data + *used, len - *used);
 
-  const router::Match match = env_->router->Find(request.method, request.path);
+  const router::Match match =
+      env_->router->Find(request.method, request.path, &request.path_params);
   const router::Route* route = match.route;
   uint64_t limit = config.limits.max_body_bytes;
   const router::Pipeline& pipeline = env_->router->pipeline();
   if (route == nullptr) {
-    const int status = match.path_known ? 405 : 404;
+    // OPTIONS that no route takes is answered from the route table.
+    const int status = match.options ? 204 : match.path_known ? 405 : 404;
     if (!SkipBody(request, limit)) return;
     const bool close = has_body && request.expect_continue;
     if (pipeline.HandlesNotFound()) {

@@ -59,12 +59,15 @@ void Pipeline::Fail(const http::Request& request, http::Response& response) cons
 void Pipeline::AnswerUnmatched(int status, std::string_view allow, const http::Request& request,
                                http::Response& response) const {
   static const std::vector<Middleware> kNone;
-  const ErrorHandler& page = status == 405 ? not_allowed_ : not_found_;
+  // 204: an OPTIONS answered from the route table has no page (and no body).
+  static const ErrorHandler kNoPage;
+  const ErrorHandler& page = status == 405 ? not_allowed_ : status == 404 ? not_found_ : kNoPage;
   RunChain(*this, kNone, request, response,
            [&](const http::Request& r, http::Response& out) {
              out.set_status(status);
              // Before the page runs, so that it cannot be left out.
              if (!allow.empty()) out.AddHeader("Allow", allow);
+             if (status == 204) return;
              if (page == nullptr) return DefaultPage(status, out);
              page(r, out);
            });

@@ -81,7 +81,8 @@ class Pipeline {
   }
 
   // A 404 or 405 (with `allow`) answer in `response`: the page, or the
-  // default text, with the global middlewares around it.
+  // default text, with the global middlewares around it. Also the 204 (with
+  // `allow`, no page, no body) of an OPTIONS answered from the route table.
   void AnswerUnmatched(int status, std::string_view allow, const http::Request& request,
                        http::Response& response) const;
   // Replaces `response` with the 500 answer (the page if set; never throws).

@@ -111,48 +111,43 @@ absl::Status Router::Static(std::string_view prefix, std::string_view root) {
 }
 
 absl::Status Router::Insert(Route route) {
-  const std::string& path = route.path;
-  const std::string& method = route.method;
-  if (path.empty() || path.front() != '/') {
-    return absl::InvalidArgumentError(absl::StrCat("route path must start with '/': ", path));
+  if (route.method.empty()) return absl::InvalidArgumentError("route method is empty");
+  absl::StatusOr<PathPattern> pattern = PathPattern::Parse(route.path);
+  if (!pattern.ok()) return pattern.status();
+  route.pattern = *std::move(pattern);
+  auto owned = std::make_unique<Route>(std::move(route));
+  if (absl::Status added = tree_.Insert(owned->pattern, owned->method, owned.get()); !added.ok()) {
+    return added;
   }
-  if (method.empty()) return absl::InvalidArgumentError("route method is empty");
-  PathRoutes& entry = paths_[path];
-  for (const Route& r : entry.routes) {
-    if (r.method == method) {
-      return absl::AlreadyExistsError(absl::StrCat("duplicate route ", method, " ", path));
-    }
-  }
-  route.id = count_++;
-  entry.routes.push_back(std::move(route));
-  // Allow lists what Find() accepts, including the implicit HEAD.
-  entry.allow.clear();
-  bool has_get = false, has_head = false;
-  for (const Route& r : entry.routes) {
-    has_get |= r.method == "GET";
-    has_head |= r.method == "HEAD";
-  }
-  for (const Route& r : entry.routes) {
-    absl::StrAppend(&entry.allow, entry.allow.empty() ? "" : ", ", r.method);
-  }
-  if (has_get && !has_head) absl::StrAppend(&entry.allow, ", HEAD");
+  owned->id = count_++;
+  routes_.push_back(std::move(owned));
   return absl::OkStatus();
 }
 
 std::vector<const Route*> Router::Routes() const {
   std::vector<const Route*> all(count_);
-  for (const auto& [path, entry] : paths_) {
-    for (const Route& r : entry.routes) all[r.id] = &r;
-  }
+  for (const auto& r : routes_) all[r->id] = r.get();
   for (const auto& m : mounts_) all[m->route.id] = &m->route;
   if (fallback_ != nullptr) all[fallback_->id] = fallback_.get();
   return all;
 }
 
-Match Router::Find(std::string_view method, std::string_view path) const {
+Match Router::Find(std::string_view method, std::string_view path,
+                   http::PathParams* params) const {
+  http::PathParams scratch;
+  if (params == nullptr) params = &scratch;
   Match match;
-  auto it = paths_.find(AbslView(path));
-  if (it == paths_.end()) {
+  if (path == "*") {
+    // "OPTIONS *" asks about the server itself (RFC 9110 9.3.7).
+    if (method == "OPTIONS") {
+      match.path_known = true;
+      match.options = true;
+      match.allow = tree_.all_methods();
+    }
+    return match;
+  }
+  const RouteTree::Result found = tree_.Find(method, path, params);
+  if (!found.path_known) {
     for (const auto& m : mounts_) {
       const std::string_view prefix = m->files.prefix;
       // "/assets" names the mount's root as "/assets/" does.
@@ -168,17 +163,15 @@ Match Router::Find(std::string_view method, std::string_view path) const {
     return match;
   }
   match.path_known = true;
-  match.allow = it->second.allow;
-  const Route* get = nullptr;
-  for (const Route& r : it->second.routes) {
-    if (r.method == method) {
-      match.route = &r;
-      return match;
+  match.allow = found.allow;
+  match.route = found.route;
+  if (match.route == nullptr) {
+    if (method == "OPTIONS" && !found.has_options) {
+      match.options = true;
+    } else {
+      match.route = fallback_.get();
     }
-    if (r.method == "GET") get = &r;
   }
-  if (method == "HEAD") match.route = get;
-  if (match.route == nullptr && fallback_ != nullptr) match.route = fallback_.get();
   return match;
 }
 

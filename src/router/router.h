@@ -8,6 +8,28 @@
 // (SetFallback), and a directory of files may be served at a URL prefix
 // (Static: the ring thread serves them, see src/http1/file_answer.cc).
 //
+// Paths are patterns (path_pattern.h): "/users/{id}" takes one non-empty
+// segment as the parameter id, "/files/{path...}" the rest of the path
+// (possibly empty, '/' included; "/files" itself does not match it), and a
+// pattern without braces is an exact path. Handlers read the values with
+// Request::PathParam("id"): raw views into the path, not percent-decoded
+// (http::DecodePathParam decodes one). Precedence, per segment from the
+// left: a static segment beats a parameter, which beats a catch-all; if the
+// more specific branch has no route for the method further down, the next
+// is tried (route_tree.h). Add refuses, with a message: a duplicate
+// (method, pattern); a parameter named differently from one already at the
+// same place, by any method ("/u/{id}" then "/u/{name}"); a catch-all not
+// last; "{}" or a name that is not [A-Za-z0-9_]+; a name twice in one
+// pattern; more than 8 parameters.
+//
+// Answers from the table itself: a path that some pattern matches, but
+// not for the method, is a 405 whose Allow lists that pattern's methods
+// (with HEAD when GET is there, and OPTIONS); OPTIONS on such a path, with
+// no OPTIONS route of its own, is a 204 with that Allow; "OPTIONS *" a 204
+// listing every method of the server. A path no pattern matches is a 404.
+// Patterns come before Static mounts, which come before the fallback; a
+// fallback also takes the known paths' other methods (not their OPTIONS).
+//
 // Routes are registered before the server starts and never change after, so
 // lookups from every ring thread and worker need no lock. HEAD is served by
 // the GET handler when no HEAD route exists (the body is not sent).
@@ -23,11 +45,13 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "src/http/parser.h"
+#include "src/http/path_params.h"
 #include "src/http/response.h"
 #include "src/router/middleware.h"
+#include "src/router/path_pattern.h"
+#include "src/router/route_tree.h"
 
 namespace uring_http::router {
 
@@ -74,7 +98,8 @@ struct FileMount {
 
 struct Route {
   std::string method;
-  std::string path;
+  std::string path;  // the pattern as registered
+  PathPattern pattern;  // empty for a mount's or the fallback's route
   HandlerKind kind;
   Handler handler;
   BodySinkFactory sink;  // FAST routes with a streamed body
@@ -87,12 +112,15 @@ struct Route {
 struct Match {
   const Route* route = nullptr;  // null: see path_known (a mount's route: route->mount)
   bool path_known = false;       // path exists with other methods: 405
-  std::string_view allow;        // "GET, HEAD" for the 405 Allow header
+  std::string_view allow;        // "GET, HEAD, OPTIONS" for the Allow header
+  // OPTIONS of a known path (or "*") that no route takes: the server
+  // answers 204 with `allow`.
+  bool options = false;
 };
 
 class Router {
  public:
-  // Fails on a duplicate (method, path), a path not starting with '/', or a
+  // Fails on a pattern that is malformed or conflicts (see the top), or a
   // FAST handler asked to stream its body (a FAST route streams through a
   // BodySink: FastStream).
   absl::Status Add(HandlerKind kind, std::string_view method, std::string_view path,
@@ -121,7 +149,9 @@ class Router {
   // `root` is not a directory that can be opened, or the prefix is taken.
   absl::Status Static(std::string_view prefix, std::string_view root);
 
-  Match Find(std::string_view method, std::string_view path) const;
+  // `params` (if given) receives the matched route's path parameters.
+  Match Find(std::string_view method, std::string_view path,
+             http::PathParams* params = nullptr) const;
 
   // Middleware around every route (and 404/405 answers), in Use() order
   // before the route's own; custom 404/405/500 pages. See middleware.h.
@@ -139,11 +169,8 @@ class Router {
  private:
   absl::Status Insert(Route route);
 
-  struct PathRoutes {
-    std::vector<Route> routes;  // a handful per path: a linear scan wins
-    std::string allow;
-  };
-  absl::flat_hash_map<std::string, PathRoutes> paths_;
+  std::vector<std::unique_ptr<Route>> routes_;  // the tree points into them
+  RouteTree tree_;
   // Longest prefix first. Each owns its mount (the route points into it)
   // and closes the directory descriptor with it.
   struct Mount {

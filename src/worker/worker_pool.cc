@@ -88,6 +88,9 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
     return;
   }
   request.client_address = buf->client_address;
+  // The route matched the path on the ring thread; its pattern alone gives
+  // the same parameters back.
+  task.route->pattern.Match(request.path, &request.path_params);
   PipeBodyReader reader(buf);
   if (buf->request_body != nullptr) {
     request.body_reader = &reader;

@@ -68,14 +68,14 @@ TEST(RouterTest, ExplicitHeadRouteWinsOverGet) {
   ASSERT_TRUE(router.Fast("HEAD", "/page", Tagged("head")).ok());
   EXPECT_EQ(RunHandler(router.Find("HEAD", "/page")), "head");
   EXPECT_EQ(RunHandler(router.Find("GET", "/page")), "get");
-  EXPECT_EQ(router.Find("GET", "/page").allow, "GET, HEAD");  // listed once
+  EXPECT_EQ(router.Find("GET", "/page").allow, "GET, HEAD, OPTIONS");  // listed once
 
   // Registered in the other order, the same.
   Router reversed;
   ASSERT_TRUE(reversed.Fast("HEAD", "/page", Tagged("head")).ok());
   ASSERT_TRUE(reversed.Fast("GET", "/page", Tagged("get")).ok());
   EXPECT_EQ(RunHandler(reversed.Find("HEAD", "/page")), "head");
-  EXPECT_EQ(reversed.Find("GET", "/page").allow, "HEAD, GET");
+  EXPECT_EQ(reversed.Find("GET", "/page").allow, "HEAD, GET, OPTIONS");
 }
 
 TEST(RouterTest, HeadWithoutGetIsNotAllowed) {
@@ -84,7 +84,7 @@ TEST(RouterTest, HeadWithoutGetIsNotAllowed) {
   Match m = router.Find("HEAD", "/form");
   EXPECT_EQ(m.route, nullptr);
   EXPECT_TRUE(m.path_known);
-  EXPECT_EQ(m.allow, "POST");  // no implicit HEAD without a GET
+  EXPECT_EQ(m.allow, "POST, OPTIONS");  // no implicit HEAD without a GET
 }
 
 TEST(RouterTest, WrongMethodOnAKnownPathGivesWhat405Needs) {
@@ -96,18 +96,18 @@ TEST(RouterTest, WrongMethodOnAKnownPathGivesWhat405Needs) {
   Match m = router.Find("PUT", "/items");
   EXPECT_EQ(m.route, nullptr);
   EXPECT_TRUE(m.path_known);
-  EXPECT_EQ(m.allow, "GET, POST, DELETE, HEAD");
+  EXPECT_EQ(m.allow, "GET, POST, DELETE, HEAD, OPTIONS");
 
   // A matched route carries the same Allow list.
   Match ok = router.Find("POST", "/items");
   ASSERT_NE(ok.route, nullptr);
   EXPECT_EQ(RunHandler(ok), "post");
-  EXPECT_EQ(ok.allow, "GET, POST, DELETE, HEAD");
+  EXPECT_EQ(ok.allow, "GET, POST, DELETE, HEAD, OPTIONS");
 
   // Allow belongs to the path.
   ASSERT_TRUE(router.Fast("PUT", "/other", Tagged("put")).ok());
-  EXPECT_EQ(router.Find("GET", "/other").allow, "PUT");
-  EXPECT_EQ(router.Find("GET", "/items").allow, "GET, POST, DELETE, HEAD");
+  EXPECT_EQ(router.Find("GET", "/other").allow, "PUT, OPTIONS");
+  EXPECT_EQ(router.Find("GET", "/items").allow, "GET, POST, DELETE, HEAD, OPTIONS");
 }
 
 TEST(RouterTest, DuplicatesAreRejectedAndTheFirstRouteKept) {
@@ -120,7 +120,7 @@ TEST(RouterTest, DuplicatesAreRejectedAndTheFirstRouteKept) {
   ASSERT_NE(m.route, nullptr);
   EXPECT_EQ(RunHandler(m), "first");
   EXPECT_EQ(m.route->kind, HandlerKind::kFast);
-  EXPECT_EQ(m.allow, "GET, HEAD");  // unchanged by the failed add
+  EXPECT_EQ(m.allow, "GET, HEAD, OPTIONS");  // unchanged by the failed add
 
   // Same path, other method; same method, other path: both fine.
   EXPECT_TRUE(router.Fast("POST", "/a", Tagged("post")).ok());
@@ -178,7 +178,7 @@ TEST(RouterTest, RoutesSurviveManyLaterRegistrations) {
     Match m = router.Find("GET", path);
     ASSERT_NE(m.route, nullptr) << path;
     EXPECT_EQ(RunHandler(m), path);
-    EXPECT_EQ(m.allow, "GET, HEAD");
+    EXPECT_EQ(m.allow, "GET, HEAD, OPTIONS");
   }
 }
 

@@ -1,0 +1,191 @@
+#include "src/router/route_tree.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace uring_http::router {
+namespace {
+
+absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+}  // namespace
+
+struct RouteTree::Node {
+  struct Entry {
+    std::string method;
+    const Route* route;
+  };
+  absl::flat_hash_map<std::string, std::unique_ptr<Node>> statics;
+  std::unique_ptr<Node> param;
+  std::string param_name;
+  std::unique_ptr<Node> catch_all;
+  std::string catch_all_name;
+  std::vector<Entry> routes;  // a handful per node: a linear scan wins
+  const Route* get = nullptr;
+  bool has_head = false;
+  bool has_options = false;
+  std::string allow;
+
+  const Route* ForMethod(std::string_view method, bool head) const {
+    for (const Entry& e : routes) {
+      if (e.method == method) return e.route;
+    }
+    return head ? get : nullptr;
+  }
+};
+
+struct RouteTree::Search {
+  std::string_view method;
+  bool head;
+  http::PathParams* params;
+  const Node* known = nullptr;  // the first (most specific) node matching the path
+  const Route* route = nullptr;
+};
+
+RouteTree::RouteTree() : root_(std::make_unique<Node>()) {}
+RouteTree::~RouteTree() = default;
+RouteTree::RouteTree(RouteTree&&) noexcept = default;
+RouteTree& RouteTree::operator=(RouteTree&&) noexcept = default;
+
+absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view method,
+                               const Route* route) {
+  auto conflict = [&](std::string_view why) {
+    return absl::AlreadyExistsError(absl::StrCat("route ", AbslView(method), " ",
+                                                 AbslView(pattern.text()), ": ",
+                                                 AbslView(why)));
+  };
+  // Checked all the way down before anything is added, so that a refused
+  // route leaves the tree as it was.
+  const Node* probe = root_.get();
+  for (const PatternSegment& s : pattern.segments()) {
+    if (probe == nullptr) break;
+    switch (s.kind) {
+      case PatternSegment::Kind::kStatic: {
+        auto it = probe->statics.find(AbslView(s.text));
+        probe = it == probe->statics.end() ? nullptr : it->second.get();
+        break;
+      }
+      case PatternSegment::Kind::kParam:
+        if (probe->param != nullptr && probe->param_name != s.text) {
+          return conflict(absl::StrCat("{", s.text, "} is already named {", probe->param_name,
+                                       "} at that place by another route"));
+        }
+        probe = probe->param.get();
+        break;
+      case PatternSegment::Kind::kCatchAll:
+        if (probe->catch_all != nullptr && probe->catch_all_name != s.text) {
+          return conflict(absl::StrCat("{", s.text, "...} is already named {",
+                                       probe->catch_all_name, "...} by another route"));
+        }
+        probe = probe->catch_all.get();
+        break;
+    }
+  }
+  if (probe != nullptr) {
+    for (const Node::Entry& e : probe->routes) {
+      if (e.method == method) return conflict("registered twice");
+    }
+  }
+
+  Node* node = root_.get();
+  for (const PatternSegment& s : pattern.segments()) {
+    std::unique_ptr<Node>* child = nullptr;
+    switch (s.kind) {
+      case PatternSegment::Kind::kStatic:
+        child = &node->statics[s.text];
+        break;
+      case PatternSegment::Kind::kParam:
+        child = &node->param;
+        node->param_name = s.text;
+        break;
+      case PatternSegment::Kind::kCatchAll:
+        child = &node->catch_all;
+        node->catch_all_name = s.text;
+        break;
+    }
+    if (*child == nullptr) *child = std::make_unique<Node>();
+    node = child->get();
+  }
+  node->routes.push_back(Node::Entry{std::string(method), route});
+  if (method == "GET") node->get = route;
+  node->has_head |= method == "HEAD";
+  node->has_options |= method == "OPTIONS";
+  // Allow lists what Find() accepts: the implicit HEAD, and OPTIONS, which
+  // the server answers from this table when no route takes it.
+  node->allow.clear();
+  for (const Node::Entry& e : node->routes) {
+    absl::StrAppend(&node->allow, node->allow.empty() ? "" : ", ", e.method);
+  }
+  if (node->get != nullptr && !node->has_head) absl::StrAppend(&node->allow, ", HEAD");
+  if (!node->has_options) absl::StrAppend(&node->allow, ", OPTIONS");
+  if (pattern.param_count() == 0) exact_[pattern.text()] = node;
+
+  if (std::find(methods_.begin(), methods_.end(), method) == methods_.end()) {
+    methods_.emplace_back(method);
+    const bool head = std::find(methods_.begin(), methods_.end(), "HEAD") != methods_.end();
+    all_methods_.clear();
+    for (const std::string& m : methods_) {
+      if (m == "OPTIONS") continue;
+      absl::StrAppend(&all_methods_, m, ", ");
+      if (m == "GET" && !head) absl::StrAppend(&all_methods_, "HEAD, ");
+    }
+    absl::StrAppend(&all_methods_, "OPTIONS");
+  }
+  return absl::OkStatus();
+}
+
+bool RouteTree::Terminal(const Node* node, Search* s) {
+  if (node->routes.empty()) return false;
+  if (s->known == nullptr) s->known = node;
+  s->route = node->ForMethod(s->method, s->head);
+  return s->route != nullptr;
+}
+
+bool RouteTree::Descend(const Node* node, std::string_view rest, Search* s) {
+  if (rest.empty()) return Terminal(node, s);
+  const std::string_view after_slash = rest.substr(1);
+  std::string_view segment;
+  std::string_view next = rest;
+  NextSegment(&next, &segment);
+  if (!node->statics.empty()) {
+    auto it = node->statics.find(AbslView(segment));
+    if (it != node->statics.end() && Descend(it->second.get(), next, s)) return true;
+  }
+  const size_t mark = s->params->size();
+  if (node->param != nullptr && !segment.empty()) {
+    s->params->Push(node->param_name, segment);
+    if (Descend(node->param.get(), next, s)) return true;
+    s->params->Truncate(mark);
+  }
+  if (node->catch_all != nullptr) {
+    s->params->Push(node->catch_all_name, after_slash);
+    if (Terminal(node->catch_all.get(), s)) return true;
+    s->params->Truncate(mark);
+  }
+  return false;
+}
+
+RouteTree::Result RouteTree::Find(std::string_view method, std::string_view path,
+                                  http::PathParams* params) const {
+  params->Clear();
+  Search s{method, method == "HEAD", params};
+  Result result;
+  if (path.empty() || path.front() != '/') return result;
+  // A wholly static pattern is the most specific match there can be.
+  auto exact = exact_.find(AbslView(path));
+  if (exact != exact_.end() && Terminal(exact->second, &s)) {
+    result.route = s.route;
+  } else {
+    s.known = nullptr;
+    if (Descend(root_.get(), path, &s)) result.route = s.route;
+  }
+  if (s.known != nullptr) {
+    result.path_known = true;
+    result.allow = s.known->allow;
+    result.has_options = s.known->has_options;
+  }
+  return result;
+}
+
+}  // namespace uring_http::router

@@ -1,0 +1,84 @@
+// The route table's index: a tree with one level per path segment. Each
+// node holds its static children in a hash map, at most one parameter
+// child and at most one catch-all child, and the routes (one per method)
+// whose pattern ends there. A lookup walks the path's segments, so its cost
+// depends on the path, not on how many routes exist, and it allocates
+// nothing: parameters are views into the path, names views into the tree.
+//
+// Precedence: at each segment a static child is tried first, then the
+// parameter, then the catch-all; when a branch matches no route for the
+// method deeper down, the search backtracks to the next choice. So with
+// "/users/new/edit" and "/users/{id}/edit", "/users/new/edit" takes the
+// first, "/users/7/edit" the second, and a method only the second has is
+// served by it on either path. A path every pattern misses is unknown
+// (404); a path some pattern matches with none for the method is known
+// (405), and its Allow is that of the most specific such pattern.
+//
+// Conflicts, refused by Insert: the same (method, pattern) twice, and two
+// different names for a parameter or catch-all at the same place
+// ("/u/{id}" and "/u/{name}", whatever their methods: one node has one
+// name, as in httprouter).
+//
+// Routes are opaque here (router.h defines them); HEAD is served by a GET
+// at the same node when no HEAD route is there.
+//
+// Thread-safety: Insert before lookups start; Find from any thread after.
+#ifndef URING_HTTP_SRC_ROUTER_ROUTE_TREE_H_
+#define URING_HTTP_SRC_ROUTER_ROUTE_TREE_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "src/http/path_params.h"
+#include "src/router/path_pattern.h"
+
+namespace uring_http::router {
+
+struct Route;
+
+class RouteTree {
+ public:
+  struct Result {
+    const Route* route = nullptr;  // null: see path_known
+    bool path_known = false;       // some pattern matches the path
+    // The most specific matching pattern's methods: "GET, HEAD, OPTIONS".
+    std::string_view allow;
+    // True if that pattern's node has an OPTIONS route of its own.
+    bool has_options = false;
+  };
+
+  RouteTree();
+  ~RouteTree();
+  // Movable (a Router is): the nodes stay where they are.
+  RouteTree(RouteTree&&) noexcept;
+  RouteTree& operator=(RouteTree&&) noexcept;
+
+  absl::Status Insert(const PathPattern& pattern, std::string_view method, const Route* route);
+
+  // On a match, `params` holds the route's parameters (else it is cleared).
+  Result Find(std::string_view method, std::string_view path, http::PathParams* params) const;
+
+  // Every method any route accepts, with HEAD and OPTIONS ("OPTIONS *").
+  std::string_view all_methods() const { return all_methods_; }
+
+ private:
+  struct Node;
+  struct Search;
+  static bool Descend(const Node* node, std::string_view rest, Search* s);
+  static bool Terminal(const Node* node, Search* s);
+
+  std::unique_ptr<Node> root_;
+  // Nodes reached by a wholly static pattern, by the pattern: the common
+  // exact path costs one hash lookup.
+  absl::flat_hash_map<std::string, const Node*> exact_;
+  std::vector<std::string> methods_;
+  std::string all_methods_ = "OPTIONS";
+};
+
+}  // namespace uring_http::router
+
+#endif  // URING_HTTP_SRC_ROUTER_ROUTE_TREE_H_
