@@ -275,5 +275,63 @@ TEST_F(StaticRouterTest, RejectsBadPrefixesAndRoots) {
   EXPECT_EQ(router.mount_count(), 1u);
 }
 
+TEST(RouterTest, ParameterizedRoutesGiveTheirParams) {
+  Router router;
+  ASSERT_TRUE(router.Fast("GET", "/users/{id}", Tagged("user")).ok());
+  ASSERT_TRUE(router.Slow("PUT", "/users/{id}", Tagged("put")).ok());
+  ASSERT_TRUE(router.Fast("GET", "/users/me", Tagged("me")).ok());
+  http::PathParams params;
+  Match m = router.Find("GET", "/users/42", &params);
+  EXPECT_EQ(RunHandler(m), "user");
+  EXPECT_EQ(params.Get("id"), "42");
+  EXPECT_EQ(m.allow, "GET, PUT, HEAD, OPTIONS");
+  EXPECT_EQ(RunHandler(router.Find("GET", "/users/me", &params)), "me");
+  EXPECT_TRUE(params.empty());
+  // The route's own pattern gives the same params back (the worker's way).
+  m = router.Find("PUT", "/users/7", &params);
+  ASSERT_NE(m.route, nullptr);
+  http::PathParams again;
+  ASSERT_TRUE(m.route->pattern.Match("/users/7", &again));
+  EXPECT_EQ(again.Get("id"), "7");
+  // Unknown method on a parameterized path: 405 with its Allow.
+  m = router.Find("DELETE", "/users/7", &params);
+  EXPECT_EQ(m.route, nullptr);
+  EXPECT_TRUE(m.path_known);
+  EXPECT_FALSE(m.options);
+  EXPECT_EQ(m.allow, "GET, PUT, HEAD, OPTIONS");
+  EXPECT_FALSE(router.Find("GET", "/users/7/x").path_known);  // 404
+  // Conflicts come back from Add as errors.
+  EXPECT_EQ(router.Fast("GET", "/users/{name}", Tagged("x")).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(router.Fast("GET", "/f/{a...}/b", Tagged("x")).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RouterTest, OptionsIsAnsweredFromTheTable) {
+  Router router;
+  ASSERT_TRUE(router.Fast("GET", "/items/{id}", Tagged("get")).ok());
+  ASSERT_TRUE(router.Fast("POST", "/items", Tagged("post")).ok());
+  ASSERT_TRUE(router.Fast("OPTIONS", "/cors", Tagged("own options")).ok());
+  Match m = router.Find("OPTIONS", "/items/3");
+  EXPECT_EQ(m.route, nullptr);
+  EXPECT_TRUE(m.options);
+  EXPECT_EQ(m.allow, "GET, HEAD, OPTIONS");
+  // An OPTIONS route of its own answers for itself.
+  EXPECT_EQ(RunHandler(router.Find("OPTIONS", "/cors")), "own options");
+  // "OPTIONS *": every method of the server.
+  m = router.Find("OPTIONS", "*");
+  EXPECT_TRUE(m.options);
+  EXPECT_EQ(m.allow, "GET, HEAD, POST, OPTIONS");
+  EXPECT_FALSE(router.Find("GET", "*").path_known);
+  // Unknown path: 404, even for OPTIONS.
+  m = router.Find("OPTIONS", "/nothing");
+  EXPECT_FALSE(m.path_known);
+  EXPECT_FALSE(m.options);
+  // A fallback takes the other methods of a known path, not its OPTIONS.
+  ASSERT_TRUE(router.SetFallback(HandlerKind::kFast, Tagged("fallback")).ok());
+  EXPECT_EQ(RunHandler(router.Find("DELETE", "/items/3")), "fallback");
+  EXPECT_TRUE(router.Find("OPTIONS", "/items/3").options);
+}
+
 }  // namespace
 }  // namespace uring_http::router
