@@ -449,7 +449,7 @@ TEST_F(ServerTest, NotFoundKeepsConnectionAndMethodNotAllowedSaysAllow) {
   r = c.ReadResponse();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->status, 405);
-  EXPECT_EQ(r->Header("allow"), "GET, HEAD");
+  EXPECT_EQ(r->Header("allow"), "GET, HEAD, OPTIONS");
   ASSERT_TRUE(c.Send(Get("/fast")));
   r = c.ReadResponse();
   ASSERT_TRUE(r.has_value());
