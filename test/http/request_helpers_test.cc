@@ -5,49 +5,19 @@
 // that none of them allocates when no value needs decoding (operator new is
 // counted). The rules themselves are tested in form_test, cookies_test and
 // header_values_test.
-#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "src/http/parser.h"
+#include "test/testing/alloc_counter.h"
 
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-std::atomic<bool> g_counting{false};
-
-void Count() {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-}  // namespace
-
-// Every C++ allocation of the test goes through these.
-void* operator new(size_t size) {
-  Count();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) { return operator new(size); }
-void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  Count();
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
-  return operator new(size, tag);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
+using uring_http::testing::g_allocations;
+using uring_http::testing::g_counting;
 
 namespace uring_http::http {
 namespace {

@@ -1,16 +1,14 @@
 // Proves the FAST path allocates nothing per request: global operator new and
 // malloc are counted while thousands of keep-alive requests are served after a
 // warm-up. The client below allocates nothing in its loop either.
-#include <dlfcn.h>
 #include <sys/socket.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
-#include <utility>
 #include <cstring>
-#include <new>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "gtest/gtest.h"
 #include "src/middleware/cors.h"
@@ -18,51 +16,10 @@
 #include "src/serving/server.h"
 #include "test/serving/http_client.h"
 #include "test/serving/test_routes.h"
+#include "test/testing/alloc_counter.h"
 
-namespace {
-std::atomic<uint64_t> g_allocations{0};
-std::atomic<bool> g_counting{false};
-
-void Count() {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-}
-}  // namespace
-
-// Every C++ allocation in the process goes through these.
-void* operator new(size_t size) {
-  Count();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](size_t size) { return operator new(size); }
-// The nothrow forms too (std::stable_sort's temporary buffer uses one): a
-// sanitizer's own nothrow new freed by the free() below is a mismatch.
-void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  Count();
-  return std::malloc(size == 0 ? 1 : size);
-}
-void* operator new[](size_t size, const std::nothrow_t& tag) noexcept {
-  return operator new(size, tag);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-// And the C allocator too (the server's heap fallbacks use malloc). The
-// sanitizers interpose malloc themselves, so under them only operator new
-// is counted.
-extern "C" void* __libc_malloc(size_t);
-extern "C" void* malloc(size_t size) {
-  Count();
-  return __libc_malloc(size);
-}
-#endif
+using uring_http::testing::g_allocations;
+using uring_http::testing::g_counting;
 
 namespace uring_http::serving {
 namespace {
@@ -74,18 +31,31 @@ TEST(NoAllocationTest, FastPathAllocatesNothingPerRequest) {
   config.accept_threads = 2;
   config.accept_capacity = 64;
   config.workers = 2;
-  Server server(config, testing::MakeTestRouter());
+  router::Router router = testing::MakeTestRouter();
+  // A parameterized route: the tree's walk and the params cost nothing
+  // either. 200 (empty body) only if the handler saw the right values.
+  ASSERT_TRUE(router
+                  .Fast("GET", "/users/{id}/posts/{post}",
+                        [](const http::Request& req, http::Response& resp) {
+                          const bool right = req.PathParam("id") == "42" &&
+                                             req.PathParam("post") == "7";
+                          resp.set_status(right ? 200 : 500);
+                        })
+                  .ok());
+  Server server(config, std::move(router));
   ASSERT_TRUE(server.Start().ok());
 
   constexpr int kConnections = 4;
   constexpr int kRequests = 5000;
-  static const char kRequest[] = "GET /fast HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  static const char kStatic[] = "GET /fast HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  static const char kParams[] = "GET /users/42/posts/7 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  std::string_view request = kStatic;
   std::unique_ptr<testing::TestClient> clients[kConnections];
   for (auto& c : clients) c = std::make_unique<testing::TestClient>(server.port());
 
   char buf[4096];
   auto round_trip = [&](testing::TestClient& c) {
-    if (send(c.fd(), kRequest, sizeof(kRequest) - 1, MSG_NOSIGNAL) <= 0) return false;
+    if (send(c.fd(), request.data(), request.size(), MSG_NOSIGNAL) <= 0) return false;
     // Read until the end of one response (empty body: ends at the blank line).
     size_t got = 0;
     for (;;) {
@@ -96,19 +66,22 @@ TEST(NoAllocationTest, FastPathAllocatesNothingPerRequest) {
     }
     return std::memcmp(buf, "HTTP/1.1 200 OK\r\n", 17) == 0;
   };
-  for (int i = 0; i < 500; ++i) {  // warm-up: lazy initialisations happen here
-    for (auto& c : clients) ASSERT_TRUE(round_trip(*c));
+  for (std::string_view r : {std::string_view(kStatic), std::string_view(kParams)}) {
+    request = r;
+    for (int i = 0; i < 500; ++i) {  // warm-up: lazy initialisations happen here
+      for (auto& c : clients) ASSERT_TRUE(round_trip(*c)) << request;
+    }
+    g_allocations.store(0);
+    g_counting.store(true);
+    bool ok = true;
+    for (int i = 0; i < kRequests && ok; ++i) {
+      for (auto& c : clients) ok = ok && round_trip(*c);
+    }
+    g_counting.store(false);
+    ASSERT_TRUE(ok) << request;
+    EXPECT_EQ(g_allocations.load(), 0u)
+        << "allocations during " << kRequests * kConnections << " FAST requests: " << request;
   }
-  g_allocations.store(0);
-  g_counting.store(true);
-  bool ok = true;
-  for (int i = 0; i < kRequests && ok; ++i) {
-    for (auto& c : clients) ok = ok && round_trip(*c);
-  }
-  g_counting.store(false);
-  ASSERT_TRUE(ok);
-  EXPECT_EQ(g_allocations.load(), 0u)
-      << "allocations during " << kRequests * kConnections << " FAST requests";
   // The counter works: a handler whose body outgrows the small-string
   // buffer allocates, and that is seen.
   g_counting.store(true);
