@@ -4,6 +4,8 @@
 //   POST /api/sum     {"numbers": [1, 2, 3.5]}  ->  {"sum": 6.5, "count": 3}
 //                     malformed JSON or a wrong shape -> 400 {"error": "..."}
 //   GET  /api/health  {"status": "ok", "uptime_seconds": 12}
+//   GET  /api/items/{id}  {"id": 2, "name": "bolt"}; an unknown id -> 404,
+//                     one that is not a number -> 400 (a path parameter)
 //
 // Every answer carries an X-Request-Id (the client's, or a new one; also at
 // the end of each --access-log line), browsers on any origin may call the API
@@ -22,7 +24,9 @@
 #include <cstdint>
 #include <iostream>
 #include <optional>
+#include <iterator>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -125,6 +129,19 @@ int main(int argc, char** argv) {
     Reply(response, 200,
           {{"status", "ok"},
            {"uptime_seconds", std::chrono::duration_cast<std::chrono::seconds>(uptime).count()}});
+  });
+
+  // A path parameter: Request::PathParam gives the segment as sent.
+  (void)router.Fast("GET", "/api/items/{id}", [](const Request& request, Response& response) {
+    static constexpr const char* kItems[] = {"nut", "bolt", "washer"};
+    const std::string_view id = request.PathParam("id");
+    uint64_t n = 0;
+    for (char c : id) {
+      if (c < '0' || c > '9' || n > 1000) return ReplyError(response, 400, "id is not a number");
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (n == 0 || n > std::size(kItems)) return ReplyError(response, 404, "no such item");
+    Reply(response, 200, {{"id", n}, {"name", kItems[n - 1]}});
   });
 
   options->config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns

@@ -1,5 +1,5 @@
-"""//examples:json_api: POST /api/sum and GET /api/health over HTTP, with
-its middlewares (request id, CORS) and JSON 404/500 pages.
+"""//examples:json_api: POST /api/sum, GET /api/health and GET /api/items/{id}
+over HTTP, with its middlewares (request id, CORS) and JSON 404/500 pages.
 
 Usage: json_api_test.py PATH_TO_JSON_API
 """
@@ -41,6 +41,18 @@ def main():
         assert status == 200 and headers["content-type"] == "application/json", (status, headers)
         health = json.loads(text)
         assert health["status"] == "ok" and health["uptime_seconds"] >= 0, health
+
+        # A path parameter.
+        status, headers, text = server.request("GET", "/api/items/2")
+        assert status == 200 and json.loads(text) == {"id": 2, "name": "bolt"}, (status, text)
+        status, _, text = server.request("GET", "/api/items/9")
+        assert status == 404 and "no such item" in json.loads(text)["error"], (status, text)
+        status, _, text = server.request("GET", "/api/items/x1")
+        assert status == 400, (status, text)
+        status, _, _ = server.request("GET", "/api/items/")  # {id} is never empty
+        assert status == 404, status
+        status, headers, _ = server.request("DELETE", "/api/items/2")
+        assert status == 405 and headers.get("allow") == "GET, HEAD, OPTIONS", (status, headers)
 
         status, headers, _ = server.request("GET", "/api/sum")  # wrong method
         assert status == 405 and "POST" in headers.get("allow", ""), (status, headers)
