@@ -134,8 +134,10 @@ std::vector<const Route*> Router::Routes() const {
 
 Match Router::Find(std::string_view method, std::string_view path,
                    http::PathParams* params) const {
-  http::PathParams scratch;
-  if (params == nullptr) params = &scratch;
+  if (params == nullptr) {
+    http::PathParams scratch;
+    return Find(method, path, &scratch);
+  }
   Match match;
   if (path == "*") {
     // "OPTIONS *" asks about the server itself (RFC 9110 9.3.7).
