@@ -3,7 +3,9 @@
 // a sanitizer interposes it itself, malloc. A test sets g_allocations to 0,
 // g_counting to true, runs what must not allocate, sets g_counting to false
 // and expects g_allocations == 0 (and shows the counter works by also
-// counting something that does allocate).
+// counting something that does allocate). Tests using it link statically
+// (linkstatic = True): in a shared library the replacements would lose to
+// a sanitizer runtime loaded before it.
 #ifndef URING_HTTP_TEST_TESTING_ALLOC_COUNTER_H_
 #define URING_HTTP_TEST_TESTING_ALLOC_COUNTER_H_
 
