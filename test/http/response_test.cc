@@ -416,6 +416,21 @@ TEST(ResponseTest, ErrorWithAllowHeader) {
   EXPECT_EQ(BodyOf(wire), "405 Method Not Allowed\n");
 }
 
+// The answer to OPTIONS from the route table: Allow, and no body at all
+// (a 204 has no Content-Length either, RFC 9110 8.6).
+TEST(ResponseTest, NoContentWithAllowHasNoBody) {
+  const std::string wire = Error(204, {}, "GET, POST, HEAD, OPTIONS");
+  EXPECT_EQ(wire.rfind("HTTP/1.1 204 No Content\r\n", 0), 0u) << wire;
+  EXPECT_TRUE(HasLine(wire, "Allow: GET, POST, HEAD, OPTIONS")) << wire;
+  EXPECT_EQ(wire.find("Content-Length"), std::string::npos) << wire;
+  EXPECT_EQ(wire.find("Content-Type"), std::string::npos) << wire;
+  EXPECT_EQ(BodyOf(wire), "");
+  EXPECT_EQ(ErrorBodySize(204), 0u);
+  // A long Allow (a server with many methods) still fits.
+  const std::string many(200, 'M');
+  EXPECT_TRUE(HasLine(Error(204, {}, many), "Allow: " + many));
+}
+
 TEST(ResponseTest, ErrorHonoursConnectionAndHead) {
   SerializeOptions options;
   options.keep_alive = false;
