@@ -17,6 +17,10 @@ struct RouteTree::Node {
     const Route* route;
   };
   absl::flat_hash_map<std::string, std::unique_ptr<Node>> statics;
+  // The same children while they are few: comparing a handful of short
+  // strings beats hashing the segment.
+  static constexpr size_t kFew = 8;
+  std::vector<std::pair<std::string_view, const Node*>> few;
   std::unique_ptr<Node> param;
   std::string param_name;
   std::unique_ptr<Node> catch_all;
@@ -26,6 +30,17 @@ struct RouteTree::Node {
   bool has_head = false;
   bool has_options = false;
   std::string allow;
+
+  const Node* Static(std::string_view segment) const {
+    if (statics.size() <= kFew) {
+      for (const auto& [text, child] : few) {
+        if (text == segment) return child;
+      }
+      return nullptr;
+    }
+    auto it = statics.find(AbslView(segment));
+    return it == statics.end() ? nullptr : it->second.get();
+  }
 
   const Route* ForMethod(std::string_view method, bool head) const {
     for (const Entry& e : routes) {
@@ -92,9 +107,16 @@ absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view meth
   for (const PatternSegment& s : pattern.segments()) {
     std::unique_ptr<Node>* child = nullptr;
     switch (s.kind) {
-      case PatternSegment::Kind::kStatic:
-        child = &node->statics[s.text];
+      case PatternSegment::Kind::kStatic: {
+        auto [it, added] = node->statics.try_emplace(s.text);
+        child = &it->second;
+        if (added) *child = std::make_unique<Node>();
+        node->few.clear();
+        if (node->statics.size() <= Node::kFew) {
+          for (const auto& [text, c] : node->statics) node->few.emplace_back(text, c.get());
+        }
         break;
+      }
       case PatternSegment::Kind::kParam:
         child = &node->param;
         node->param_name = s.text;
@@ -149,8 +171,8 @@ bool RouteTree::Descend(const Node* node, std::string_view rest, Search* s) {
   std::string_view next = rest;
   NextSegment(&next, &segment);
   if (!node->statics.empty()) {
-    auto it = node->statics.find(AbslView(segment));
-    if (it != node->statics.end() && Descend(it->second.get(), next, s)) return true;
+    const Node* child = node->Static(segment);
+    if (child != nullptr && Descend(child, next, s)) return true;
   }
   const size_t mark = s->params->size();
   if (node->param != nullptr && !segment.empty()) {
