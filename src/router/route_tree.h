@@ -1,7 +1,7 @@
 // The route table's index: a tree with one level per path segment. Each
-// node holds its static children in a hash map, at most one parameter
-// child and at most one catch-all child, and the routes (one per method)
-// whose pattern ends there. A lookup walks the path's segments, so its cost
+// node holds its static children (compared when few, hashed when many), at
+// most one parameter child and at most one catch-all child, and the routes
+// (one per method) whose pattern ends there. A lookup walks the path's segments, so its cost
 // depends on the path, not on how many routes exist, and it allocates
 // nothing: parameters are views into the path, names views into the tree.
 //
