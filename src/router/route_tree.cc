@@ -119,11 +119,11 @@ absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view meth
       }
       case PatternSegment::Kind::kParam:
         child = &node->param;
-        node->param_name = s.text;
+        if (*child == nullptr) node->param_name = s.text;
         break;
       case PatternSegment::Kind::kCatchAll:
         child = &node->catch_all;
-        node->catch_all_name = s.text;
+        if (*child == nullptr) node->catch_all_name = s.text;
         break;
     }
     if (*child == nullptr) *child = std::make_unique<Node>();
