@@ -39,6 +39,8 @@
 //   src/router/middleware.h  Middleware (before/after hooks), Flow,
 //                          ErrorHandler (Router::Use, SetErrorHandler)
 //   src/middleware/cors.h, request_id.h  the two shipped middlewares
+//   src/http/path_params.h  PathParams (Request::path_params, PathParam),
+//                          DecodePathParam
 //   src/http/client_address.h  ClientAddress (known, port, Format)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
@@ -54,6 +56,7 @@
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header_values.h"
+#include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
 #include "src/middleware/cors.h"
