@@ -376,6 +376,8 @@ bool Connection::ReparseHead(http::Request* request) {
   // The same bytes parsed complete once already.
   URING_CHECK(r.status == http::ParseStatus::kComplete && r.consumed == ex_.head_len);
   request->client_address = client_address();
+  // The route's own pattern gives back the parameters Find() gave.
+  if (ex_.route != nullptr) ex_.route->pattern.Match(request->path, &request->path_params);
   ex_.head_ptr = req_.data;
   return true;
 }
