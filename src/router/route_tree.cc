@@ -30,6 +30,8 @@ struct RouteTree::Node {
   bool has_head = false;
   bool has_options = false;
   std::string allow;
+  // Bit i: the tree's i-th method (methods_) has a route here.
+  uint64_t method_bits = 0;
 
   const Node* Static(std::string_view segment) const {
     if (statics.size() <= kFew) {
@@ -56,6 +58,9 @@ struct RouteTree::Search {
   http::PathParams* params;
   const Node* known = nullptr;  // the first (most specific) node matching the path
   const Route* route = nullptr;
+  // The methods of every node matching the path that the search reached:
+  // on a miss it has tried them all, so this is the resource's Allow.
+  uint64_t method_bits = 0;
 };
 
 RouteTree::RouteTree() : root_(std::make_unique<Node>()) {}
@@ -102,6 +107,10 @@ absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view meth
       if (e.method == method) return conflict("registered twice");
     }
   }
+  const bool new_method = std::find(methods_.begin(), methods_.end(), method) == methods_.end();
+  if (new_method && methods_.size() == kMaxMethods) {
+    return conflict(absl::StrCat("more than ", kMaxMethods, " distinct methods"));
+  }
 
   Node* node = root_.get();
   for (const PatternSegment& s : pattern.segments()) {
@@ -143,8 +152,10 @@ absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view meth
   if (!node->has_options) absl::StrAppend(&node->allow, ", OPTIONS");
   if (pattern.param_count() == 0) exact_[pattern.text()] = node;
 
-  if (std::find(methods_.begin(), methods_.end(), method) == methods_.end()) {
-    methods_.emplace_back(method);
+  if (new_method) methods_.emplace_back(method);
+  const size_t bit = std::find(methods_.begin(), methods_.end(), method) - methods_.begin();
+  node->method_bits |= uint64_t{1} << bit;
+  if (new_method) {
     const bool head = std::find(methods_.begin(), methods_.end(), "HEAD") != methods_.end();
     all_methods_.clear();
     for (const std::string& m : methods_) {
@@ -160,6 +171,7 @@ absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view meth
 bool RouteTree::Terminal(const Node* node, Search* s) {
   if (node->routes.empty()) return false;
   if (s->known == nullptr) s->known = node;
+  s->method_bits |= node->method_bits;
   s->route = node->ForMethod(s->method, s->head);
   return s->route != nullptr;
 }
@@ -206,8 +218,43 @@ RouteTree::Result RouteTree::Find(std::string_view method, std::string_view path
     result.path_known = true;
     result.allow = s.known->allow;
     result.has_options = s.known->has_options;
+    if (result.route == nullptr && s.method_bits != s.known->method_bits) {
+      // Less specific patterns match the path too ("/users/new" and
+      // "/users/{id}"): the resource allows what any of them does (RFC 9110
+      // 10.2.1). Rare, so spelled out here rather than kept per node.
+      result.allow = AllowOf(s.method_bits);
+    }
   }
   return result;
+}
+
+std::string_view RouteTree::AllowOf(uint64_t method_bits) const {
+  // A 405 is answered before the next lookup on the same thread: one
+  // buffer per thread, nothing allocated.
+  thread_local char buffer[kMaxAllowText];
+  size_t len = 0;
+  auto append = [&](std::string_view m) {
+    const size_t sep = len == 0 ? 0 : 2;
+    if (len + sep + m.size() > sizeof(buffer)) return;
+    if (sep != 0) {
+      buffer[len++] = ',';
+      buffer[len++] = ' ';
+    }
+    m.copy(buffer + len, m.size());
+    len += m.size();
+  };
+  bool has = false, get = false, head = false, options = false;
+  for (size_t i = 0; i < methods_.size(); ++i) {
+    if ((method_bits >> i & 1) == 0) continue;
+    has = true;
+    get |= methods_[i] == "GET";
+    head |= methods_[i] == "HEAD";
+    options |= methods_[i] == "OPTIONS";
+    append(methods_[i]);
+  }
+  if (get && !head) append("HEAD");
+  if (has && !options) append("OPTIONS");
+  return std::string_view(buffer, len);
 }
 
 }  // namespace uring_http::router

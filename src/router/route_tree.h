@@ -12,7 +12,9 @@
 // first, "/users/7/edit" the second, and a method only the second has is
 // served by it on either path. A path every pattern misses is unknown
 // (404); a path some pattern matches with none for the method is known
-// (405), and its Allow is that of the most specific such pattern.
+// (405), and its Allow lists what every pattern matching it accepts
+// (a method of "/users/{id}" is allowed on "/users/new" too, since that is
+// where the search takes it).
 //
 // Conflicts, refused by Insert: the same (method, pattern) twice, and two
 // different names for a parameter or catch-all at the same place
@@ -26,6 +28,7 @@
 #ifndef URING_HTTP_SRC_ROUTER_ROUTE_TREE_H_
 #define URING_HTTP_SRC_ROUTER_ROUTE_TREE_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -45,7 +48,10 @@ class RouteTree {
   struct Result {
     const Route* route = nullptr;  // null: see path_known
     bool path_known = false;       // some pattern matches the path
-    // The most specific matching pattern's methods: "GET, HEAD, OPTIONS".
+    // What the path allows, "GET, HEAD, OPTIONS": the most specific
+    // matching pattern's methods, or, on a miss where less specific
+    // patterns match too, all of theirs (then a view valid until the next
+    // Find on this thread).
     std::string_view allow;
     // True if that pattern's node has an OPTIONS route of its own.
     bool has_options = false;
@@ -70,6 +76,12 @@ class RouteTree {
   struct Search;
   static bool Descend(const Node* node, std::string_view rest, Search* s);
   static bool Terminal(const Node* node, Search* s);
+  // The Allow text of a set of methods (bits of methods_).
+  std::string_view AllowOf(uint64_t method_bits) const;
+
+  // Methods are bits of a 64-bit set (Insert refuses a 65th).
+  static constexpr size_t kMaxMethods = 64;
+  static constexpr size_t kMaxAllowText = 1024;
 
   std::unique_ptr<Node> root_;
   // Nodes reached by a wholly static pattern, by the pattern: the common

@@ -152,12 +152,30 @@ TEST_F(TreeTest, BacktracksWhenTheMoreSpecificBranchLacksTheMethod) {
   EXPECT_EQ(Find("GET", "/users/new/edit"), "/users/new/edit");
   EXPECT_EQ(Find("POST", "/users/new/edit"), "/users/{id}/edit id=new");
   EXPECT_EQ(Find("POST", "/users/7/edit"), "/users/{id}/edit id=7");
-  // Neither has PUT: 405 with the most specific pattern's Allow.
-  EXPECT_EQ(Find("PUT", "/users/new/edit"), "405 GET, HEAD, OPTIONS");
+  // Neither has PUT: 405, and the Allow of /users/new/edit lists POST too,
+  // since POST is served there (by the less specific pattern).
+  EXPECT_EQ(Find("PUT", "/users/new/edit"), "405 GET, POST, HEAD, OPTIONS");
   EXPECT_EQ(Find("PUT", "/users/7/edit"), "405 POST, OPTIONS");
   // HEAD is served by GET at the same node.
   EXPECT_EQ(Find("HEAD", "/users/new/edit"), "/users/new/edit");
   EXPECT_EQ(Find("HEAD", "/users/7/edit"), "405 POST, OPTIONS");
+}
+
+TEST_F(TreeTest, AllowIsTheUnionOfEveryPatternMatchingThePath) {
+  ASSERT_TRUE(Add("GET", "/files/readme").ok());
+  ASSERT_TRUE(Add("DELETE", "/files/{name}").ok());
+  ASSERT_TRUE(Add("PUT", "/files/{rest...}").ok());
+  ASSERT_TRUE(Add("OPTIONS", "/files/{rest...}").ok());
+  ASSERT_TRUE(Add("POST", "/other").ok());
+  // All three match /files/readme: each method they have is allowed there,
+  // and OPTIONS (a route of the catch-all) is listed once.
+  EXPECT_EQ(Find("PATCH", "/files/readme"), "405 GET, DELETE, PUT, OPTIONS, HEAD");
+  EXPECT_EQ(Find("DELETE", "/files/readme"), "/files/{name} name=readme");
+  // Two match /files/x, one matches /files/x/y.
+  EXPECT_EQ(Find("PATCH", "/files/x"), "405 DELETE, PUT, OPTIONS");
+  EXPECT_EQ(Find("PATCH", "/files/x/y"), "405 PUT, OPTIONS");
+  // Only the most specific matches: its own text.
+  EXPECT_EQ(Find("GET", "/other"), "405 POST, OPTIONS");
 }
 
 TEST_F(TreeTest, RefusesConflicts) {
