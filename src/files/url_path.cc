@@ -2,15 +2,10 @@
 
 #include <cstring>
 
+#include "src/http/percent.h"
+
 namespace uring_http::files {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 // Bytes that may not appear in a name, literal or decoded. '/' is not among
 // them: literally it separates segments; decoded it is rejected apart.
@@ -23,11 +18,9 @@ bool DecodeOnce(std::string_view encoded, std::string* out) {
   for (size_t i = 0; i < encoded.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(encoded[i]);
     if (c == '%') {
-      if (encoded.size() - i < 3) return false;
-      const int high = HexValue(encoded[i + 1]);
-      const int low = HexValue(encoded[i + 2]);
-      if (high < 0 || low < 0) return false;
-      c = static_cast<unsigned char>(high * 16 + low);
+      char decoded;
+      if (!http::DecodeEscape(encoded, i, &decoded)) return false;
+      c = static_cast<unsigned char>(decoded);
       i += 2;
       if (c == '/') return false;
     }

@@ -25,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "src/http/percent.h"  // HexValue
+
 namespace uring_http::http {
 namespace {
 
@@ -60,14 +62,6 @@ inline bool Is(char c, uint8_t cls) {
 }
 
 inline bool IsBws(char c) { return c == ' ' || c == '\t'; }
-
-// The value of a hex digit, or -1.
-inline int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 }  // namespace
 

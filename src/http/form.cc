@@ -3,15 +3,10 @@
 
 #include <cstring>
 
+#include "src/http/percent.h"
+
 namespace uring_http::http {
 namespace {
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 bool NeedsDecoding(std::string_view raw) {
   for (char c : raw) {
@@ -29,11 +24,7 @@ bool DecodeAt(std::string_view raw, size_t* i, char* out) {
   } else if (c != '%') {
     *out = c;
   } else {
-    if (raw.size() - *i < 3) return false;
-    const int high = HexValue(raw[*i + 1]);
-    const int low = HexValue(raw[*i + 2]);
-    if (high < 0 || low < 0) return false;
-    *out = static_cast<char>(high * 16 + low);
+    if (!DecodeEscape(raw, *i, out)) return false;
     *i += 2;
   }
   return true;
