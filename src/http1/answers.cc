@@ -104,23 +104,24 @@ void Connection::RunHandler(const http::Request& request) {
       pipeline.Fail(request, response);
     }
   }
-  const bool gzip_accepted = GzipAccepted(request);
-  if (response.has_producer()) {
-    if (!ex_.head_kept && env_->access_log) KeepHead(ex_.head_ptr, ex_.head_len);
-    StartProducer(response, gzip_accepted);
-  } else {
-    if (env_->config->compression.enabled) {
-      // On the ring thread: a FAST answer is compressed where it is built.
-      // Nothing is allocated unless the body is compressed.
-      http::CompressBufferedResponse(env_->config->compression, gzip_accepted, ex_.head, response);
-    }
-    Respond(response);
-  }
+  SendHandlerResponse(request, response);
 }
 
-bool Connection::GzipAccepted(const http::Request& request) const {
-  return env_->config->compression.enabled &&
-         http::PrefersGzip(request.HeaderValues("accept-encoding"));
+void Connection::SendHandlerResponse(const http::Request& request, http::Response& response) {
+  const http::CompressionOptions& gzip = env_->config->compression;
+  const bool gzip_accepted =
+      gzip.enabled && http::PrefersGzip(request.HeaderValues("accept-encoding"));
+  if (response.has_producer()) {
+    if (!ex_.head_kept && env_->access_log) KeepHead(ex_.head_ptr, ex_.head_len);
+    return StartProducer(response, gzip_accepted);
+  }
+  if (gzip.enabled) {
+    // On the ring thread: a FAST answer is compressed where it is built.
+    // Nothing is allocated unless the body is compressed (a compressible
+    // one not compressed still gets its Vary).
+    http::CompressBufferedResponse(gzip, gzip_accepted, ex_.head, response);
+  }
+  Respond(response);
 }
 
 void Connection::Dispatch(const http::Request& request, std::string_view head,

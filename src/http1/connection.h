@@ -217,8 +217,9 @@ class Connection final : private ExternalOwner {
   // `gzip_accepted`: the request's Accept-Encoding prefers gzip (and it is
   // on); the stream is then compressed as it is produced (compress.h).
   void StartProducer(http::Response& response, bool gzip_accepted);
-  // Whether this request's answer may be gzipped (--gzip on and accepted).
-  bool GzipAccepted(const http::Request& request) const;
+  // A FAST handler's or body sink's response, on the ring thread: its
+  // producer starts, or its body is gzipped if negotiated, and it is sent.
+  void SendHandlerResponse(const http::Request& request, http::Response& response);
   void PumpProducer();
   void PumpPipe();
   void Answered();

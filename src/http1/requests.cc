@@ -500,16 +500,7 @@ void Connection::BodyEnded() {
                           response);
       }
       if (st_) st_->sink.reset();
-      const bool gzip_accepted = GzipAccepted(request);
-      if (response.has_producer()) {
-        StartProducer(response, gzip_accepted);
-      } else {
-        if (env_->config->compression.enabled) {
-          http::CompressBufferedResponse(env_->config->compression, gzip_accepted, ex_.head,
-                                         response);
-        }
-        Respond(response);
-      }
+      SendHandlerResponse(request, response);
       break;
     }
     case BodyMode::kDiscard:
