@@ -9,6 +9,7 @@
 
 #include "src/http/compress.h"
 #include "src/http/parser.h"
+#include "src/tls/tls_settings.h"
 
 namespace uring_http::serving {
 
@@ -85,6 +86,10 @@ struct ServerConfig {
   // the client (behind HAProxy's send-proxy-v2 or a load balancer); one
   // without a valid header is closed unanswered.
   bool proxy_protocol = false;
+
+  // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty
+  // certificates: plain HTTP.
+  tls::TlsSettings tls;
 
   bool verbose = false;
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -48,7 +49,8 @@ void Debug(const ServerConfig& config, const char* fmt, ...) {
 
 EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router& router,
                      worker::WorkerPool* workers, int listen_fd, int signal_fd,
-                     std::function<void()> on_signal, int access_log_fd)
+                     std::function<void(int)> on_signal, int access_log_fd,
+                     const tls::TlsContextSource* tls)
     : index_(index),
       config_(config),
       router_(router),
@@ -56,12 +58,14 @@ EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router
       listen_fd_(listen_fd),
       signal_fd_(signal_fd),
       on_signal_(std::move(on_signal)),
+      tls_source_(tls),
       access_log_fd_(access_log_fd) {}
 
 // Slots (and their connections, which give their chunks back to chunks_) go
 // before the pool they came from.
 EventLoop::~EventLoop() {
   slots_.reset();
+  tls_.reset();
   streams_.reset();
   // The ring (and its file table) goes too: nothing left to close.
   if (files_ != nullptr) files_->Shutdown();
@@ -151,11 +155,29 @@ absl::Status EventLoop::Init() {
   conn_config_ = ConnectionConfigFor(config_, plan);
   // Stream states come and go with bodies; a few hundred are kept for reuse.
   streams_ = std::make_unique<http1::StreamStatePool>(conn_config_.chunked, 256);
+  if (tls_source_ != nullptr) {
+    // Files over TLS are read and encrypted, never spliced.
+    conn_config_.splice_min_bytes = 0;
+    // Output chunks, one per connection with bytes to send: carved at
+    // start-up; beyond them the pool falls back to the heap.
+    const uint32_t tls_chunks = std::clamp<uint32_t>(capacity_ / 4, 16, 256);
+    auto tls_arena = io::Arena::Create(size_t{tls_chunks} * tls::TlsLayer::kMinBufferBytes);
+    if (!tls_arena.ok()) return tls_arena.status();
+    tls_arena_ = *std::move(tls_arena);
+    if (absl::Status s = tls_buffers_.Init(tls_arena_, tls::TlsLayer::kMinBufferBytes, tls_chunks);
+        !s.ok()) {
+      return s;
+    }
+    tls_ = std::make_unique<tls::TlsLayer>(static_cast<http1::ConnectionHost*>(this), capacity_, &tls_buffers_, &env_, &stats_.tls,
+                                           config_.tls.handshake_timeout_ms);
+    tls_context_ = tls_source_->Get();
+    tls_generation_ = tls_source_->generation();
+  }
   env_.config = &conn_config_;
   env_.streams = streams_.get();
   env_.router = &router_;
   env_.chunks = &chunks_;
-  env_.host = this;
+  env_.host = tls_ != nullptr ? static_cast<http1::ConnectionHost*>(tls_.get()) : this;
   env_.stats = &stats_.conn;
   env_.headers = headers_.get();
   env_.headers_capacity = headers_capacity;
@@ -322,7 +344,11 @@ void EventLoop::Run() {
     while (starved_count_ > 0) {
       const uint32_t slot = starved_[--starved_count_];
       if (slots_[slot].in_use) {
-        slots_[slot].conn.OnBuffersAvailable();
+        if (Tls(slot)) {
+          tls_->OnBuffersAvailable(slot);
+        } else {
+          slots_[slot].conn.OnBuffersAvailable();
+        }
         MaybeFree(slot);
       }
     }
@@ -334,6 +360,45 @@ void EventLoop::Run() {
 void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe) {
   http1::Connection& conn = slots_[slot].conn;
   const int res = cqe->res;
+  if (Tls(slot)) {
+    // The socket's own events go through the TLS layer; file events are
+    // the connection's.
+    switch (op) {
+      case Op::kRecv:
+      case Op::kRecvBulk: {
+        const bool more = cqe->flags & IORING_CQE_F_MORE;
+        if (res > 0) {
+          io::BufferRing& group = op == Op::kRecvBulk ? bulk_buffers_ : buffers_;
+          const uint16_t bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+          tls_->OnRecv(slot, group.Buffer(bid), static_cast<size_t>(res), more);
+          group.Recycle(bid);  // decrypted or dropped by now
+        } else if (!more) {
+          if (res == -ENOBUFS) {
+            stats_.recv_nobufs.Add();
+            starved_[starved_count_++] = slot;
+          }
+          tls_->OnRecvEnd(slot, res);
+        }
+        MaybeFree(slot);
+        return;
+      }
+      case Op::kSend:
+        tls_->OnSend(slot, res);  // never zero-copy: no notification
+        MaybeFree(slot);
+        return;
+      case Op::kShutdown:
+        tls_->OnShutdownDone(slot);
+        MaybeFree(slot);
+        return;
+      case Op::kClose:
+        tls_->OnClosed(slot);
+        acceptor_.OnEntryClosed();
+        MaybeFree(slot);
+        return;
+      default:
+        break;
+    }
+  }
   switch (op) {
     case Op::kRecv:
     case Op::kRecvBulk: {
@@ -412,6 +477,10 @@ void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
 void EventLoop::MaybeFree(uint32_t slot) {
   Slot& s = slots_[slot];
   if (!s.in_use || !s.conn.Freeable()) return;
+  if (Tls(slot)) {
+    if (!tls_->Freeable(slot)) return;
+    tls_->Release(slot);
+  }
   s.conn.Release();
   timers_.Cancel(slot);
   Debug(config_, "uring-http: thread %d: closed slot %u\n", index_, slot);
@@ -429,7 +498,11 @@ void EventLoop::RunAfterBatch() {
   for (uint32_t i = 0; i < after_batch_count_; ++i) {
     const uint32_t slot = after_batch_[i];
     if (slots_[slot].in_use) {
-      slots_[slot].conn.OnBatchEnd();
+      if (Tls(slot)) {
+        tls_->OnBatchEnd(slot);
+      } else {
+        slots_[slot].conn.OnBatchEnd();
+      }
       MaybeFree(slot);
     }
   }
@@ -441,7 +514,12 @@ void EventLoop::RunAfterBatch() {
 void EventLoop::OnAccept(const io_uring_cqe* cqe) {
   const int file_index = acceptor_.OnAccept(cqe, stats_);
   if (file_index >= 0) {
-    if (free_count_ == 0) {
+    SSL* ssl = nullptr;
+    if (tls_ != nullptr && free_count_ > 0 && (ssl = NewSsl()) == nullptr) {
+      // OpenSSL is out of memory: refused like a full pool.
+      stats_.refused.Add();
+      acceptor_.Refuse(file_index);
+    } else if (free_count_ == 0) {
       // Accepted while the pool is full: a clean 503 rather than silence.
       // (Connections accepted while draining are served like the others:
       // their request is answered with Connection: close.)
@@ -459,10 +537,22 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
             slot, file_index);
       FetchPeerAddress(slot, s.file_index);
+      if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl);
       s.conn.Open(&env_, slot);
     }
   }
   acceptor_.Ensure();
+}
+
+SSL* EventLoop::NewSsl() {
+  // A reload swapped the context: take the new one for this and later
+  // connections (the old one lives on in the connections that use it).
+  const uint64_t generation = tls_source_->generation();
+  if (generation != tls_generation_) {
+    tls_context_ = tls_source_->Get();
+    tls_generation_ = generation;
+  }
+  return tls_context_->NewSsl();
 }
 
 void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
@@ -620,7 +710,11 @@ void EventLoop::OnTimerTick() {
   }));
   timers_.Advance(now, [this](uint32_t slot) {
     if (!slots_[slot].in_use) return;
-    slots_[slot].conn.OnDeadline();
+    if (Tls(slot)) {
+      tls_->OnDeadline(slot);
+    } else {
+      slots_[slot].conn.OnDeadline();
+    }
     MaybeFree(slot);
   });
   stats_.chunk_heap_fallbacks.Add(chunks_.heap_fallbacks() - stats_.chunk_heap_fallbacks.Get());
@@ -645,7 +739,11 @@ void EventLoop::OnTimerTick() {
 // ---------------------------------------------------------------- stopping
 
 void EventLoop::OnSignal(int res) {
-  if (res > 0 && on_signal_) on_signal_();
+  if (res > 0 && on_signal_) {
+    signalfd_siginfo info;
+    std::memcpy(&info, signal_buf_, sizeof(info));
+    on_signal_(static_cast<int>(info.ssi_signo));
+  }
   if (!stopping_) ArmSignalRead();
 }
 

@@ -46,6 +46,8 @@
 #include "src/serving/loop_stats.h"
 #include "src/serving/timer_wheel.h"
 #include "src/serving/user_data.h"
+#include "src/tls/tls_context.h"
+#include "src/tls/tls_layer.h"
 #include "src/worker/mailbox.h"
 #include "src/worker/worker_pool.h"
 
@@ -53,10 +55,13 @@ namespace uring_http::serving {
 
 class EventLoop final : private http1::ConnectionHost {
  public:
-  // `signal_fd` >= 0: this loop reads it and calls on_signal (one loop only).
+  // `signal_fd` >= 0: this loop reads it and calls on_signal with the
+  // signal's number (one loop only). `tls`: the listener speaks TLS, with
+  // the context this source has when a connection arrives.
   EventLoop(int index, const ServerConfig& config, const router::Router& router,
             worker::WorkerPool* workers, int listen_fd, int signal_fd,
-            std::function<void()> on_signal, int access_log_fd = -1);
+            std::function<void(int)> on_signal, int access_log_fd = -1,
+            const tls::TlsContextSource* tls = nullptr);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -149,6 +154,10 @@ class EventLoop final : private http1::ConnectionHost {
 
   uint64_t NowTick() const;
   io_uring_sqe* Sqe() { return ring_->GetSqe(); }
+  // The slot's connection speaks TLS: its socket's events go to the layer.
+  bool Tls(uint32_t slot) const { return tls_ != nullptr && tls_->attached(slot); }
+  // A new connection's SSL, from the newest context (null: out of memory).
+  SSL* NewSsl();
   uint64_t RecvUserData(uint32_t slot) const {
     return UserData(slots_[slot].recv_bulk ? Op::kRecvBulk : Op::kRecv, slot);
   }
@@ -162,7 +171,7 @@ class EventLoop final : private http1::ConnectionHost {
   worker::WorkerPool* const workers_;
   const int listen_fd_;
   const int signal_fd_;
-  std::function<void()> on_signal_;
+  std::function<void(int)> on_signal_;
 
   std::unique_ptr<io::Ring> ring_;
   std::atomic<int> ring_fd_{-1};
@@ -195,6 +204,15 @@ class EventLoop final : private http1::ConnectionHost {
   bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
   uint64_t stop_deadline_tick_ = 0;
   char signal_buf_[128];  // a signalfd_siginfo
+
+  // TLS (null without): the context source, this loop's copy of its
+  // current context, the output chunks and the layer itself.
+  const tls::TlsContextSource* const tls_source_;
+  std::shared_ptr<const tls::TlsContext> tls_context_;
+  uint64_t tls_generation_ = 0;
+  io::Arena tls_arena_;
+  io::ChunkPool tls_buffers_;
+  std::unique_ptr<tls::TlsLayer> tls_;
 
   LoopStats stats_;
   const int access_log_fd_;

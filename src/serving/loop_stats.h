@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "src/http1/connection_host.h"
+#include "src/tls/tls_stats.h"
 
 namespace uring_http::serving {
 
@@ -55,6 +56,7 @@ struct alignas(64) LoopStats {
   Counter file_cache_entries;
   Counter file_cache_content_bytes;
   http1::ConnectionStats conn;  // what the loop's connections count
+  tls::TlsStats tls;            // its TLS layer's handshakes
 };
 
 }  // namespace uring_http::serving

@@ -145,6 +145,41 @@ std::string Server::RenderMetrics() const {
     Family(out, m.name, m.type, m.help);
     Sample(out, m.name, m.value);
   }
+  if (config_.tls.enabled()) {
+    const Simple tls[] = {
+        {"uring_http_tls_handshakes_total", "counter", "TLS handshakes completed.",
+         s.tls_handshakes},
+        {"uring_http_tls_resumptions_total", "counter",
+         "TLS handshakes that resumed a session from a ticket.", s.tls_resumed},
+        {"uring_http_tls_handshake_offloads_total", "counter",
+         "TLS handshake steps (certificate signatures) run on a worker.", s.tls_offloaded},
+        {"uring_http_tls_reloads_total", "counter", "Certificate reloads (SIGHUP) that took.",
+         s.tls_reloads},
+        {"uring_http_tls_reload_failures_total", "counter",
+         "Certificate reloads that failed (the old certificates stayed).",
+         s.tls_reload_failures},
+    };
+    for (const Simple& m : tls) {
+      Family(out, m.name, m.type, m.help);
+      Sample(out, m.name, m.value);
+    }
+    Family(out, "uring_http_tls_version_total", "counter",
+           "TLS handshakes completed, by protocol version.");
+    absl::StrAppend(&out, "uring_http_tls_version_total{version=\"TLSv1.3\"} ", s.tls13, "\n");
+    absl::StrAppend(&out, "uring_http_tls_version_total{version=\"TLSv1.2\"} ", s.tls12, "\n");
+    Family(out, "uring_http_tls_handshake_failures_total", "counter",
+           "Connections closed before their TLS handshake completed, by reason.");
+    const std::pair<const char*, uint64_t> reasons[] = {
+        {"timeout", s.tls_failed_timeout},
+        {"plain_http", s.tls_failed_plain_http},
+        {"protocol", s.tls_failed_protocol},
+        {"peer_closed", s.tls_failed_peer_closed},
+    };
+    for (const auto& [reason, n] : reasons) {
+      absl::StrAppend(&out, "uring_http_tls_handshake_failures_total{reason=\"", reason, "\"} ",
+                      n, "\n");
+    }
+  }
   Family(out, "uring_http_slow_task_queue_wait_seconds_total", "counter",
          "Time SLOW tasks spent queued before a worker took them.");
   absl::StrAppend(&out, "uring_http_slow_task_queue_wait_seconds_total ",

@@ -46,6 +46,11 @@ enum LongOnly {
   kGzip,
   kGzipMinBytes,
   kGzipLevel,
+  kTlsCert,
+  kTlsKey,
+  kHandshakeTimeout,
+  kTlsTicketRotation,
+  kTlsOffload,
 };
 
 const option kLongOptions[] = {
@@ -90,6 +95,11 @@ const option kLongOptions[] = {
     {"gzip", required_argument, nullptr, kGzip},
     {"gzip-min-bytes", required_argument, nullptr, kGzipMinBytes},
     {"gzip-level", required_argument, nullptr, kGzipLevel},
+    {"tls-cert", required_argument, nullptr, kTlsCert},
+    {"tls-key", required_argument, nullptr, kTlsKey},
+    {"handshake-timeout", required_argument, nullptr, kHandshakeTimeout},
+    {"tls-ticket-rotation", required_argument, nullptr, kTlsTicketRotation},
+    {"tls-offload", required_argument, nullptr, kTlsOffload},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -221,6 +231,18 @@ std::string UsageText(const char* program) {
       "                             (off)\n"
       "      --gzip-min-bytes=bytes  Smallest buffered body compressed (1024)\n"
       "      --gzip-level=n         1 (fastest) to 9 (smallest) (1)\n\n"
+      "HTTPS (OpenSSL; TLS 1.3 and 1.2, ALPN http/1.1, session tickets):\n"
+      "      --tls-cert=file        PEM certificate chain (ECDSA or RSA); with --tls-key,\n"
+      "                             the -p listeners speak TLS. Repeat the pair for more\n"
+      "                             certificates: SNI picks the one naming the host, the\n"
+      "                             first answers the rest. SIGHUP reloads them\n"
+      "      --tls-key=file         PEM private key of the --tls-cert before it\n"
+      "      --handshake-timeout=t  10s: a client whose handshake is not done by then is\n"
+      "                             closed\n"
+      "      --tls-ticket-rotation=t  1h: session-ticket keys are replaced this often (the\n"
+      "                             previous key still opens tickets for one more period)\n"
+      "      --tls-offload=auto|on|off  Full handshakes' signatures on the worker pool:\n"
+      "                             auto = for RSA certificates (auto)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker), GET /test/bytes?N, POST /test/echo (the body back), POST /test/sink\n"
       "(a streamed body of any size, answered with its length), GET\n"
@@ -370,6 +392,50 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         options.config.defer_accept_s = (*ms + 999) / 1000;
         break;
       }
+      case kTlsCert:
+      case kTlsKey: {
+        if (optarg[0] == '\0') {
+          return absl::InvalidArgumentError(absl::StrCat("--", NameOf(code), " needs a file"));
+        }
+        auto& certs = options.config.tls.certificates;
+        if (code == kTlsCert) {
+          if (!certs.empty() && certs.back().key_path.empty()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("--tls-cert ", certs.back().cert_path, " has no --tls-key"));
+          }
+          certs.push_back({optarg, ""});
+        } else {
+          if (certs.empty() || !certs.back().key_path.empty()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("--tls-key ", optarg, " has no --tls-cert before it"));
+          }
+          certs.back().key_path = optarg;
+        }
+        break;
+      }
+      case kHandshakeTimeout: {
+        absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
+        if (!ms.ok()) return ms.status();
+        options.config.tls.handshake_timeout_ms = *ms;
+        break;
+      }
+      case kTlsTicketRotation: {
+        absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
+        if (!ms.ok()) return ms.status();
+        options.config.tls.ticket_key_rotation_s = (*ms + 999) / 1000;
+        break;
+      }
+      case kTlsOffload: {
+        const std::string_view v(optarg);
+        if (v != "auto" && v != "on" && v != "off") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --tls-offload: expected auto, on or off"));
+        }
+        options.config.tls.offload = v == "on"    ? tls::TlsSettings::Offload::kOn
+                                     : v == "off" ? tls::TlsSettings::Offload::kOff
+                                                  : tls::TlsSettings::Offload::kAuto;
+        break;
+      }
       case kSqpoll:
         options.config.sqpoll = true;
         break;
@@ -476,6 +542,11 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
     return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", argv[optind], "'"));
   }
   if (!workers_set) options.config.workers = options.config.accept_threads;
+  const auto& certs = options.config.tls.certificates;
+  if (!certs.empty() && certs.back().key_path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--tls-cert ", certs.back().cert_path, " has no --tls-key"));
+  }
   return options;
 }
 

@@ -70,6 +70,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);  // reloads TLS certificates
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     signal_fd_ = signalfd(-1, &set, SFD_CLOEXEC);
     if (signal_fd_ < 0) return absl::InternalError("signalfd failed");
@@ -82,6 +83,13 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot open --access-log ", config_.access_log_path, ": ", strerror(errno)));
     }
+  }
+
+  if (config_.tls.enabled()) {
+    ticket_keys_ = std::make_shared<tls::TicketKeys>(config_.tls.ticket_key_rotation_s);
+    auto context = tls::TlsContext::Create(config_.tls, ticket_keys_);
+    if (!context.ok()) return context.status();
+    tls_source_.Set(*std::move(context));
   }
 
   // Listeners first, on this thread: with port 0 the first one picks the
@@ -111,7 +119,8 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   for (int i = 0; i < config_.accept_threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
         i, config_, router_, workers_.get(), listeners_[i].fd(), i == 0 ? signal_fd_ : -1,
-        [this] { Stop(); }, access_log_fd_));
+        [this](int signo) { OnSignal(signo); }, access_log_fd_,
+        config_.tls.enabled() ? &tls_source_ : nullptr));
   }
 
   // Each ring is created on the thread that owns it (SINGLE_ISSUER).
@@ -178,6 +187,36 @@ void Server::Stop() {
   if (ready_.load(std::memory_order_acquire)) SendStop();
 }
 
+void Server::OnSignal(int signo) {
+  if (signo != SIGHUP) {
+    Stop();
+    return;
+  }
+  if (!config_.tls.enabled()) return;
+  absl::Status s = ReloadTls();
+  if (s.ok()) {
+    std::fprintf(stderr, "uring-http: TLS reloaded: %s\n",
+                 tls_source_.Get()->Describe().c_str());
+  } else {
+    std::fprintf(stderr, "uring-http: TLS reload failed, the old certificates stay: %s\n",
+                 std::string(s.message()).c_str());
+  }
+}
+
+absl::Status Server::ReloadTls() {
+  if (!config_.tls.enabled()) return absl::FailedPreconditionError("TLS is not configured");
+  std::lock_guard<std::mutex> lock(reload_mu_);
+  // Built on this thread, off every ring: a loop only swaps a pointer.
+  auto context = tls::TlsContext::Create(config_.tls, ticket_keys_);
+  if (!context.ok()) {
+    tls_reload_failures_.fetch_add(1, std::memory_order_relaxed);
+    return context.status();
+  }
+  tls_source_.Set(*std::move(context));
+  tls_reloads_.fetch_add(1, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
 void Server::SendStop() {
   // Like a worker's result, the stop must not be lost to a MSG_RING the
   // kernel refuses: the mailbox carries it then (within a tick).
@@ -200,7 +239,8 @@ std::string Server::ReadyLine() const {
       router_.mount_count() > 0
           ? " = min(accept-capacity + 64 reserve + open-file cache + 1024, hard RLIMIT_NOFILE)"
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
-      "), io_uring: ", first.Features());
+      "), io_uring: ", first.Features(),
+      config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "");
 }
 
 ServerStats Server::Stats() const {
@@ -239,11 +279,23 @@ ServerStats Server::Stats() const {
     s.file_splices += c.file_splices.Get();
     s.file_truncated += c.file_truncated.Get();
     s.proxy_header_errors += c.proxy_header_errors.Get();
+    const tls::TlsStats& t = l.tls;
+    s.tls_handshakes += t.handshakes.Get();
+    s.tls_resumed += t.resumed.Get();
+    s.tls13 += t.tls13.Get();
+    s.tls12 += t.tls12.Get();
+    s.tls_offloaded += t.offloaded.Get();
+    s.tls_failed_timeout += t.failed_timeout.Get();
+    s.tls_failed_plain_http += t.failed_plain_http.Get();
+    s.tls_failed_protocol += t.failed_protocol.Get();
+    s.tls_failed_peer_closed += t.failed_peer_closed.Get();
     s.file_cache_hits += l.file_cache_hits.Get();
     s.file_cache_revalidations += l.file_cache_revalidations.Get();
     s.file_cache_entries += l.file_cache_entries.Get();
     s.file_cache_content_bytes += l.file_cache_content_bytes.Get();
   }
+  s.tls_reloads = tls_reloads_.load(std::memory_order_relaxed);
+  s.tls_reload_failures = tls_reload_failures_.load(std::memory_order_relaxed);
   if (workers_ != nullptr) s.workers = workers_->Stats();
   return s;
 }

@@ -31,6 +31,7 @@
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/event_loop.h"
+#include "src/tls/tls_context.h"
 #include "src/worker/worker_pool.h"
 
 namespace uring_http::serving {
@@ -48,6 +49,11 @@ struct ServerStats {
   uint64_t file_cache_entries = 0, file_cache_content_bytes = 0, file_splices = 0;
   uint64_t file_truncated = 0;
   uint64_t proxy_header_errors = 0;
+  // TLS (src/tls/tls_stats.h): handshakes, resumptions, versions, failures.
+  uint64_t tls_handshakes = 0, tls_resumed = 0, tls13 = 0, tls12 = 0, tls_offloaded = 0;
+  uint64_t tls_failed_timeout = 0, tls_failed_plain_http = 0, tls_failed_protocol = 0;
+  uint64_t tls_failed_peer_closed = 0;
+  uint64_t tls_reloads = 0, tls_reload_failures = 0;
   worker::WorkerPoolStats workers;
 };
 
@@ -80,9 +86,14 @@ class Server {
   // Every counter in the Prometheus text exposition format (GET /metrics).
   std::string RenderMetrics() const;
   bool draining() const { return stop_requested_.load(std::memory_order_relaxed); }
+  // Loads the TLS certificates and keys again (SIGHUP does this): new
+  // connections get the new ones, connections already open keep theirs.
+  // On an error the old ones stay. Any thread, after Run() started.
+  absl::Status ReloadTls();
 
  private:
   void SendStop();
+  void OnSignal(int signo);
   absl::Status AddBuiltinRoutes();
 
   const ServerConfig config_;
@@ -97,6 +108,12 @@ class Server {
   std::thread background_;
   std::function<void()> on_stop_;
   int signal_fd_ = -1;
+  // TLS: the ticket keys (kept across reloads) and the current context.
+  std::shared_ptr<tls::TicketKeys> ticket_keys_;
+  tls::TlsContextSource tls_source_;
+  std::mutex reload_mu_;
+  std::atomic<uint64_t> tls_reloads_{0};
+  std::atomic<uint64_t> tls_reload_failures_{0};
   int access_log_fd_ = -1;
 };
 

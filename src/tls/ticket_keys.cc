@@ -1,0 +1,122 @@
+#include "src/tls/ticket_keys.h"
+
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <time.h>
+
+#include <cstring>
+
+#include "src/base/check.h"
+
+namespace uring_http::tls {
+namespace {
+
+int TicketKeysIndex() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+int64_t NowSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return ts.tv_sec;
+}
+
+bool SetMacKey(EVP_MAC_CTX* mac, const unsigned char* key) {
+  char digest[] = "SHA256";
+  OSSL_PARAM params[] = {
+      OSSL_PARAM_construct_octet_string(OSSL_MAC_PARAM_KEY, const_cast<unsigned char*>(key), 32),
+      OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+      OSSL_PARAM_construct_end(),
+  };
+  return EVP_MAC_CTX_set_params(mac, params) == 1;
+}
+
+}  // namespace
+
+TicketKeys::TicketKeys(uint32_t rotation_s) : rotation_s_(rotation_s) {
+  std::lock_guard<std::mutex> lock(mu_);
+  RotateLocked(NowSeconds());
+}
+
+void TicketKeys::Install(SSL_CTX* ctx) {
+  SSL_CTX_set_ex_data(ctx, TicketKeysIndex(), this);
+  SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, &TicketKeys::Callback);
+}
+
+void TicketKeys::Rotate() {
+  std::lock_guard<std::mutex> lock(mu_);
+  RotateLocked(NowSeconds());
+}
+
+uint64_t TicketKeys::rotations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return rotations_;
+}
+
+void TicketKeys::RotateLocked(int64_t now_s) {
+  previous_ = current_;
+  Key k;
+  // A key that cannot be made random would make forgeable tickets: stop.
+  URING_CHECK(RAND_bytes(k.name, sizeof(k.name)) == 1 && RAND_bytes(k.aes, sizeof(k.aes)) == 1 &&
+              RAND_bytes(k.hmac, sizeof(k.hmac)) == 1);
+  k.valid = true;
+  current_ = k;
+  made_at_s_ = now_s;
+  ++rotations_;
+}
+
+void TicketKeys::MaybeRotateLocked() {
+  if (rotation_s_ == 0) return;
+  const int64_t now = NowSeconds();
+  if (now - made_at_s_ >= static_cast<int64_t>(rotation_s_)) RotateLocked(now);
+}
+
+int TicketKeys::Callback(SSL* ssl, unsigned char key_name[16], unsigned char* iv,
+                         EVP_CIPHER_CTX* cipher, EVP_MAC_CTX* mac, int encrypt) {
+  // The session's context (the one it started with), which SNI does not
+  // change: every context carries the same keys anyway.
+  auto* keys = static_cast<TicketKeys*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), TicketKeysIndex()));
+  if (keys == nullptr) return -1;
+  return encrypt ? keys->Seal(key_name, iv, cipher, mac) : keys->Open(key_name, iv, cipher, mac);
+}
+
+int TicketKeys::Seal(unsigned char key_name[16], unsigned char* iv, EVP_CIPHER_CTX* cipher,
+                     EVP_MAC_CTX* mac) {
+  Key k;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    MaybeRotateLocked();
+    k = current_;
+  }
+  if (RAND_bytes(iv, EVP_MAX_IV_LENGTH) != 1) return -1;
+  std::memcpy(key_name, k.name, sizeof(k.name));
+  if (EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, k.aes, iv) != 1) return -1;
+  return SetMacKey(mac, k.hmac) ? 1 : -1;
+}
+
+int TicketKeys::Open(const unsigned char key_name[16], unsigned char* iv, EVP_CIPHER_CTX* cipher,
+                     EVP_MAC_CTX* mac) {
+  Key k;
+  bool renew = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    MaybeRotateLocked();
+    if (std::memcmp(key_name, current_.name, sizeof(current_.name)) == 0) {
+      k = current_;
+    } else if (previous_.valid &&
+               std::memcmp(key_name, previous_.name, sizeof(previous_.name)) == 0) {
+      k = previous_;
+      renew = true;
+    } else {
+      return 0;  // unknown or expired key: a full handshake
+    }
+  }
+  if (!SetMacKey(mac, k.hmac)) return -1;
+  if (EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), nullptr, k.aes, iv) != 1) return -1;
+  return renew ? 2 : 1;  // 2: accepted, and a ticket under the current key is sent
+}
+
+}  // namespace uring_http::tls

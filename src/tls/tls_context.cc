@@ -1,0 +1,200 @@
+#include "src/tls/tls_context.h"
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace uring_http::tls {
+namespace {
+
+constexpr char kCiphers12[] =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+constexpr char kCiphers13[] =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+constexpr char kGroups[] = "X25519:P-256:P-384";
+
+// Which of our contexts an SSL_CTX is, for UsesRsa (ex-data on the context).
+int RsaIndex() {
+  static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+std::string KeyType(EVP_PKEY* key, bool* rsa) {
+  *rsa = false;
+  switch (EVP_PKEY_get_base_id(key)) {
+    case EVP_PKEY_RSA:
+      *rsa = true;
+      return absl::StrCat("RSA ", EVP_PKEY_get_bits(key));
+    case EVP_PKEY_EC: {
+      char group[64] = "";
+      size_t len = 0;
+      EVP_PKEY_get_utf8_string_param(key, "group", group, sizeof(group), &len);
+      return absl::StrCat("ECDSA ", group);
+    }
+    case EVP_PKEY_ED25519:
+      return "Ed25519";
+    default:
+      return "other";
+  }
+}
+
+std::string CertificateNames(X509* cert) {
+  std::vector<std::string> names;
+  auto* sans = static_cast<GENERAL_NAMES*>(
+      X509_get_ext_d2i(cert, NID_subject_alt_name, nullptr, nullptr));
+  if (sans != nullptr) {
+    for (int i = 0; i < sk_GENERAL_NAME_num(sans); ++i) {
+      const GENERAL_NAME* n = sk_GENERAL_NAME_value(sans, i);
+      if (n->type == GEN_DNS) {
+        const ASN1_STRING* s = n->d.dNSName;
+        names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(s)),
+                           ASN1_STRING_length(s));
+      }
+    }
+    GENERAL_NAMES_free(sans);
+  }
+  if (names.empty()) {
+    char cn[256] = "";
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, cn, sizeof(cn));
+    if (cn[0] != '\0') names.emplace_back(cn);
+  }
+  return absl::StrJoin(names, ",");
+}
+
+}  // namespace
+
+std::string OpenSslErrors() {
+  std::string out;
+  while (unsigned long e = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(e, buf, sizeof(buf));
+    if (!out.empty()) out += "; ";
+    out += buf;
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
+}
+
+absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
+    const TlsSettings& settings, std::shared_ptr<TicketKeys> keys) {
+  if (settings.certificates.empty()) {
+    return absl::InvalidArgumentError("TLS needs at least one --tls-cert/--tls-key pair");
+  }
+  std::shared_ptr<TlsContext> c(new TlsContext());
+  c->keys_ = std::move(keys);
+  ERR_clear_error();
+  for (const CertificateFiles& files : settings.certificates) {
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == nullptr) return absl::InternalError("SSL_CTX_new: " + OpenSslErrors());
+    c->contexts_.push_back(ctx);
+    if (SSL_CTX_use_certificate_chain_file(ctx, files.cert_path.c_str()) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot load TLS certificate ", files.cert_path, ": ", OpenSslErrors()));
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, files.key_path.c_str(), SSL_FILETYPE_PEM) != 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot load TLS key ", files.key_path, ": ", OpenSslErrors()));
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("TLS key ", files.key_path,
+                                                     " does not match certificate ",
+                                                     files.cert_path, ": ", OpenSslErrors()));
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION);
+    if (SSL_CTX_set_cipher_list(ctx, kCiphers12) != 1 ||
+        SSL_CTX_set_ciphersuites(ctx, kCiphers13) != 1 ||
+        SSL_CTX_set1_groups_list(ctx, kGroups) != 1) {
+      return absl::InternalError("OpenSSL refused the cipher list: " + OpenSslErrors());
+    }
+    // No renegotiation (a client-driven CPU sink, and HTTP/1.1 needs none),
+    // no compression (CRIME); the server's order of ciphers wins.
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION |
+                                 SSL_OP_CIPHER_SERVER_PREFERENCE);
+    // Partial writes: SSL_write takes what fits in our output buffer.
+    // Release buffers: an idle keep-alive connection holds no 34 KiB of
+    // OpenSSL record buffers (100,000 idle connections would hold 3 GiB).
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                              SSL_MODE_RELEASE_BUFFERS);
+    // Tickets only (stateless resumption, which survives across threads and
+    // reloads): no server-side cache. One ticket per handshake.
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    static constexpr unsigned char kSessionContext[] = "uring-http";
+    SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
+    SSL_CTX_set_num_tickets(ctx, 1);
+    SSL_CTX_set_max_early_data(ctx, 0);  // no 0-RTT: replayable requests
+    c->keys_->Install(ctx);
+    SSL_CTX_set_tlsext_servername_callback(ctx, &TlsContext::OnServerName);
+    SSL_CTX_set_tlsext_servername_arg(ctx, c.get());
+    SSL_CTX_set_alpn_select_cb(ctx, &TlsContext::OnAlpn, nullptr);
+
+    X509* leaf = SSL_CTX_get0_certificate(ctx);
+    EVP_PKEY* key = SSL_CTX_get0_privatekey(ctx);
+    CertificateInfo info;
+    info.key_type = KeyType(key, &info.rsa);
+    info.names = CertificateNames(leaf);
+    SSL_CTX_set_ex_data(ctx, RsaIndex(), info.rsa ? ctx : nullptr);
+    c->leaves_.push_back(leaf);
+    c->infos_.push_back(std::move(info));
+  }
+  return std::shared_ptr<const TlsContext>(std::move(c));
+}
+
+TlsContext::~TlsContext() {
+  for (SSL_CTX* ctx : contexts_) SSL_CTX_free(ctx);
+}
+
+SSL* TlsContext::NewSsl() const {
+  SSL* ssl = SSL_new(contexts_[0]);
+  if (ssl != nullptr) SSL_set_accept_state(ssl);
+  return ssl;
+}
+
+bool TlsContext::UsesRsa(const SSL* ssl) {
+  return SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), RsaIndex()) != nullptr;
+}
+
+int TlsContext::OnServerName(SSL* ssl, int* /*alert*/, void* arg) {
+  const auto* self = static_cast<const TlsContext*>(arg);
+  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  if (name == nullptr || self->contexts_.size() == 1) return SSL_TLSEXT_ERR_OK;
+  for (size_t i = 0; i < self->contexts_.size(); ++i) {
+    if (X509_check_host(self->leaves_[i], name, 0, 0, nullptr) == 1) {
+      if (i != 0) SSL_set_SSL_CTX(ssl, self->contexts_[i]);
+      return SSL_TLSEXT_ERR_OK;
+    }
+  }
+  // No certificate names it: the default answers (as nginx's default
+  // server does); the client decides whether to trust it.
+  return SSL_TLSEXT_ERR_OK;
+}
+
+int TlsContext::OnAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* outlen,
+                       const unsigned char* in, unsigned int inlen, void* /*arg*/) {
+  unsigned char* selected = nullptr;
+  if (SSL_select_next_proto(&selected, outlen, kAlpnProtocols, sizeof(kAlpnProtocols), in,
+                            inlen) == OPENSSL_NPN_NEGOTIATED) {
+    *out = selected;
+    return SSL_TLSEXT_ERR_OK;
+  }
+  // The client offers only protocols we do not speak (h2 alone, say): go
+  // on without ALPN, and it speaks HTTP/1.1 or leaves.
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+std::string TlsContext::Describe() const {
+  std::vector<std::string> certs;
+  for (const CertificateInfo& i : infos_) certs.push_back(absl::StrCat(i.names, " (", i.key_type, ")"));
+  return absl::StrCat(OpenSSL_version(OPENSSL_VERSION), ", TLSv1.3+TLSv1.2, ciphers ", kCiphers13,
+                      ":", kCiphers12, ", ALPN http/1.1, tickets, certificates: ",
+                      absl::StrJoin(certs, "; "));
+}
+
+}  // namespace uring_http::tls

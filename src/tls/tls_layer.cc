@@ -1,0 +1,598 @@
+#include "src/tls/tls_layer.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/base/check.h"
+
+namespace uring_http::tls {
+namespace {
+
+// What plain HTTP sent to the TLS port gets (as nginx answers it), in
+// plain text, before the close.
+constexpr char kPlainHttpBody[] = "This port speaks HTTPS: the request was sent as plain HTTP.\n";
+constexpr char kPlainHttpHead[] =
+    "HTTP/1.1 400 Bad Request\r\n"
+    "Content-Type: text/plain\r\n"
+    "Connection: close\r\n"
+    "Content-Length: ";
+
+// Small sends of several pieces (a head and a body) are gathered into one
+// record rather than one record per piece.
+constexpr size_t kGatherBytes = 16 * 1024;
+// Plaintext decrypted per pass; a receive buffer's worth plus a record
+// OpenSSL kept from before always fits, so one pass is the common case.
+constexpr size_t kScratchBytes = 64 * 1024;
+
+// A TLS connection starts with a handshake record (0x16); a plain HTTP
+// request starts with its method's first letter.
+bool LooksLikeHttp(char c) { return c >= 'A' && c <= 'Z'; }
+
+}  // namespace
+
+TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
+                   const http1::ConnectionEnv* env, TlsStats* stats,
+                   uint32_t handshake_timeout_ms)
+    : below_(below),
+      capacity_(capacity),
+      buffers_(buffers),
+      env_(env),
+      stats_(stats),
+      handshake_timeout_ms_(handshake_timeout_ms),
+      links_(std::make_unique<Link[]>(capacity)),
+      sessions_(std::make_unique<TlsSession[]>(capacity)),
+      scratch_(std::make_unique<char[]>(kScratchBytes)),
+      scratch_bytes_(kScratchBytes),
+      gather_(std::make_unique<char[]>(kGatherBytes)) {
+  URING_CHECK(buffers_->chunk_size() >= kMinBufferBytes);
+}
+
+TlsLayer::~TlsLayer() {
+  for (uint32_t i = 0; i < capacity_; ++i) {
+    if (links_[i].out != nullptr) buffers_->Release(links_[i].out);
+  }
+}
+
+void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
+  Link& l = links_[slot];
+  URING_CHECK(l.conn == nullptr);
+  l = Link();
+  l.conn = conn;
+  sessions_[slot].Start(ssl);
+  if (handshake_timeout_ms_ > 0) {
+    const uint32_t tick_ms = env_->config->tick_ms;
+    l.handshake_deadline = env_->now_tick + (handshake_timeout_ms_ + tick_ms - 1) / tick_ms + 1;
+    below_->SetDeadline(slot, l.handshake_deadline);
+  }
+}
+
+bool TlsLayer::Freeable(uint32_t slot) const {
+  const Link& l = links_[slot];
+  return l.real == Recv::kOff && !l.send_inflight && !l.shutdown_inflight && !l.batch_asked &&
+         (!l.close_issued || l.closed);
+}
+
+void TlsLayer::Release(uint32_t slot) {
+  Link& l = links_[slot];
+  sessions_[slot].Reset();
+  if (l.out != nullptr) buffers_->Release(l.out);
+  l = Link();
+}
+
+// ---------------------------------------------------------------- output
+
+void TlsLayer::EnsureOutput(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.out != nullptr) return;
+  l.out = buffers_->Acquire();
+  l.sent = 0;
+  sessions_[slot].SetOutput(l.out, buffers_->chunk_size(), 0);
+}
+
+void TlsLayer::MaybeReleaseOutput(uint32_t slot) {
+  // A keep-alive connection between requests holds no output chunk.
+  Link& l = links_[slot];
+  if (l.out == nullptr || l.send_inflight || l.conn_send || l.close_issued) return;
+  if (!l.write_dead && sessions_[slot].output_len() > l.sent) return;
+  buffers_->Release(l.out);
+  l.out = nullptr;
+  l.sent = 0;
+  sessions_[slot].SetOutput(nullptr, 0, 0);
+}
+
+void TlsLayer::EncryptConn(uint32_t slot) {
+  Link& l = links_[slot];
+  if (!l.conn_send || l.conn_encrypted) return;
+  if (l.phase != Phase::kOpen || l.write_dead) {
+    // Nothing can carry it (no handshake, or the socket failed): the send
+    // fails, as the kernel's would, after this event.
+    l.send_fail_owed = true;
+    AskBatch(slot);
+    return;
+  }
+  EnsureOutput(slot);
+  TlsSession& s = sessions_[slot];
+  size_t total = 0;
+  for (unsigned i = 0; i < l.conn_count; ++i) total += l.conn_iov[i].iov_len;
+  size_t taken = 0;
+  if (l.conn_count > 1 && total <= kGatherBytes) {
+    char* p = gather_.get();
+    for (unsigned i = 0; i < l.conn_count; ++i) {
+      std::memcpy(p, l.conn_iov[i].iov_base, l.conn_iov[i].iov_len);
+      p += l.conn_iov[i].iov_len;
+    }
+    taken = s.Encrypt(gather_.get(), total);
+  } else {
+    for (unsigned i = 0; i < l.conn_count; ++i) {
+      const size_t len = l.conn_iov[i].iov_len;
+      const size_t t = s.Encrypt(static_cast<const char*>(l.conn_iov[i].iov_base), len);
+      taken += t;
+      if (t < len) break;
+    }
+  }
+  if (s.failed()) {
+    l.write_dead = true;
+    l.send_fail_owed = true;
+    AskBatch(slot);
+    return;
+  }
+  if (taken == 0) return;  // no room until the send in flight completes
+  l.conn_taken = taken;
+  l.conn_encrypted = true;
+  l.conn_end = s.output_len();
+}
+
+void TlsLayer::Flush(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.send_inflight || l.close_issued || l.write_dead) return;
+  const size_t n = pending_output(slot);
+  if (n == 0) return;
+  l.send_iov.iov_base = l.out + l.sent;
+  l.send_iov.iov_len = n;
+  l.send_inflight = true;
+  // One kernel send at a time: two on one socket could complete out of
+  // order, and records must leave in order.
+  below_->Send(slot, &l.send_iov, 1, /*zero_copy=*/false, &msg_, /*dont_wait=*/false);
+}
+
+void TlsLayer::OnSend(uint32_t slot, int res) {
+  Link& l = links_[slot];
+  URING_CHECK(l.send_inflight);
+  l.send_inflight = false;
+  if (l.final_send) {
+    // The last send, linked to the close: OnClosed follows.
+    if (l.conn_send) {
+      l.conn_send = false;
+      const int n = res == static_cast<int>(l.send_iov.iov_len) ? static_cast<int>(l.conn_taken)
+                    : res < 0                                 ? res
+                                                              : -EPIPE;
+      l.conn->OnSend(n, false);
+    }
+    return;
+  }
+  if (res < 0) {
+    l.write_dead = true;
+    if (l.phase == Phase::kHandshake && !l.close_asked) stats_->failed_peer_closed.Add();
+    if (l.conn_send) {
+      l.conn_send = false;
+      l.conn->OnSend(res, false);
+    } else if (!l.close_asked) {
+      l.conn->Abort();  // a handshake flight or an alert could not go: the peer is gone
+    }
+    if (l.close_asked) FinishClose(slot);
+    return;
+  }
+  l.sent += static_cast<size_t>(res);
+  if (l.conn_send && l.conn_encrypted && l.sent >= l.conn_end) {
+    l.conn_send = false;
+    l.conn->OnSend(static_cast<int>(l.conn_taken), false);  // may send again
+  }
+  if (!l.send_inflight && l.out != nullptr && sessions_[slot].output_len() == l.sent) {
+    // Everything out: appends start at the front again.
+    sessions_[slot].ClearOutput();
+    l.sent = 0;
+  }
+  if (l.conn_send && !l.conn_encrypted) EncryptConn(slot);
+  if (l.close_asked) {
+    FinishClose(slot);
+    return;
+  }
+  Flush(slot);
+  MaybeShutdown(slot);
+  MaybeReleaseOutput(slot);
+}
+
+// ---------------------------------------------------------------- input
+
+void TlsLayer::OnRecv(uint32_t slot, const char* data, size_t len, bool more) {
+  Link& l = links_[slot];
+  if (!more) l.real = Recv::kOff;  // a multishot receive that ended with bytes
+  if (l.close_asked || l.phase == Phase::kFailed) {
+    // Closing: the bytes are dropped (the close cancels this receive).
+    if (l.close_asked && !more) FinishClose(slot);
+    return;
+  }
+  if (!l.seen_bytes) {
+    l.seen_bytes = true;
+    if (len > 0 && LooksLikeHttp(data[0])) {
+      Fail(slot, Failure::kPlainHttp);
+      return;
+    }
+  }
+  Feed(slot, data, len);
+  if (l.close_asked) {
+    FinishClose(slot);
+    return;
+  }
+  SyncRecv(slot);
+  Flush(slot);
+  MaybeReleaseOutput(slot);
+}
+
+void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
+  Link& l = links_[slot];
+  TlsSession& s = sessions_[slot];
+  EnsureOutput(slot);
+  const char* in = data;
+  for (;;) {
+    size_t plain = 0;
+    const TlsSession::Status st = s.Feed(in, len, scratch_.get(), scratch_bytes_, &plain);
+    in = nullptr;
+    if (s.TakeHandshakeCompleted()) HandshakeDone(slot);
+    if (plain > 0) Deliver(slot, plain);
+    if (l.close_asked) return;
+    switch (st) {
+      case TlsSession::Status::kPlainFull:
+        continue;
+      case TlsSession::Status::kNeedMore:
+        return;
+      case TlsSession::Status::kPeerClosed:
+        // The peer's close_notify: its end of the stream, as a FIN would be.
+        l.peer_done = true;
+        l.peer_res = 0;
+        if (l.virt != Recv::kOff) EndVirtual(slot, 0);
+        return;
+      case TlsSession::Status::kFailed:
+        Fail(slot, Failure::kProtocol);
+        return;
+    }
+  }
+}
+
+void TlsLayer::Deliver(uint32_t slot, size_t len) {
+  Link& l = links_[slot];
+  // The connection's single-shot receive ends with its first bytes; bytes
+  // that come while its receive is off or being cancelled are staged by it
+  // like the ones a cancelled kernel receive still delivers.
+  const bool ended = l.virt == Recv::kArmed && l.virt_once;
+  if (ended) l.virt = Recv::kOff;
+  l.conn->OnRecv(scratch_.get(), len, ended);
+}
+
+void TlsLayer::HandshakeDone(uint32_t slot) {
+  Link& l = links_[slot];
+  l.phase = Phase::kOpen;
+  SSL* ssl = sessions_[slot].ssl();
+  stats_->handshakes.Add();
+  if (SSL_session_reused(ssl)) stats_->resumed.Add();
+  if (SSL_version(ssl) == TLS1_3_VERSION) {
+    stats_->tls13.Add();
+  } else {
+    stats_->tls12.Add();
+  }
+  // The connection's own deadlines run from here.
+  below_->SetDeadline(slot, l.conn_deadline);
+}
+
+void TlsLayer::OnRecvEnd(uint32_t slot, int res) {
+  Link& l = links_[slot];
+  l.real = Recv::kOff;
+  if (res == -ENOBUFS && !l.close_asked) {
+    // No provided buffer: not the connection's business. The loop calls
+    // OnBuffersAvailable once buffers are back.
+    l.starved = true;
+    if (l.virt == Recv::kCancelling) EndVirtual(slot, -ECANCELED);
+    return;
+  }
+  if (res != -ECANCELED && res != -ENOBUFS && !l.peer_done) {
+    l.peer_done = true;  // the peer's FIN, or the socket failed
+    l.peer_res = res;
+    if (l.phase == Phase::kHandshake && !l.close_asked) stats_->failed_peer_closed.Add();
+  }
+  if (l.virt != Recv::kOff) {
+    if (l.peer_done) {
+      EndVirtual(slot, l.peer_res);
+    } else if (l.virt == Recv::kCancelling || l.close_asked) {
+      EndVirtual(slot, -ECANCELED);
+    }
+    // else: cancelled while the connection did not want bytes, and it wants
+    // them again now: re-armed below.
+  }
+  if (l.close_asked) {
+    FinishClose(slot);
+    return;
+  }
+  SyncRecv(slot);
+}
+
+void TlsLayer::OnBuffersAvailable(uint32_t slot) {
+  Link& l = links_[slot];
+  if (!l.starved) return;
+  l.starved = false;
+  SyncRecv(slot);
+}
+
+void TlsLayer::EndVirtual(uint32_t slot, int res) {
+  Link& l = links_[slot];
+  l.virt = Recv::kOff;
+  l.conn->OnRecvEnd(res);
+}
+
+void TlsLayer::SyncRecv(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.close_asked) return;
+  // The handshake reads whatever the connection wants; after it, the
+  // kernel's receive follows the connection's.
+  const bool want = !l.peer_done && !l.starved && l.phase != Phase::kFailed &&
+                    (l.phase == Phase::kHandshake || l.virt == Recv::kArmed);
+  if (want && l.real == Recv::kOff) {
+    // Always multishot: a single-shot receive that brings half a record
+    // would have to be armed again before the connection sees a byte.
+    below_->ArmRecv(slot, l.bulk, /*once=*/false);
+    l.real = Recv::kArmed;
+  } else if (!want && l.real == Recv::kArmed) {
+    below_->CancelRecv(slot);
+    l.real = Recv::kCancelling;
+  }
+}
+
+void TlsLayer::AskBatch(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.batch_asked) return;
+  l.batch_asked = true;
+  below_->AfterBatch(slot);
+}
+
+void TlsLayer::OnBatchEnd(uint32_t slot) {
+  Link& l = links_[slot];
+  l.batch_asked = false;
+  // What the connection is owed, as completions it would have had from the
+  // kernel, delivered outside the call that caused them.
+  if (l.send_fail_owed) {
+    l.send_fail_owed = false;
+    if (l.conn_send) {
+      l.conn_send = false;
+      l.conn->OnSend(-EPIPE, false);
+    }
+  }
+  if (l.virt != Recv::kOff && (l.real == Recv::kOff || l.phase == Phase::kHandshake)) {
+    if (l.peer_done) {
+      EndVirtual(slot, l.peer_res);
+    } else if (l.virt == Recv::kCancelling || l.close_asked) {
+      EndVirtual(slot, -ECANCELED);
+    }
+  }
+  if (l.conn_batch) {
+    l.conn_batch = false;
+    l.conn->OnBatchEnd();
+  }
+  if (l.close_asked) FinishClose(slot);
+}
+
+// ---------------------------------------------------------------- failures, closing
+
+void TlsLayer::Fail(uint32_t slot, Failure why) {
+  Link& l = links_[slot];
+  const bool handshaking = l.phase == Phase::kHandshake;
+  l.phase = Phase::kFailed;
+  switch (why) {
+    case Failure::kTimeout:
+      stats_->failed_timeout.Add();
+      break;
+    case Failure::kPlainHttp: {
+      stats_->failed_plain_http.Add();
+      EnsureOutput(slot);
+      TlsSession& s = sessions_[slot];
+      char answer[256];
+      const int n = std::snprintf(answer, sizeof(answer), "%s%zu\r\n\r\n%s", kPlainHttpHead,
+                                  sizeof(kPlainHttpBody) - 1, kPlainHttpBody);
+      std::memcpy(l.out + s.output_len(), answer, static_cast<size_t>(n));
+      s.SetOutput(l.out, buffers_->chunk_size(), s.output_len() + static_cast<size_t>(n));
+      break;
+    }
+    case Failure::kProtocol:
+      // OpenSSL wrote its alert into the output: it goes before the close.
+      if (handshaking) stats_->failed_protocol.Add();
+      break;
+    case Failure::kPeerClosed:
+      stats_->failed_peer_closed.Add();
+      break;
+  }
+  l.conn->Abort();
+}
+
+void TlsLayer::FinishClose(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.close_issued) return;
+  if (l.real == Recv::kOff && l.virt != Recv::kOff) AskBatch(slot);  // its end is owed
+  // The connection gave up on a send in flight (or the socket failed):
+  // everything is cancelled and closed at once.
+  const bool abort = (l.conn_send && !l.conn_last) || l.write_dead;
+  if (abort) {
+    l.close_issued = true;
+    below_->Close(slot, l.real != Recv::kOff, l.send_inflight);
+    return;
+  }
+  if (l.send_inflight) return;  // OnSend comes back here
+  if (pending_output(slot) > 0) {
+    // Our last bytes (the last records and close_notify, an alert, the
+    // plain-text 400) go in one send linked to the close, which must have
+    // nothing else armed on the socket: the receive is cancelled first.
+    if (l.real == Recv::kArmed) {
+      below_->CancelRecv(slot);
+      l.real = Recv::kCancelling;
+    }
+    if (l.real != Recv::kOff) return;  // OnRecvEnd comes back here
+    l.close_issued = l.final_send = l.send_inflight = true;
+    l.send_iov.iov_base = l.out + l.sent;
+    l.send_iov.iov_len = pending_output(slot);
+    below_->SendLastAndClose(slot, &l.send_iov, 1, &msg_);
+    return;
+  }
+  if (l.conn_send) {
+    l.send_fail_owed = true;  // a last send that had nothing to carry it
+    AskBatch(slot);
+  }
+  l.close_issued = true;
+  below_->Close(slot, l.real != Recv::kOff, false);
+}
+
+void TlsLayer::OnClosed(uint32_t slot) {
+  Link& l = links_[slot];
+  l.closed = true;
+  l.conn->OnClosed();
+}
+
+void TlsLayer::MaybeShutdown(uint32_t slot) {
+  Link& l = links_[slot];
+  if (!l.shutdown_asked || l.send_inflight || pending_output(slot) > 0) return;
+  l.shutdown_asked = false;
+  l.shutdown_inflight = true;
+  below_->ShutdownWrite(slot);
+}
+
+void TlsLayer::OnShutdownDone(uint32_t slot) {
+  Link& l = links_[slot];
+  l.shutdown_inflight = false;
+  l.conn->OnShutdownDone();
+}
+
+void TlsLayer::OnDeadline(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.phase == Phase::kHandshake && !l.close_asked) {
+    if (env_->now_tick >= l.handshake_deadline) {
+      Fail(slot, Failure::kTimeout);
+    } else {
+      below_->SetDeadline(slot, l.handshake_deadline);
+    }
+    return;
+  }
+  l.conn->OnDeadline();
+}
+
+// ---------------------------------------------------------------- ConnectionHost
+
+void TlsLayer::ArmRecv(uint32_t slot, bool bulk, bool once) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->ArmRecv(slot, bulk, once);
+  l.virt = Recv::kArmed;
+  l.virt_once = once;
+  l.bulk = bulk;
+  if (l.peer_done) {
+    AskBatch(slot);  // ends at once, as the kernel's would after EOF
+    return;
+  }
+  SyncRecv(slot);
+}
+
+void TlsLayer::CancelRecv(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->CancelRecv(slot);
+  if (l.virt != Recv::kArmed) return;
+  l.virt = Recv::kCancelling;
+  if (l.real == Recv::kArmed && l.phase == Phase::kOpen) {
+    SyncRecv(slot);  // the kernel's end becomes the connection's
+  } else if (l.real != Recv::kCancelling) {
+    AskBatch(slot);  // nothing of the kernel's to end: its end is owed
+  }
+}
+
+void TlsLayer::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
+                    msghdr* msg, bool dont_wait) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->Send(slot, iov, count, zero_copy, msg, dont_wait);
+  // Zero-copy and don't-wait are ignored: the kernel sends our ciphertext,
+  // not the connection's pages, and the plaintext is ours once encrypted.
+  URING_CHECK(!l.conn_send);
+  l.conn_send = true;
+  l.conn_last = l.conn_encrypted = false;
+  l.conn_iov = iov;
+  l.conn_count = count;
+  l.conn_taken = l.conn_end = 0;
+  EncryptConn(slot);
+  Flush(slot);
+}
+
+void TlsLayer::SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count, msghdr* msg) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->SendLastAndClose(slot, iov, count, msg);
+  URING_CHECK(!l.conn_send);
+  l.conn_send = l.conn_last = true;
+  l.conn_encrypted = false;
+  l.conn_iov = iov;
+  l.conn_count = count;
+  l.conn_taken = l.conn_end = 0;
+  l.close_asked = true;
+  EncryptConn(slot);
+  if (l.phase == Phase::kOpen && !l.write_dead) sessions_[slot].CloseNotify();
+  FinishClose(slot);
+}
+
+void TlsLayer::CancelSend(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->CancelSend(slot);
+  if (l.send_inflight && !l.final_send) below_->CancelSend(slot);
+}
+
+void TlsLayer::ShutdownWrite(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->ShutdownWrite(slot);
+  l.shutdown_asked = true;
+  if (l.phase == Phase::kOpen && !l.write_dead) {
+    EnsureOutput(slot);
+    sessions_[slot].CloseNotify();  // before our FIN
+  }
+  Flush(slot);
+  MaybeShutdown(slot);
+}
+
+void TlsLayer::Close(uint32_t slot, bool recv_armed, bool send_inflight) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->Close(slot, recv_armed, send_inflight);
+  l.close_asked = true;
+  if (l.phase == Phase::kOpen && !l.write_dead && !l.send_inflight && !l.conn_send) {
+    EnsureOutput(slot);
+    sessions_[slot].CloseNotify();  // a graceful end, not a truncation
+  }
+  FinishClose(slot);
+}
+
+void TlsLayer::SetDeadline(uint32_t slot, uint64_t tick) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->SetDeadline(slot, tick);
+  l.conn_deadline = tick;
+  // While the handshake runs, its own deadline is the one armed.
+  if (l.phase != Phase::kHandshake) below_->SetDeadline(slot, tick);
+}
+
+bool TlsLayer::AcquirePipe(Pipe* pipe) {
+  // A pipe is asked for by a connection about to splice a file to its
+  // socket: over TLS the file is read (and encrypted) instead. Plain slots
+  // of the same loop read too.
+  (void)pipe;
+  return false;
+}
+
+void TlsLayer::SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) {
+  URING_CHECK(links_[slot].conn == nullptr);  // never given a pipe
+  below_->SpliceToSocket(slot, pipe_read, len, more);
+}
+
+void TlsLayer::AfterBatch(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.conn == nullptr) return below_->AfterBatch(slot);
+  l.conn_batch = true;
+  AskBatch(slot);
+}
+
+}  // namespace uring_http::tls

@@ -1,0 +1,203 @@
+// TlsLayer: TLS between one loop's socket operations and its HTTP
+// connections. The loop hands it the ciphertext its receives bring; it
+// decrypts and hands plaintext to the connection; the connection's sends
+// come to it (it is the connection's ConnectionHost) and leave encrypted,
+// sent by the same ring. The connection cannot tell it from plain TCP.
+//
+//      ring (loop)  --ciphertext-->  TlsLayer  --plaintext-->  Connection
+//      ring (loop)  <--ciphertext--  TlsLayer  <--plaintext--  Connection
+//
+// Per connection it keeps two receives apart: the kernel's (always a
+// multishot receive, armed while the handshake runs or while the
+// connection wants bytes) and the one the connection believes it has armed
+// (its ArmRecv/CancelRecv), whose ends it is told exactly once, as the
+// kernel would. Its output buffer (a chunk of the loop's pool, held only
+// while there is something to send) takes handshake flights, records and
+// alerts; one kernel send is in flight at a time, and a connection's send
+// completes when the records carrying its bytes are sent.
+//
+// Closing: our close_notify goes out before a graceful close or a
+// shutdown; a handshake that fails sends its alert and closes; plain HTTP
+// on the TLS port is answered 400 in plain text and closed. The handshake
+// has its own deadline (TlsSettings::handshake_timeout_ms); the
+// connection's deadlines start once it completes.
+//
+// Slots of the loop not on a TLS listener pass straight through.
+//
+// Thread-safety: the loop's ring thread.
+#ifndef URING_HTTP_SRC_TLS_TLS_LAYER_H_
+#define URING_HTTP_SRC_TLS_TLS_LAYER_H_
+
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "src/http1/connection.h"
+#include "src/http1/connection_host.h"
+#include "src/io/arena.h"
+#include "src/tls/tls_session.h"
+#include "src/tls/tls_stats.h"
+
+namespace uring_http::tls {
+
+class TlsLayer final : public http1::ConnectionHost {
+ public:
+  // Output chunks (ciphertext) come from `buffers`, whose chunk size must
+  // be at least kMinBufferBytes; plaintext is decrypted into a scratch
+  // buffer of `scratch_bytes`.
+  static constexpr size_t kMinBufferBytes = 96 * 1024;
+  TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
+           const http1::ConnectionEnv* env, TlsStats* stats, uint32_t handshake_timeout_ms);
+  ~TlsLayer();
+  TlsLayer(const TlsLayer&) = delete;
+  TlsLayer& operator=(const TlsLayer&) = delete;
+
+  // The connection on `slot` speaks TLS with `ssl` (owned from here).
+  // Before conn->Open().
+  void Attach(uint32_t slot, http1::Connection* conn, SSL* ssl);
+  bool attached(uint32_t slot) const { return links_[slot].conn != nullptr; }
+
+  // ---- the kernel's completions for an attached slot
+  // A receive completion with bytes (more: IORING_CQE_F_MORE); the buffer
+  // is the loop's again after the call.
+  void OnRecv(uint32_t slot, const char* data, size_t len, bool more);
+  // The receive ended without bytes (res <= 0).
+  void OnRecvEnd(uint32_t slot, int res);
+  void OnBuffersAvailable(uint32_t slot);
+  void OnSend(uint32_t slot, int res);
+  void OnShutdownDone(uint32_t slot);
+  void OnClosed(uint32_t slot);
+  void OnDeadline(uint32_t slot);
+  void OnBatchEnd(uint32_t slot);
+  // Nothing of the slot is with the kernel any more (and the connection
+  // agrees: Connection::Freeable).
+  bool Freeable(uint32_t slot) const;
+  // Frees the slot's SSL and buffers.
+  void Release(uint32_t slot);
+
+  // ---- ConnectionHost, for the connections (plain slots pass through)
+  void ArmRecv(uint32_t slot, bool bulk, bool once) override;
+  void CancelRecv(uint32_t slot) override;
+  void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy, msghdr* msg,
+            bool dont_wait) override;
+  void SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count, msghdr* msg) override;
+  void CancelSend(uint32_t slot) override;
+  void ShutdownWrite(uint32_t slot) override;
+  void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
+  void SetDeadline(uint32_t slot, uint64_t tick) override;
+  bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
+                int64_t started_ns) override {
+    return below_->Dispatch(slot, task, route, started_ns);
+  }
+  void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
+    below_->StatFile(slot, dir_fd, path, out);
+  }
+  void OpenFile(uint32_t slot, int dir_fd, const char* path, bool check_only) override {
+    below_->OpenFile(slot, dir_fd, path, check_only);
+  }
+  void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
+                uint64_t offset) override {
+    below_->ReadFile(slot, file_index, buf, len, offset);
+  }
+  // A file's bytes must pass through the encryption: never spliced.
+  bool AcquirePipe(Pipe* pipe) override;
+  void ReleasePipe(const Pipe& pipe, bool empty) override { below_->ReleasePipe(pipe, empty); }
+  void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
+                    uint32_t len) override {
+    below_->SpliceToPipe(slot, file_index, offset, pipe_write, len);
+  }
+  void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) override;
+  void PollWritable(uint32_t slot) override { below_->PollWritable(slot); }
+  void AfterBatch(uint32_t slot) override;
+  void ExchangeDone(uint32_t slot, const Exchange& exchange) override {
+    below_->ExchangeDone(slot, exchange);
+  }
+
+ private:
+  enum class Phase : uint8_t { kHandshake, kOpen, kFailed };
+  enum class Recv : uint8_t { kOff, kArmed, kCancelling };
+  // Why the layer closes a connection itself.
+  enum class Failure : uint8_t { kTimeout, kPlainHttp, kProtocol, kPeerClosed };
+
+  // One connection's layer state (plain data: reset by assignment; its
+  // TlsSession lives in sessions_[slot]).
+  struct Link {
+    http1::Connection* conn = nullptr;
+    Phase phase = Phase::kHandshake;
+    // The kernel's receive, and the connection's.
+    Recv real = Recv::kOff;
+    Recv virt = Recv::kOff;
+    bool virt_once = false;
+    bool bulk = false;
+    bool peer_done = false;     // EOF, reset or close_notify: no more reading
+    int peer_res = 0;           // ... what the connection's receive ends with
+    bool starved = false;       // ENOBUFS: re-armed on OnBuffersAvailable
+    bool batch_asked = false;   // the loop's AfterBatch is asked for this slot
+    bool conn_batch = false;    // ... and the connection asked for it too
+    bool seen_bytes = false;
+    // Output: out[sent..session.output_len()) is still to go.
+    char* out = nullptr;
+    size_t sent = 0;
+    iovec send_iov{};           // the kernel's send in flight
+    bool send_inflight = false;
+    bool write_dead = false;    // a send failed: nothing more goes out
+    // The connection's send: its iovecs, plaintext taken, and where its
+    // records end in out (once encrypted).
+    bool conn_send = false;
+    bool conn_last = false;     // SendLastAndClose
+    bool conn_encrypted = false;
+    bool send_fail_owed = false;  // it cannot go: -EPIPE at the batch's end
+    const iovec* conn_iov = nullptr;
+    unsigned conn_count = 0;
+    size_t conn_taken = 0;
+    size_t conn_end = 0;
+    // Closing.
+    bool shutdown_asked = false;     // ShutdownWrite once the output is out
+    bool shutdown_inflight = false;
+    bool close_asked = false;        // the connection closed
+    bool close_issued = false;       // the kernel has the close
+    bool final_send = false;         // ... linked behind a last send
+    bool closed = false;
+    uint64_t conn_deadline = 0;
+    uint64_t handshake_deadline = 0;
+  };
+
+  void Fail(uint32_t slot, Failure why);
+  void Feed(uint32_t slot, const char* data, size_t len);
+  void Deliver(uint32_t slot, size_t len);
+  void HandshakeDone(uint32_t slot);
+  void EnsureOutput(uint32_t slot);
+  void MaybeReleaseOutput(uint32_t slot);
+  void EncryptConn(uint32_t slot);
+  void Flush(uint32_t slot);
+  void SyncRecv(uint32_t slot);
+  void FinishClose(uint32_t slot);
+  void MaybeShutdown(uint32_t slot);
+  void AskBatch(uint32_t slot);
+  void EndVirtual(uint32_t slot, int res);
+  size_t pending_output(uint32_t slot) const {
+    const Link& l = links_[slot];
+    return l.out == nullptr || l.write_dead ? 0 : sessions_[slot].output_len() - l.sent;
+  }
+
+  http1::ConnectionHost* const below_;
+  const uint32_t capacity_;
+  io::ChunkPool* const buffers_;
+  const http1::ConnectionEnv* const env_;
+  TlsStats* const stats_;
+  const uint32_t handshake_timeout_ms_;
+  std::unique_ptr<Link[]> links_;
+  std::unique_ptr<TlsSession[]> sessions_;
+  std::unique_ptr<char[]> scratch_;  // decrypted bytes, handed to a connection
+  size_t scratch_bytes_ = 0;
+  std::unique_ptr<char[]> gather_;   // small sends of several pieces: one record
+  msghdr msg_{};                     // unused by single-iovec sends
+};
+
+}  // namespace uring_http::tls
+
+#endif  // URING_HTTP_SRC_TLS_TLS_LAYER_H_
