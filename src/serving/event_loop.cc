@@ -168,8 +168,28 @@ absl::Status EventLoop::Init() {
         !s.ok()) {
       return s;
     }
-    tls_ = std::make_unique<tls::TlsLayer>(static_cast<http1::ConnectionHost*>(this), capacity_, &tls_buffers_, &env_, &stats_.tls,
-                                           config_.tls.handshake_timeout_ms);
+    // Full handshakes that sign with an RSA key (~0.3-1 ms each, long
+    // enough to hold up every connection of this ring) run that step on a
+    // worker, like a SLOW request (README, HTTPS).
+    using Gate = tls::HandshakeGate::Mode;
+    const Gate gate = config_.tls.offload == tls::TlsSettings::Offload::kOn    ? Gate::kOffloadAll
+                      : config_.tls.offload == tls::TlsSettings::Offload::kOff ? Gate::kInline
+                                                                               : Gate::kOffloadRsa;
+    tls::TlsLayer::SubmitJob submit;
+    if (workers_ != nullptr) {
+      submit = [this](uint32_t slot, worker::WorkerJob* job) {
+        job->ring = worker::RingAddress{ring_->fd(), mailbox_.get()};
+        worker::SlowTask t;
+        t.job = job;
+        t.user_data = UserData(Op::kTlsJob, slot);
+        t.enqueued_ns = SteadyNs();
+        return workers_->Submit(t);
+      };
+    }
+    tls_ = std::make_unique<tls::TlsLayer>(static_cast<http1::ConnectionHost*>(this), capacity_,
+                                           &tls_buffers_, &env_, &stats_.tls,
+                                           config_.tls.handshake_timeout_ms, gate,
+                                           std::move(submit));
     tls_context_ = tls_source_->Get();
     tls_generation_ = tls_source_->generation();
   }
@@ -314,6 +334,7 @@ void EventLoop::Run() {
         }
         case Op::kTaskDone:
         case Op::kStreamNotify:
+        case Op::kTlsJob:
           OnWorkerMessage(op, UserDataSlot(ud), UserDataGeneration(ud));
           break;
         case Op::kTimerTick:
@@ -463,10 +484,14 @@ void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
   if (slot >= capacity_ || !slots_[slot].in_use || slots_[slot].generation != generation) {
     // A slot lives until its task returns, so a completion cannot miss it;
     // a stream message may arrive after the stream ended, harmlessly.
-    if (op == Op::kTaskDone) stats_.results_dropped.Add();
+    if (op == Op::kTaskDone || op == Op::kTlsJob) stats_.results_dropped.Add();
     return;
   }
-  if (op == Op::kTaskDone) {
+  if (op == Op::kTlsJob) {
+    // A slot lives until its handshake step returns (TlsLayer::Freeable).
+    URING_CHECK(Tls(slot));
+    tls_->OnJobDone(slot);
+  } else if (op == Op::kTaskDone) {
     slots_[slot].conn.OnTaskDone();
   } else {
     slots_[slot].conn.OnStreamNotify();

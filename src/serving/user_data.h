@@ -31,6 +31,7 @@ enum class Op : uint8_t {
   kFileRead,    // ... a read of its bytes
   kFileSplice,  // ... a splice of them (file -> pipe, or pipe -> socket)
   kFileWritable,// ... a POLLOUT on the socket between splices
+  kTlsJob,      // MSG_RING from a worker: a TLS handshake step it ran is done
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

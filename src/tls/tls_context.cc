@@ -27,6 +27,28 @@ int RsaIndex() {
   return index;
 }
 
+int GateIndex() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// The host_name of a ClientHello's server_name extension (RFC 6066 3) into
+// out (NUL-terminated); false when there is none or it is malformed.
+bool SniHost(SSL* ssl, char* out, size_t cap) {
+  const unsigned char* p = nullptr;
+  size_t len = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &len) != 1 || len < 5) {
+    return false;
+  }
+  const size_t list = (size_t{p[0]} << 8) | p[1];
+  if (list + 2 != len || p[2] != TLSEXT_NAMETYPE_host_name) return false;
+  const size_t n = (size_t{p[3]} << 8) | p[4];
+  if (n == 0 || n + 5 > len || n >= cap) return false;
+  std::memcpy(out, p + 5, n);
+  out[n] = '\0';
+  return true;
+}
+
 std::string KeyType(EVP_PKEY* key, bool* rsa) {
   *rsa = false;
   switch (EVP_PKEY_get_base_id(key)) {
@@ -131,6 +153,7 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     SSL_CTX_set_num_tickets(ctx, 1);
     SSL_CTX_set_max_early_data(ctx, 0);  // no 0-RTT: replayable requests
     c->keys_->Install(ctx);
+    SSL_CTX_set_client_hello_cb(ctx, &TlsContext::OnClientHello, c.get());
     SSL_CTX_set_tlsext_servername_callback(ctx, &TlsContext::OnServerName);
     SSL_CTX_set_tlsext_servername_arg(ctx, c.get());
     SSL_CTX_set_alpn_select_cb(ctx, &TlsContext::OnAlpn, nullptr);
@@ -161,19 +184,50 @@ bool TlsContext::UsesRsa(const SSL* ssl) {
   return SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), RsaIndex()) != nullptr;
 }
 
-int TlsContext::OnServerName(SSL* ssl, int* /*alert*/, void* arg) {
-  const auto* self = static_cast<const TlsContext*>(arg);
-  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-  if (name == nullptr || self->contexts_.size() == 1) return SSL_TLSEXT_ERR_OK;
-  for (size_t i = 0; i < self->contexts_.size(); ++i) {
-    if (X509_check_host(self->leaves_[i], name, 0, 0, nullptr) == 1) {
-      if (i != 0) SSL_set_SSL_CTX(ssl, self->contexts_[i]);
-      return SSL_TLSEXT_ERR_OK;
-    }
+void TlsContext::SetGate(SSL* ssl, HandshakeGate* gate) {
+  SSL_set_ex_data(ssl, GateIndex(), gate);
+}
+
+size_t TlsContext::CertificateFor(const char* host) const {
+  if (host == nullptr || contexts_.size() == 1) return 0;
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    if (X509_check_host(leaves_[i], host, 0, 0, nullptr) == 1) return i;
   }
   // No certificate names it: the default answers (as nginx's default
   // server does); the client decides whether to trust it.
+  return 0;
+}
+
+int TlsContext::OnServerName(SSL* ssl, int* /*alert*/, void* arg) {
+  const auto* self = static_cast<const TlsContext*>(arg);
+  const size_t i = self->CertificateFor(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name));
+  if (i != 0) SSL_set_SSL_CTX(ssl, self->contexts_[i]);
   return SSL_TLSEXT_ERR_OK;
+}
+
+int TlsContext::OnClientHello(SSL* ssl, int* /*alert*/, void* arg) {
+  auto* gate = static_cast<HandshakeGate*>(SSL_get_ex_data(ssl, GateIndex()));
+  if (gate == nullptr || gate->mode == HandshakeGate::Mode::kInline || gate->on_worker) {
+    return SSL_CLIENT_HELLO_SUCCESS;
+  }
+  // A resumption (a TLS 1.3 PSK, a TLS 1.2 ticket) signs nothing: inline.
+  const unsigned char* p = nullptr;
+  size_t len = 0;
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_psk, &p, &len) == 1) {
+    return SSL_CLIENT_HELLO_SUCCESS;
+  }
+  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_session_ticket, &p, &len) == 1 && len > 0) {
+    return SSL_CLIENT_HELLO_SUCCESS;
+  }
+  if (gate->mode == HandshakeGate::Mode::kOffloadRsa) {
+    const auto* self = static_cast<const TlsContext*>(arg);
+    char host[256];
+    const size_t i = self->CertificateFor(SniHost(ssl, host, sizeof(host)) ? host : nullptr);
+    if (!self->infos_[i].rsa) return SSL_CLIENT_HELLO_SUCCESS;  // ECDSA: ~20 us, inline
+  }
+  // The handshake stops here (SSL_ERROR_WANT_CLIENT_HELLO_CB) with the
+  // ClientHello inside the SSL; a worker calls SSL_do_handshake again.
+  return SSL_CLIENT_HELLO_RETRY;
 }
 
 int TlsContext::OnAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* outlen,

@@ -35,6 +35,16 @@ struct CertificateInfo {
   bool rsa = false;
 };
 
+// Where a connection's full handshakes sign (TlsSettings::Offload); the
+// TLS layer gives each SSL one (SetGate). The ClientHello callback pauses a
+// handshake that would sign on the ring (kSuspended from TlsSession) so
+// that a worker can run that step; resumptions sign nothing and stay.
+struct HandshakeGate {
+  enum class Mode : uint8_t { kInline, kOffloadRsa, kOffloadAll };
+  Mode mode = Mode::kInline;
+  bool on_worker = false;  // the worker runs the step now: let it through
+};
+
 class TlsContext {
  public:
   // Loads every certificate and key (checking that each key matches its
@@ -51,6 +61,11 @@ class TlsContext {
   // Whether the context `ssl` ended up on signs with an RSA key (the
   // expensive handshakes; TlsSettings::Offload).
   static bool UsesRsa(const SSL* ssl);
+  // The gate `ssl`'s handshake consults (null: always inline).
+  static void SetGate(SSL* ssl, HandshakeGate* gate);
+  // The index of the certificate a ClientHello naming `host` gets (SNI;
+  // null or unknown: 0, the default).
+  size_t CertificateFor(const char* host) const;
 
   // "OpenSSL 3.0.19, TLSv1.3 TLSv1.2, ciphers ..., certificates: ..."
   std::string Describe() const;
@@ -59,6 +74,7 @@ class TlsContext {
  private:
   TlsContext() = default;
   static int OnServerName(SSL* ssl, int* alert, void* arg);
+  static int OnClientHello(SSL* ssl, int* alert, void* arg);
   static int OnAlpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
                     const unsigned char* in, unsigned int inlen, void* arg);
 

@@ -32,7 +32,7 @@ bool LooksLikeHttp(char c) { return c >= 'A' && c <= 'Z'; }
 
 TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
                    const http1::ConnectionEnv* env, TlsStats* stats,
-                   uint32_t handshake_timeout_ms)
+                   uint32_t handshake_timeout_ms, HandshakeGate::Mode gate, SubmitJob submit)
     : below_(below),
       capacity_(capacity),
       buffers_(buffers),
@@ -41,6 +41,9 @@ TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPoo
       handshake_timeout_ms_(handshake_timeout_ms),
       links_(std::make_unique<Link[]>(capacity)),
       sessions_(std::make_unique<TlsSession[]>(capacity)),
+      jobs_(std::make_unique<HandshakeJob[]>(capacity)),
+      gate_mode_(submit ? gate : HandshakeGate::Mode::kInline),
+      submit_(std::move(submit)),
       scratch_(std::make_unique<char[]>(kScratchBytes)),
       scratch_bytes_(kScratchBytes),
       gather_(std::make_unique<char[]>(kGatherBytes)) {
@@ -50,6 +53,7 @@ TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPoo
 TlsLayer::~TlsLayer() {
   for (uint32_t i = 0; i < capacity_; ++i) {
     if (links_[i].out != nullptr) buffers_->Release(links_[i].out);
+    if (links_[i].stash != nullptr) buffers_->Release(links_[i].stash);
   }
 }
 
@@ -59,6 +63,11 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
   l = Link();
   l.conn = conn;
   sessions_[slot].Start(ssl);
+  HandshakeJob& job = jobs_[slot];
+  job.gate.mode = gate_mode_;
+  job.gate.on_worker = false;
+  job.session = &sessions_[slot];
+  TlsContext::SetGate(ssl, &job.gate);
   if (handshake_timeout_ms_ > 0) {
     const uint32_t tick_ms = env_->config->tick_ms;
     l.handshake_deadline = env_->now_tick + (handshake_timeout_ms_ + tick_ms - 1) / tick_ms + 1;
@@ -69,13 +78,14 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
 bool TlsLayer::Freeable(uint32_t slot) const {
   const Link& l = links_[slot];
   return l.real == Recv::kOff && !l.send_inflight && !l.shutdown_inflight && !l.batch_asked &&
-         (!l.close_issued || l.closed);
+         !l.offloaded && (!l.close_issued || l.closed);
 }
 
 void TlsLayer::Release(uint32_t slot) {
   Link& l = links_[slot];
   sessions_[slot].Reset();
   if (l.out != nullptr) buffers_->Release(l.out);
+  if (l.stash != nullptr) buffers_->Release(l.stash);
   l = Link();
 }
 
@@ -92,7 +102,9 @@ void TlsLayer::EnsureOutput(uint32_t slot) {
 void TlsLayer::MaybeReleaseOutput(uint32_t slot) {
   // A keep-alive connection between requests holds no output chunk.
   Link& l = links_[slot];
-  if (l.out == nullptr || l.send_inflight || l.conn_send || l.close_issued) return;
+  if (l.out == nullptr || l.send_inflight || l.conn_send || l.close_issued || l.offloaded) {
+    return;
+  }
   if (!l.write_dead && sessions_[slot].output_len() > l.sent) return;
   buffers_->Release(l.out);
   l.out = nullptr;
@@ -144,7 +156,7 @@ void TlsLayer::EncryptConn(uint32_t slot) {
 
 void TlsLayer::Flush(uint32_t slot) {
   Link& l = links_[slot];
-  if (l.send_inflight || l.close_issued || l.write_dead) return;
+  if (l.send_inflight || l.close_issued || l.write_dead || l.offloaded) return;
   const size_t n = pending_output(slot);
   if (n == 0) return;
   l.send_iov.iov_base = l.out + l.sent;
@@ -183,6 +195,7 @@ void TlsLayer::OnSend(uint32_t slot, int res) {
     return;
   }
   l.sent += static_cast<size_t>(res);
+  if (l.offloaded) return;  // the worker appends to the output: Flush after OnJobDone
   if (l.conn_send && l.conn_encrypted && l.sent >= l.conn_end) {
     l.conn_send = false;
     l.conn->OnSend(static_cast<int>(l.conn_taken), false);  // may send again
@@ -210,6 +223,18 @@ void TlsLayer::OnRecv(uint32_t slot, const char* data, size_t len, bool more) {
   if (l.close_asked || l.phase == Phase::kFailed) {
     // Closing: the bytes are dropped (the close cancels this receive).
     if (l.close_asked && !more) FinishClose(slot);
+    return;
+  }
+  if (l.offloaded) {
+    // The worker owns the session: the bytes wait (a client has nothing to
+    // send before our flight, so this is rare and small).
+    if (l.stash == nullptr) l.stash = buffers_->Acquire();
+    if (l.stash_len + len > buffers_->chunk_size()) {
+      Fail(slot, Failure::kProtocol);
+      return;
+    }
+    std::memcpy(l.stash + l.stash_len, data, len);
+    l.stash_len += len;
     return;
   }
   if (!l.seen_bytes) {
@@ -255,8 +280,75 @@ void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
       case TlsSession::Status::kFailed:
         Fail(slot, Failure::kProtocol);
         return;
+      case TlsSession::Status::kSuspended:
+        if (Offload(slot)) return;
+        continue;  // on the ring after all: the gate lets it through now
     }
   }
+}
+
+bool TlsLayer::Offload(uint32_t slot) {
+  Link& l = links_[slot];
+  HandshakeJob& job = jobs_[slot];
+  TlsSession& s = sessions_[slot];
+  // Input left over after the ClientHello lives in a receive buffer the
+  // loop takes back after this event: then the step runs here.
+  if (s.input_left() == 0 && submit_) {
+    job.run = &TlsLayer::RunHandshake;
+    job.done.store(0, std::memory_order_relaxed);
+    job.gate.on_worker = true;
+    l.offloaded = true;
+    // The push onto the queue publishes the session (and everything the
+    // ring wrote to it) to the worker.
+    if (submit_(slot, &job)) {
+      stats_->offloaded.Add();
+      return true;
+    }
+    l.offloaded = false;
+  }
+  job.gate.on_worker = true;  // Feed's next Handshake() goes through the gate
+  return false;
+}
+
+void TlsLayer::RunHandshake(worker::WorkerJob* j) {
+  auto* job = static_cast<HandshakeJob*>(j);
+  // The expensive step: the ServerHello flight, its signature included.
+  job->result = job->session->Handshake();
+}
+
+void TlsLayer::OnJobDone(uint32_t slot) {
+  Link& l = links_[slot];
+  HandshakeJob& job = jobs_[slot];
+  // Pairs with the worker's release store: its writes to the session and
+  // the output are visible from here on.
+  URING_CHECK(l.offloaded && job.done.load(std::memory_order_acquire) == 1);
+  l.offloaded = false;
+  job.gate.on_worker = false;
+  TlsSession& s = sessions_[slot];
+  if (!l.close_asked) {
+    if (s.TakeHandshakeCompleted()) HandshakeDone(slot);
+    if (job.result == TlsSession::Status::kFailed) {
+      Fail(slot, Failure::kProtocol);
+    } else if (job.result == TlsSession::Status::kSuspended) {
+      Fail(slot, Failure::kProtocol);  // the gate paused a worker: cannot happen twice
+    } else if (l.stash_len > 0) {
+      const size_t n = l.stash_len;
+      l.stash_len = 0;
+      Feed(slot, l.stash, n);
+    }
+  }
+  if (l.stash != nullptr) {
+    buffers_->Release(l.stash);
+    l.stash = nullptr;
+    l.stash_len = 0;
+  }
+  if (l.close_asked) {
+    FinishClose(slot);
+    return;
+  }
+  SyncRecv(slot);
+  Flush(slot);
+  MaybeReleaseOutput(slot);
 }
 
 void TlsLayer::Deliver(uint32_t slot, size_t len) {
@@ -413,7 +505,7 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
 
 void TlsLayer::FinishClose(uint32_t slot) {
   Link& l = links_[slot];
-  if (l.close_issued) return;
+  if (l.close_issued || l.offloaded) return;  // OnJobDone comes back here
   if (l.real == Recv::kOff && l.virt != Recv::kOff) AskBatch(slot);  // its end is owed
   // The connection gave up on a send in flight (or the socket failed):
   // everything is cancelled and closed at once.
@@ -455,7 +547,7 @@ void TlsLayer::OnClosed(uint32_t slot) {
 
 void TlsLayer::MaybeShutdown(uint32_t slot) {
   Link& l = links_[slot];
-  if (!l.shutdown_asked || l.send_inflight || pending_output(slot) > 0) return;
+  if (!l.shutdown_asked || l.send_inflight || l.offloaded || pending_output(slot) > 0) return;
   l.shutdown_asked = false;
   l.shutdown_inflight = true;
   below_->ShutdownWrite(slot);

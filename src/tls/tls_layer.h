@@ -34,11 +34,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "src/http1/connection.h"
 #include "src/http1/connection_host.h"
 #include "src/io/arena.h"
+#include "src/worker/slow_task.h"
+#include "src/tls/tls_context.h"
 #include "src/tls/tls_session.h"
 #include "src/tls/tls_stats.h"
 
@@ -50,8 +53,13 @@ class TlsLayer final : public http1::ConnectionHost {
   // be at least kMinBufferBytes; plaintext is decrypted into a scratch
   // buffer of `scratch_bytes`.
   static constexpr size_t kMinBufferBytes = 96 * 1024;
+  // Hands a handshake step to the worker pool; its completion comes back
+  // as OnJobDone(slot). False: the queue is full (the step runs inline).
+  using SubmitJob = std::function<bool(uint32_t slot, worker::WorkerJob* job)>;
+  // `submit` null, or `gate` kInline: every handshake runs on the ring.
   TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
-           const http1::ConnectionEnv* env, TlsStats* stats, uint32_t handshake_timeout_ms);
+           const http1::ConnectionEnv* env, TlsStats* stats, uint32_t handshake_timeout_ms,
+           HandshakeGate::Mode gate = HandshakeGate::Mode::kInline, SubmitJob submit = nullptr);
   ~TlsLayer();
   TlsLayer(const TlsLayer&) = delete;
   TlsLayer& operator=(const TlsLayer&) = delete;
@@ -73,6 +81,8 @@ class TlsLayer final : public http1::ConnectionHost {
   void OnClosed(uint32_t slot);
   void OnDeadline(uint32_t slot);
   void OnBatchEnd(uint32_t slot);
+  // The worker finished the handshake step it was given (MSG_RING).
+  void OnJobDone(uint32_t slot);
   // Nothing of the slot is with the kernel any more (and the connection
   // agrees: Connection::Freeable).
   bool Freeable(uint32_t slot) const;
@@ -164,7 +174,23 @@ class TlsLayer final : public http1::ConnectionHost {
     bool closed = false;
     uint64_t conn_deadline = 0;
     uint64_t handshake_deadline = 0;
+    // A worker runs the handshake step: the session and its output are
+    // the worker's until OnJobDone; bytes arriving meanwhile wait in stash.
+    bool offloaded = false;
+    char* stash = nullptr;
+    size_t stash_len = 0;
   };
+
+  // One per slot: the worker's job, and the gate its SSL consults.
+  struct HandshakeJob : worker::WorkerJob {
+    TlsSession* session = nullptr;
+    HandshakeGate gate;
+    TlsSession::Status result = TlsSession::Status::kNeedMore;
+  };
+  static void RunHandshake(worker::WorkerJob* job);
+  // A suspended handshake: to a worker, or (no worker, the queue full,
+  // input left over) on with it here. True when it went to a worker.
+  bool Offload(uint32_t slot);
 
   void Fail(uint32_t slot, Failure why);
   void Feed(uint32_t slot, const char* data, size_t len);
@@ -192,6 +218,9 @@ class TlsLayer final : public http1::ConnectionHost {
   const uint32_t handshake_timeout_ms_;
   std::unique_ptr<Link[]> links_;
   std::unique_ptr<TlsSession[]> sessions_;
+  std::unique_ptr<HandshakeJob[]> jobs_;
+  const HandshakeGate::Mode gate_mode_;
+  const SubmitJob submit_;
   std::unique_ptr<char[]> scratch_;  // decrypted bytes, handed to a connection
   size_t scratch_bytes_ = 0;
   std::unique_ptr<char[]> gather_;   // small sends of several pieces: one record

@@ -100,14 +100,8 @@ TlsSession::Status TlsSession::Feed(const char* in, size_t len, char* plain, siz
     in_len_ = len;
   }
   if (!handshake_done_) {
-    ERR_clear_error();
-    const int r = SSL_do_handshake(ssl_);
-    if (r != 1) {
-      const int err = SSL_get_error(ssl_, r);
-      if (err == SSL_ERROR_WANT_READ) return Status::kNeedMore;
-      return Fail();  // a bad message, an alert from the peer, no room for our flight
-    }
-    handshake_done_ = just_completed_ = true;
+    const Status st = Handshake();
+    if (!handshake_done_) return st;
   }
   while (*plain_len < plain_cap) {
     ERR_clear_error();
@@ -122,6 +116,26 @@ TlsSession::Status TlsSession::Feed(const char* in, size_t len, char* plain, siz
     return Fail();
   }
   return Status::kPlainFull;
+}
+
+TlsSession::Status TlsSession::Handshake() {
+  URING_CHECK(ssl_ != nullptr && out_ != nullptr);
+  if (failed_) return Status::kFailed;
+  if (handshake_done_) return Status::kNeedMore;
+  ERR_clear_error();
+  const int r = SSL_do_handshake(ssl_);
+  if (r == 1) {
+    handshake_done_ = just_completed_ = true;
+    return Status::kNeedMore;
+  }
+  switch (SSL_get_error(ssl_, r)) {
+    case SSL_ERROR_WANT_READ:
+      return Status::kNeedMore;
+    case SSL_ERROR_WANT_CLIENT_HELLO_CB:
+      return Status::kSuspended;
+    default:
+      return Fail();  // a bad message, an alert from the peer, no room for our flight
+  }
 }
 
 size_t TlsSession::Encrypt(const char* data, size_t len) {

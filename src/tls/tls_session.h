@@ -60,15 +60,19 @@ class TlsSession {
     kPlainFull,    // plain_cap filled: call again (without new input)
     kPeerClosed,   // the peer's close_notify
     kFailed,       // a protocol error: what it says is in error()
+    kSuspended,    // the ClientHello callback paused the handshake (it is to
+                   // go on elsewhere: Handshake(), on a worker)
   };
   // Takes the ciphertext in[0..len) (valid only during the call, and any
   // later call with in == nullptr that continues after kPlainFull), runs
   // the handshake while it is not done, then decrypts into plain[0..cap).
   // *plain_len: plaintext bytes written.
   Status Feed(const char* in, size_t len, char* plain, size_t plain_cap, size_t* plain_len);
-  // Runs the handshake on what was fed before and is buffered: for a
-  // handshake step that was deferred (handed to a worker) with its input
-  // already consumed by ExtractInput() into the SSL. Same results as Feed.
+  // Goes on with a handshake that Feed() left kSuspended (the ClientHello
+  // is inside the SSL): the expensive step, on whichever thread owns the
+  // session now. kNeedMore (the flight is in the output), kFailed, or
+  // kSuspended again if the callback still says so.
+  Status Handshake();
   bool handshake_done() const { return handshake_done_; }
   // The handshake completed during the last Feed (once per session).
   bool TakeHandshakeCompleted() {

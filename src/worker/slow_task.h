@@ -79,7 +79,20 @@ struct TaskBuffer {
   char* data() { return reinterpret_cast<char*>(this + 1); }
 };
 
+// Work for a worker that is not a handler (a TLS handshake step that signs
+// with an RSA key): the worker calls run(job), then posts the task's
+// user_data to `ring` like a handler's completion. `done` is stored with
+// release after run returns, for the ring's acquire load (what the job
+// wrote is then visible to the ring thread, and to ThreadSanitizer).
+struct WorkerJob {
+  void (*run)(WorkerJob* job) = nullptr;
+  RingAddress ring;
+  std::atomic<uint32_t> done{0};
+};
+
 struct SlowTask {
+  // A job instead of a handler: route, pipeline and buffer are unused.
+  WorkerJob* job = nullptr;
   const router::Route* route = nullptr;
   // The router's middleware and error pages; null: the handler alone.
   const router::Pipeline* pipeline = nullptr;

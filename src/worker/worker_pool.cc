@@ -178,10 +178,17 @@ void WorkerPool::WorkerMain(size_t index) {
             static_cast<uint64_t>(started - task.enqueued_ns),
         std::memory_order_relaxed);
     stats.running.store(true, std::memory_order_relaxed);
-    // Read before the result is published: the ring may free the buffer
-    // as soon as it sees it.
-    const RingAddress ring = task.buffer->ring;
-    RunTask(task, limits_, compression_);
+    RingAddress ring;
+    if (task.job != nullptr) {
+      ring = task.job->ring;
+      task.job->run(task.job);
+      task.job->done.store(1, std::memory_order_release);
+    } else {
+      // Read before the result is published: the ring may free the buffer
+      // as soon as it sees it.
+      ring = task.buffer->ring;
+      RunTask(task, limits_, compression_);
+    }
     stats.running.store(false, std::memory_order_relaxed);
     stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
