@@ -26,8 +26,10 @@ constexpr std::string_view kRefusal =
 }  // namespace
 
 void Acceptor::Init(io::Ring* ring, int listen_fd, uint32_t table_size, int listen_backlog,
-                    int thread_index) {
+                    int thread_index, uint32_t* table_used, uint32_t listener, bool multishot) {
   ring_ = ring;
+  table_used_ = table_used;
+  listener_ = listener;
   listen_fd_ = listen_fd;
   table_size_ = table_size;
   thread_index_ = thread_index;
@@ -37,12 +39,12 @@ void Acceptor::Init(io::Ring* ring, int listen_fd, uint32_t table_size, int list
   // bring in one go; small tables accept one at a time from the start.
   multishot_headroom_ = std::min<uint32_t>(static_cast<uint32_t>(listen_backlog) + kRefuseReserve,
                                            table_size / 2 + 1);
-  if (table_size < 4 * kRefuseReserve) multishot_headroom_ = table_size + 1;
+  if (table_size < 4 * kRefuseReserve || !multishot) multishot_headroom_ = table_size + 1;
 }
 
 void Acceptor::Ensure() {
   if (stopped_ || backoff_pending_) return;
-  const uint32_t free_entries = table_size_ - table_used_;
+  const uint32_t free_entries = table_size_ - *table_used_;
   if (free_entries >= multishot_headroom_) {
     if (!multishot_armed_) {
       io_uring_sqe* sqe = Sqe();
@@ -52,7 +54,7 @@ void Acceptor::Ensure() {
       // O_NONBLOCK: io_uring's own sends and receives never look at it, but
       // a splice to the socket does (a full socket is then -EAGAIN).
       io_uring_prep_multishot_accept_direct(sqe, listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
-      io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0));
+      io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, listener_));
       multishot_armed_ = true;
     }
     return;
@@ -60,7 +62,7 @@ void Acceptor::Ensure() {
   if (multishot_armed_) {
     if (!multishot_cancelling_) {
       io_uring_sqe* sqe = Sqe();
-      io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0), 0);
+      io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, listener_), 0);
       io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
       multishot_cancelling_ = true;
     }
@@ -72,7 +74,7 @@ void Acceptor::Ensure() {
     // 2.3 stores index + 1, which wraps ALLOC to 0, a plain accept.
     io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
     sqe->file_index = IORING_FILE_INDEX_ALLOC;
-    io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0));
+    io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptSingle, listener_));
     ++single_accepts_;
   }
 }
@@ -86,7 +88,7 @@ int Acceptor::OnAccept(const io_uring_cqe* cqe, LoopStats& stats) {
     multishot_cancelling_ = false;
   }
   if (res >= 0) {
-    ++table_used_;
+    ++*table_used_;
     error_logged_ = false;
     return res;
   }
@@ -103,7 +105,7 @@ int Acceptor::OnAccept(const io_uring_cqe* cqe, LoopStats& stats) {
     // the same EMFILE/ENFILE until something closes.
     io_uring_sqe* sqe = Sqe();
     io_uring_prep_timeout(sqe, &backoff_, 0, 0);
-    io_uring_sqe_set_data64(sqe, PackUserData(Op::kAcceptRetry, 0, 0));
+    io_uring_sqe_set_data64(sqe, PackUserData(Op::kAcceptRetry, 0, listener_));
     backoff_pending_ = true;
   }
   return -1;
@@ -115,7 +117,7 @@ void Acceptor::OnBackoffDone() {
 }
 
 void Acceptor::OnEntryClosed() {
-  --table_used_;
+  --*table_used_;
   Ensure();
 }
 
@@ -136,11 +138,11 @@ void Acceptor::Stop() {
   stopped_ = true;
   ring_->ReserveSqes(3);
   io_uring_sqe* sqe = Sqe();
-  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, 0),
+  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, listener_),
                          IORING_ASYNC_CANCEL_ALL);
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
   sqe = Sqe();
-  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptSingle, 0),
+  io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptSingle, listener_),
                          IORING_ASYNC_CANCEL_ALL);
   sqe->flags |= IOSQE_IO_HARDLINK;
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));

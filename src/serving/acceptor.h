@@ -20,6 +20,7 @@
 
 #include "src/io/ring.h"
 #include "src/serving/loop_stats.h"
+#include "src/serving/user_data.h"
 
 namespace uring_http::serving {
 
@@ -30,8 +31,16 @@ class Acceptor {
   // instead of waiting unanswered in the backlog.
   static constexpr uint32_t kRefuseReserve = 64;
 
+  // `table_used`: entries holding a socket, shared by every acceptor of
+  // the ring (one table). `listener`: this acceptor's number, carried in
+  // its completions' user_data (the generation field; see Listener()).
+  // `multishot`: false accepts one at a time always (a side listener, such
+  // as the plain-HTTP one beside TLS, must not take the table's headroom).
   void Init(io::Ring* ring, int listen_fd, uint32_t table_size, int listen_backlog,
-            int thread_index);
+            int thread_index, uint32_t* table_used, uint32_t listener = 0,
+            bool multishot = true);
+  // Which acceptor an accept or back-off completion belongs to.
+  static uint32_t Listener(uint64_t user_data) { return UserDataGeneration(user_data); }
 
   // Arms accepts as the table's room allows (see above).
   void Ensure();
@@ -55,7 +64,8 @@ class Acceptor {
   int listen_fd_ = -1;
   int thread_index_ = 0;
   uint32_t table_size_ = 0;
-  uint32_t table_used_ = 0;         // entries holding a socket
+  uint32_t* table_used_ = nullptr;  // entries holding a socket (shared)
+  uint32_t listener_ = 0;
   uint32_t multishot_headroom_ = 0; // free entries below which accepts go single-shot
   uint32_t single_accepts_ = 0;     // single-shot accepts in flight
   bool multishot_armed_ = false;

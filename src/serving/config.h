@@ -90,6 +90,9 @@ struct ServerConfig {
   // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty
   // certificates: plain HTTP.
   tls::TlsSettings tls;
+  // With TLS: a plain-HTTP listener on this port too (health checks, a
+  // redirect); -1: none, 0: a free port (tests). Same routes.
+  int plain_port = -1;
 
   bool verbose = false;
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)

@@ -29,6 +29,9 @@ namespace {
 constexpr uint16_t kBufferGroup = 0;
 constexpr uint16_t kBulkBufferGroup = 1;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
+// Acceptor numbers (Acceptor::Listener).
+constexpr uint32_t kMainListener = 0;
+constexpr uint32_t kPlainListener = 1;
 
 int64_t SteadyNs() {
   timespec ts;
@@ -50,7 +53,7 @@ void Debug(const ServerConfig& config, const char* fmt, ...) {
 EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router& router,
                      worker::WorkerPool* workers, int listen_fd, int signal_fd,
                      std::function<void(int)> on_signal, int access_log_fd,
-                     const tls::TlsContextSource* tls)
+                     const tls::TlsContextSource* tls, int plain_listen_fd)
     : index_(index),
       config_(config),
       router_(router),
@@ -58,6 +61,7 @@ EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router
       listen_fd_(listen_fd),
       signal_fd_(signal_fd),
       on_signal_(std::move(on_signal)),
+      plain_listen_fd_(plain_listen_fd),
       tls_source_(tls),
       access_log_fd_(access_log_fd) {}
 
@@ -215,9 +219,14 @@ absl::Status EventLoop::Init() {
   timers_.Init(capacity_, kTimerBuckets, env_.now_tick);
   tick_interval_.tv_sec = 0;
   tick_interval_.tv_nsec = kTickMs * 1000000LL;
-  acceptor_.Init(ring_.get(), listen_fd_, file_table_size_, config_.listen_backlog, index_);
-
+  acceptor_.Init(ring_.get(), listen_fd_, file_table_size_, config_.listen_backlog, index_,
+                 &table_used_, kMainListener);
   acceptor_.Ensure();
+  if (plain_listen_fd_ >= 0) {
+    plain_acceptor_.Init(ring_.get(), plain_listen_fd_, file_table_size_, config_.listen_backlog,
+                         index_, &table_used_, kPlainListener, /*multishot=*/false);
+    plain_acceptor_.Ensure();
+  }
   ArmTimerTick();
   if (signal_fd_ >= 0) ArmSignalRead();
   ring_fd_.store(ring_->fd(), std::memory_order_release);
@@ -341,10 +350,10 @@ void EventLoop::Run() {
           OnTimerTick();
           break;
         case Op::kAcceptRetry:
-          acceptor_.OnBackoffDone();
+          (Acceptor::Listener(ud) == kPlainListener ? plain_acceptor_ : acceptor_).OnBackoffDone();
           break;
         case Op::kRefuseClosed:
-          acceptor_.OnEntryClosed();
+          OnEntryClosed();
           break;
         case Op::kSignal:
           OnSignal(cqe->res);
@@ -413,7 +422,7 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
         return;
       case Op::kClose:
         tls_->OnClosed(slot);
-        acceptor_.OnEntryClosed();
+        OnEntryClosed();
         MaybeFree(slot);
         return;
       default:
@@ -457,7 +466,7 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
       break;
     case Op::kClose:
       conn.OnClosed();
-      acceptor_.OnEntryClosed();
+      OnEntryClosed();
       break;
     case Op::kFileStat:
       conn.OnFileStat(res);
@@ -537,19 +546,21 @@ void EventLoop::RunAfterBatch() {
 // ---------------------------------------------------------------- accept
 
 void EventLoop::OnAccept(const io_uring_cqe* cqe) {
-  const int file_index = acceptor_.OnAccept(cqe, stats_);
+  const bool plain = Acceptor::Listener(cqe->user_data) == kPlainListener;
+  Acceptor& acceptor = plain ? plain_acceptor_ : acceptor_;
+  const int file_index = acceptor.OnAccept(cqe, stats_);
   if (file_index >= 0) {
     SSL* ssl = nullptr;
-    if (tls_ != nullptr && free_count_ > 0 && (ssl = NewSsl()) == nullptr) {
+    if (tls_ != nullptr && !plain && free_count_ > 0 && (ssl = NewSsl()) == nullptr) {
       // OpenSSL is out of memory: refused like a full pool.
       stats_.refused.Add();
-      acceptor_.Refuse(file_index);
+      acceptor.Refuse(file_index);
     } else if (free_count_ == 0) {
       // Accepted while the pool is full: a clean 503 rather than silence.
       // (Connections accepted while draining are served like the others:
       // their request is answered with Connection: close.)
       stats_.refused.Add();
-      acceptor_.Refuse(file_index);
+      acceptor.Refuse(file_index);
     } else {
       const uint32_t slot = free_head_;
       Slot& s = slots_[slot];
@@ -566,7 +577,12 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       s.conn.Open(&env_, slot);
     }
   }
-  acceptor_.Ensure();
+  acceptor.Ensure();
+}
+
+void EventLoop::OnEntryClosed() {
+  acceptor_.OnEntryClosed();
+  if (plain_listen_fd_ >= 0) plain_acceptor_.Ensure();
 }
 
 SSL* EventLoop::NewSsl() {
@@ -779,6 +795,7 @@ void EventLoop::OnStop() {
   stop_deadline_tick_ = env_.now_tick + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
   // Stop accepting; connections already accepted are answered below.
   acceptor_.Stop();
+  if (plain_listen_fd_ >= 0) plain_acceptor_.Stop();
   // Idle connections get the drain's short grace; the rest finish their
   // current request, answered with "Connection: close".
   for (uint32_t slot = 0; slot < capacity_; ++slot) {

@@ -61,7 +61,7 @@ class EventLoop final : private http1::ConnectionHost {
   EventLoop(int index, const ServerConfig& config, const router::Router& router,
             worker::WorkerPool* workers, int listen_fd, int signal_fd,
             std::function<void(int)> on_signal, int access_log_fd = -1,
-            const tls::TlsContextSource* tls = nullptr);
+            const tls::TlsContextSource* tls = nullptr, int plain_listen_fd = -1);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -137,6 +137,8 @@ class EventLoop final : private http1::ConnectionHost {
 
   // Completions.
   void OnAccept(const io_uring_cqe* cqe);
+  // A fixed-file entry came free: every acceptor may accept again.
+  void OnEntryClosed();
   void OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe);
   void OnWorkerMessage(Op op, uint32_t slot, uint32_t generation);
   void OnTimerTick();
@@ -193,6 +195,11 @@ class EventLoop final : private http1::ConnectionHost {
   http1::ConnectionEnv env_;
   std::unique_ptr<worker::Mailbox> mailbox_;
   Acceptor acceptor_;
+  // With TLS, an optional plain-HTTP listener beside it (--plain-port):
+  // its connections are never attached to the TLS layer.
+  const int plain_listen_fd_;
+  Acceptor plain_acceptor_;
+  uint32_t table_used_ = 0;  // fixed-file entries holding a socket (both acceptors)
   TimerWheel timers_;
   __kernel_timespec tick_interval_{};
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS

@@ -51,6 +51,7 @@ enum LongOnly {
   kHandshakeTimeout,
   kTlsTicketRotation,
   kTlsOffload,
+  kPlainPort,
 };
 
 const option kLongOptions[] = {
@@ -100,6 +101,7 @@ const option kLongOptions[] = {
     {"handshake-timeout", required_argument, nullptr, kHandshakeTimeout},
     {"tls-ticket-rotation", required_argument, nullptr, kTlsTicketRotation},
     {"tls-offload", required_argument, nullptr, kTlsOffload},
+    {"plain-port", required_argument, nullptr, kPlainPort},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -237,6 +239,8 @@ std::string UsageText(const char* program) {
       "                             certificates: SNI picks the one naming the host, the\n"
       "                             first answers the rest. SIGHUP reloads them\n"
       "      --tls-key=file         PEM private key of the --tls-cert before it\n"
+      "      --plain-port=port      Also serve plain HTTP on this port (health checks);\n"
+      "                             0: a free one, named in the ready line\n"
       "      --handshake-timeout=t  10s: a client whose handshake is not done by then is\n"
       "                             closed\n"
       "      --tls-ticket-rotation=t  1h: session-ticket keys are replaced this often (the\n"
@@ -413,6 +417,11 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         }
         break;
       }
+      case kPlainPort:
+        n = ParseNumber(code, optarg, 0, 65535);
+        if (!n.ok()) return n.status();
+        options.config.plain_port = static_cast<int>(*n);
+        break;
       case kHandshakeTimeout: {
         absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
         if (!ms.ok()) return ms.status();
@@ -546,6 +555,9 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   if (!certs.empty() && certs.back().key_path.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("--tls-cert ", certs.back().cert_path, " has no --tls-key"));
+  }
+  if (options.config.plain_port >= 0 && certs.empty()) {
+    return absl::InvalidArgumentError("--plain-port goes with --tls-cert/--tls-key");
   }
   return options;
 }

@@ -103,6 +103,20 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     listeners_.push_back(*std::move(listener));
   }
   port_.store(port, std::memory_order_release);
+  if (config_.plain_port >= 0) {
+    if (!config_.tls.enabled()) {
+      return absl::InvalidArgumentError("a plain-HTTP port (--plain-port) goes with TLS");
+    }
+    uint16_t plain = static_cast<uint16_t>(config_.plain_port);
+    for (int i = 0; i < config_.accept_threads; ++i) {
+      auto listener = io::Listener::Bind(config_.address, plain, config_.listen_backlog,
+                                         static_cast<int>(config_.defer_accept_s));
+      if (!listener.ok()) return listener.status();
+      plain = listener->port();
+      plain_listeners_.push_back(*std::move(listener));
+    }
+    plain_port_.store(plain, std::memory_order_release);
+  }
 
   if (config_.workers > 0) {
     // Each connection has at most one task in flight, so the queue never
@@ -120,7 +134,8 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     loops_.push_back(std::make_unique<EventLoop>(
         i, config_, router_, workers_.get(), listeners_[i].fd(), i == 0 ? signal_fd_ : -1,
         [this](int signo) { OnSignal(signo); }, access_log_fd_,
-        config_.tls.enabled() ? &tls_source_ : nullptr));
+        config_.tls.enabled() ? &tls_source_ : nullptr,
+        plain_listeners_.empty() ? -1 : plain_listeners_[i].fd()));
   }
 
   // Each ring is created on the thread that owns it (SINGLE_ISSUER).
@@ -157,6 +172,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   // Every connection is closed, so no task is queued any more.
   if (workers_ != nullptr) workers_->Stop();
   for (io::Listener& l : listeners_) l.Close();
+  for (io::Listener& l : plain_listeners_) l.Close();
   return first_error;
 }
 
@@ -240,7 +256,9 @@ std::string Server::ReadyLine() const {
           ? " = min(accept-capacity + 64 reserve + open-file cache + 1024, hard RLIMIT_NOFILE)"
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
       "), io_uring: ", first.Features(),
-      config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "");
+      config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
+      plain_port() != 0 ? absl::StrCat(", plain HTTP on ", config_.address, ":", plain_port())
+                        : "");
 }
 
 ServerStats Server::Stats() const {

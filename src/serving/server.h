@@ -79,6 +79,8 @@ class Server {
   void Wait();
 
   uint16_t port() const { return port_.load(std::memory_order_acquire); }
+  // The plain-HTTP port beside TLS (ServerConfig::plain_port), 0 if none.
+  uint16_t plain_port() const { return plain_port_.load(std::memory_order_acquire); }
   const ServerConfig& config() const { return config_; }
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
@@ -100,6 +102,8 @@ class Server {
   router::Router router_;  // fixed once Run() starts the threads
   absl::Status builtin_routes_;
   std::vector<io::Listener> listeners_;
+  std::vector<io::Listener> plain_listeners_;
+  std::atomic<uint16_t> plain_port_{0};
   std::unique_ptr<worker::WorkerPool> workers_;
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::atomic<uint16_t> port_{0};
