@@ -18,10 +18,14 @@
 //
 // The API is what the headers below declare; each says at its top what its
 // types are for and which thread may call them:
-//   src/serving/server.h   Server (Run, Start, Stop, Wait, port, Stats,
-//                          RenderMetrics, ReadyLine), ServerStats
+//   src/serving/server.h   Server (Run, Start, Stop, Wait, port, plain_port,
+//                          Stats, RenderMetrics, ReadyLine, ReloadTls),
+//                          ServerStats
 //   src/serving/config.h   ServerConfig: address, port, threads, workers,
-//                          limits and timeouts (by hand, or ParseOptions)
+//                          limits and timeouts, TLS (by hand, or ParseOptions)
+//   src/tls/tls_settings.h TlsSettings (ServerConfig::tls): certificate and
+//                          key files, handshake timeout, ticket rotation,
+//                          handshake offload
 //   src/serving/options.h  ParseOptions(argc, argv): the shipped server's
 //                          command line into Options (config, root, ...)
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
@@ -67,5 +71,6 @@
 #include "src/serving/options.h"
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"
+#include "src/tls/tls_settings.h"
 
 #endif  // URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
