@@ -103,16 +103,23 @@ TlsSession::Status TlsSession::Feed(const char* in, size_t len, char* plain, siz
     const Status st = Handshake();
     if (!handshake_done_) return st;
   }
+  // The error queue is not cleared before each call (it costs a
+  // thread-local lookup): every failure path below leaves it empty.
   while (*plain_len < plain_cap) {
-    ERR_clear_error();
     const int r = SSL_read(ssl_, plain + *plain_len, static_cast<int>(plain_cap - *plain_len));
     if (r > 0) {
       *plain_len += static_cast<size_t>(r);
+      // All input taken and no record left inside the SSL: a further
+      // SSL_read would only find that out again.
+      if (in_len_ == 0 && !SSL_has_pending(ssl_)) return Status::kNeedMore;
       continue;
     }
     const int err = SSL_get_error(ssl_, r);
     if (err == SSL_ERROR_WANT_READ) return Status::kNeedMore;
-    if (err == SSL_ERROR_ZERO_RETURN) return Status::kPeerClosed;
+    if (err == SSL_ERROR_ZERO_RETURN) {
+      ERR_clear_error();
+      return Status::kPeerClosed;
+    }
     return Fail();
   }
   return Status::kPlainFull;
@@ -132,6 +139,7 @@ TlsSession::Status TlsSession::Handshake() {
     case SSL_ERROR_WANT_READ:
       return Status::kNeedMore;
     case SSL_ERROR_WANT_CLIENT_HELLO_CB:
+      ERR_clear_error();
       return Status::kSuspended;
     default:
       return Fail();  // a bad message, an alert from the peer, no room for our flight
@@ -147,12 +155,12 @@ size_t TlsSession::Encrypt(const char* data, size_t len) {
     if (out_cap_ - out_len_ < kFeedHeadroom + 512) break;
     const size_t room = out_cap_ - out_len_ - kFeedHeadroom - 512;
     const size_t n = std::min(len - taken, std::max<size_t>(room, 1));
-    ERR_clear_error();
     const int r = SSL_write(ssl_, data + taken, static_cast<int>(std::min<size_t>(n, 1 << 30)));
     if (r <= 0) {
       // Only a full output can stop it (partial writes are on), and the
       // room was checked: any other failure is a broken session.
       if (SSL_get_error(ssl_, r) != SSL_ERROR_WANT_WRITE) Fail();
+      ERR_clear_error();
       break;
     }
     taken += static_cast<size_t>(r);
