@@ -57,11 +57,13 @@ TlsLayer::~TlsLayer() {
   }
 }
 
-void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
+void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl,
+                      std::shared_ptr<const TlsContext> context) {
   Link& l = links_[slot];
   URING_CHECK(l.conn == nullptr);
   l = Link();
   l.conn = conn;
+  l.context = std::move(context);
   sessions_[slot].Start(ssl);
   HandshakeJob& job = jobs_[slot];
   job.gate.mode = gate_mode_;
@@ -562,14 +564,30 @@ void TlsLayer::OnShutdownDone(uint32_t slot) {
 void TlsLayer::OnDeadline(uint32_t slot) {
   Link& l = links_[slot];
   if (l.phase == Phase::kHandshake && !l.close_asked) {
-    if (env_->now_tick >= l.handshake_deadline) {
+    const uint64_t now = env_->now_tick;
+    if (now >= l.handshake_deadline) {
       Fail(slot, Failure::kTimeout);
+    } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
+      // Draining: a connection still in its handshake has sent no request,
+      // so it gets the idle connections' grace, not the whole timeout.
+      l.phase = Phase::kFailed;
+      l.conn->Abort();
     } else {
-      below_->SetDeadline(slot, l.handshake_deadline);
+      below_->SetDeadline(slot, HandshakeDeadline(l));
     }
     return;
   }
   l.conn->OnDeadline();
+}
+
+uint64_t TlsLayer::HandshakeDeadline(const Link& l) const {
+  // While the handshake runs its own deadline is the one armed, and the
+  // connection's only while draining (see OnDeadline).
+  uint64_t t = l.handshake_deadline;
+  if (env_->draining && l.conn_deadline != 0 && (t == 0 || l.conn_deadline < t)) {
+    t = l.conn_deadline;
+  }
+  return t;
 }
 
 // ---------------------------------------------------------------- ConnectionHost
@@ -663,8 +681,7 @@ void TlsLayer::SetDeadline(uint32_t slot, uint64_t tick) {
   Link& l = links_[slot];
   if (l.conn == nullptr) return below_->SetDeadline(slot, tick);
   l.conn_deadline = tick;
-  // While the handshake runs, its own deadline is the one armed.
-  if (l.phase != Phase::kHandshake) below_->SetDeadline(slot, tick);
+  below_->SetDeadline(slot, l.phase == Phase::kHandshake ? HandshakeDeadline(l) : tick);
 }
 
 bool TlsLayer::AcquirePipe(Pipe* pipe) {

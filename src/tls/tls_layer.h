@@ -64,9 +64,12 @@ class TlsLayer final : public http1::ConnectionHost {
   TlsLayer(const TlsLayer&) = delete;
   TlsLayer& operator=(const TlsLayer&) = delete;
 
-  // The connection on `slot` speaks TLS with `ssl` (owned from here).
-  // Before conn->Open().
-  void Attach(uint32_t slot, http1::Connection* conn, SSL* ssl);
+  // The connection on `slot` speaks TLS with `ssl` (owned from here),
+  // made by `context`, which the connection keeps alive: OpenSSL's
+  // callbacks (SNI, ClientHello) point at it, and a reload may replace it
+  // for new connections at any moment. Before conn->Open().
+  void Attach(uint32_t slot, http1::Connection* conn, SSL* ssl,
+              std::shared_ptr<const TlsContext> context);
   bool attached(uint32_t slot) const { return links_[slot].conn != nullptr; }
 
   // ---- the kernel's completions for an attached slot
@@ -133,10 +136,11 @@ class TlsLayer final : public http1::ConnectionHost {
   // Why the layer closes a connection itself.
   enum class Failure : uint8_t { kTimeout, kPlainHttp, kProtocol, kPeerClosed };
 
-  // One connection's layer state (plain data: reset by assignment; its
+  // One connection's layer state (reset by assignment; its
   // TlsSession lives in sessions_[slot]).
   struct Link {
     http1::Connection* conn = nullptr;
+    std::shared_ptr<const TlsContext> context;  // what the SSL's callbacks use
     Phase phase = Phase::kHandshake;
     // The kernel's receive, and the connection's.
     Recv real = Recv::kOff;
@@ -203,6 +207,7 @@ class TlsLayer final : public http1::ConnectionHost {
   void SyncRecv(uint32_t slot);
   void FinishClose(uint32_t slot);
   void MaybeShutdown(uint32_t slot);
+  uint64_t HandshakeDeadline(const Link& l) const;
   void AskBatch(uint32_t slot);
   void EndVirtual(uint32_t slot, int res);
   size_t pending_output(uint32_t slot) const {

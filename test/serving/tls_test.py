@@ -25,6 +25,10 @@ other.test. Checked:
     ones get the new certificate, a session from before still resumes; a
     broken certificate file fails the reload, the last good certificate
     stays; both counted;
+  * handshakes in flight across a reload (the ClientHello's first 50 bytes
+    before SIGHUP, the rest after a new connection has picked up the new
+    certificates), with SNI localhost and other.test: they complete with
+    the right certificate and the server lives on;
   * a "Connection: close" response ends with close_notify (no ragged EOF),
     over TLS 1.3 and 1.2;
   * SIGTERM with TLS connections open (idle keep-alive, a SLOW request in
@@ -685,9 +689,78 @@ def reload(srv, cert, key, tmp, old_cert_copy):
     assert d_ok >= 1 and d_bad >= 1, (
         "reloads_total rose by %d, reload_failures_total by %d (expected >= 1 each)"
         % (d_ok, d_bad))
-    lines = [l for l in srv.stderr_text().splitlines() if "TLS reload" in l]
+    lines = [l[:70] + "..." for l in srv.stderr_text().splitlines() if "TLS reload" in l]
     log("reload: open connection kept, new certificate served, old session resumed, "
         "broken file refused; %s" % lines)
+
+
+def reload_mid_handshake(srv, ec_cert, rsa_cert):
+    """Connections accepted before a reload whose ClientHello is processed
+    after it (their SSL was made from the old certificates)."""
+    pending = []
+    for name, cert in (("localhost", ec_cert), ("other.test", rsa_cert)):
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = client_context([cert]).wrap_bio(incoming, outgoing, server_hostname=name)
+        try:
+            obj.do_handshake()
+        except ssl.SSLWantReadError:
+            pass
+        hello = outgoing.read()
+        sock = srv.tcp()
+        sock.sendall(hello[:50])
+        pending.append((name, cert, sock, obj, incoming, outgoing, hello[50:]))
+    time.sleep(0.2)  # accepted, their first bytes read
+    reloads = srv.stderr_text().count("TLS reloaded")
+    srv.proc.send_signal(signal.SIGHUP)
+    srv.wait_stderr("TLS reloaded", reloads + 1, "SIGHUP (the same files)")
+    # A new connection: the loop takes the new certificates for it (-A 1:
+    # the same loop as the pending ones).
+    status = srv.get("/test/fast")[0]
+    assert status == 200, "the connection after the reload answered %d" % status
+    problems = []
+    for name, cert, sock, obj, incoming, outgoing, rest in pending:
+        try:
+            sock.sendall(rest)
+            while True:
+                try:
+                    obj.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    if outgoing.pending:
+                        sock.sendall(outgoing.read())
+                    data = sock.recv(65536)
+                    if not data:
+                        raise Closed("the server closed the connection (EOF) mid-handshake")
+                    incoming.write(data)
+            if outgoing.pending:
+                sock.sendall(outgoing.read())
+            got = obj.getpeercert(binary_form=True)
+            obj.write(req("/test/fast", host=name))
+            sock.sendall(outgoing.read())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                data = sock.recv(65536)
+                if not data:
+                    raise Closed("EOF before the answer")
+                incoming.write(data)
+                try:
+                    answer += obj.read(65536)
+                except ssl.SSLWantReadError:
+                    pass
+            if got != der_of(cert) or not answer.startswith(b"HTTP/1.1 200 "):
+                problems.append("SNI %s: certificate %s, answer %r" % (
+                    name, "right" if got == der_of(cert) else "WRONG", answer[:40]))
+        except Exception as e:
+            problems.append("SNI %s: the handshake begun before the reload failed: %r"
+                            % (name, e))
+        sock.close()
+    time.sleep(0.2)
+    rc = srv.proc.poll()
+    if rc is not None:
+        problems.append("the server died (exit status %d%s)" % (
+            rc, ", " + signal.Signals(-rc).name if rc < 0 else ""))
+    assert not problems, "handshakes in flight across a SIGHUP reload: " + "; ".join(problems)
+    log("reload mid-handshake: both handshakes completed with the right certificate")
 
 
 # ------------------------------------------------------------ 8. close_notify
@@ -804,6 +877,16 @@ def main():
         servers.append(c)
         run("7. SIGHUP reload", reload, c, c_cert, c_key, tmp, ec_cert)
         run("9. SIGTERM (server C)", c.stop)
+
+        d = Server(binary, ["-A", "1", "-w", "2", "--tls-cert=" + ec_cert,
+                            "--tls-key=" + ec_key, "--tls-cert=" + rsa_cert,
+                            "--tls-key=" + rsa_key], "server D")
+        d.ca = [ec_cert]
+        servers.append(d)
+        run("7b. SIGHUP reload with handshakes in flight", reload_mid_handshake, d, ec_cert,
+            rsa_cert)
+        if d.proc.poll() is None:
+            run("9. SIGTERM (server D)", d.stop)
     finally:
         for s in servers:
             s.kill()
