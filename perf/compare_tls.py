@@ -5,7 +5,7 @@ Run through perf/compare_tls (which installs nginx, h2o, wrk, ab, h2load, taskse
 openssl if missing and raises the fd limit):
 
     perf/compare_tls --quick                                     # smoke run, under 2 minutes
-    perf/compare_tls                                             # full run, ~8 minutes
+    perf/compare_tls                                             # full run, ~9 minutes (3 rounds, 5 s runs)
     perf/compare_tls --servers nginx,h2o --allow-missing-ours    # without ours
     perf/compare_tls --tls12                                     # TLS 1.2 instead of 1.3
     perf/compare_tls --only handshake --certs rsa --rounds 5     # one phase, one certificate
@@ -38,9 +38,12 @@ Phases (--only keepalive,handshake,latency; all by default):
   handshake  ab -n {handshake-requests} -c 50 -f TLS1.3 https://.../test/fast without -k:
              HTTP/1.0, one TCP connection and one full handshake per request (ab keeps no
              session: its ClientHellos offer no ticket and no PSK, which the proxy check
-             confirms per server, and the kernel's PassiveOpens counter gives the
-             connections per request of every run); per certificate (ECDSA, RSA):
-             handshakes/s and server CPU us per handshake
+             confirms per server at the same -c; the kernel's PassiveOpens counter gives
+             the connections per request of every run); per certificate (ECDSA, RSA):
+             handshakes/s and server CPU us per handshake. ab counts a connection whose
+             handshake failed as a complete request: its "SSL handshake failed" lines are
+             counted as errors and taken off. (wrk -H 'Connection: close' is checked too,
+             for reference: it resumes sessions with tickets, so it is not used.)
   latency    wrk -t1 -c50 -d{duration}s --latency -s delay.lua (each connection waits
              --latency-delay-ms, 10 ms, before each request: ~50/0.010 = 5,000 req/s, not
              flat out; wrk's latency is timed from the send) on keep-alive GET /test/fast,
@@ -62,7 +65,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import signal
 import socket
 import ssl
@@ -107,15 +109,21 @@ LATENCY_CONNECTIONS = 50
 LATENCY_DELAY_MS = 10
 BESIDE_CONCURRENCY = 20
 BESIDE_NICE = 19
+# The handshake load beside runs this much longer than wrk (it starts 0.5 s
+# before); its -n is only a bound.
+BESIDE_EXTRA_S = 2
+BESIDE_MAX_REQUESTS = 1000000
 # Port offsets from --port-base, per certificate kind.
 PORTS = {("ours", "ecdsa"): 0, ("nginx", "ecdsa"): 1, ("h2o", "ecdsa"): 2,
          ("ours", "rsa"): 3, ("nginx", "rsa"): 4, ("h2o", "rsa"): 5}
 # The checks through the sniffing proxy (small: the proxy is Python).
-CHECK_AB_REQUESTS = 200
-CHECK_AB_CONCURRENCY = 10
+CHECK_AB_REQUESTS = 500
 CHECK_WRK_CONNECTIONS = 10
 # A run whose load tool used more than this % of its CPU was bound by the client.
 CLIENT_BOUND_PCT = 90
+# A run during which other work used more than this % of all CPUs (neither the
+# server nor its load tools) is named in the report as disturbed.
+OTHER_BUSY_PCT = 20
 
 
 # ----------------------------------------------------------------------------
@@ -471,6 +479,23 @@ def tally_problems(t, version, cipher, group=EXPECTED_GROUP, requests=None, extr
     return p
 
 
+def tally_wrong(t, version, cipher, group=EXPECTED_GROUP):
+    """The part of tally_problems that makes a server's figures incomparable:
+    another version, cipher or group negotiated, or a session resumed (or
+    offered). A connection too many or a handshake that failed is reported,
+    but the server is still measured."""
+    p = []
+    if t["resumed"]:
+        p.append(f"{t['resumed']} resumed")
+    if t["offered_resumption"]:
+        p.append(f"{t['offered_resumption']} ClientHellos offered a ticket or PSK")
+    for key, want in (("versions", version), ("ciphers", cipher), ("groups", group)):
+        other = {k: v for k, v in t[key].items() if k != want}
+        if other:
+            p.append(f"{key}: {other}")
+    return p
+
+
 def tally_text(t):
     def names(d):
         return ", ".join(f"{k} x{v}" for k, v in sorted(d.items())) or "-"
@@ -602,6 +627,30 @@ def parse_ab_tls(out):
             "transferred": int(t.group(1)) if t else None}
 
 
+AB_TLS_ERRORS = re.compile(r"^SSL (?:handshake failed|read failed|write failed)", re.M)
+
+
+def ab_tls_errors(out):
+    """How many connections ab gave up on with a TLS error ("SSL handshake
+    failed (1).", "SSL read failed ...", "SSL write failed ..."). ab counts
+    such a connection as a complete request (with a body as long as the
+    others' when they are empty, so not even as failed) and opens the next."""
+    return len(AB_TLS_ERRORS.findall(out))
+
+
+def fix_ab_counts(r, out):
+    """parse_ab's figures less the connections ab_tls_errors found: they are
+    errors, not requests; req/s is recomputed from what is left."""
+    n = ab_tls_errors(out)
+    r["tls_errors"] = n
+    if n:
+        r["requests"] = max(0, r["requests"] - n)
+        r["errors"] = (r.get("errors") or 0) + n
+        if r.get("seconds"):
+            r["rps"] = r["requests"] / r["seconds"]
+    return r
+
+
 def ab_tls_problem(tls, requests, version, cipher):
     """None if ab's TLS line names version and cipher and it received at least
     a minimal response (40 bytes) per completed request, else what is wrong
@@ -657,7 +706,7 @@ class TlsLoad:
         if self.kind == "wrk":
             r = compare.parse_wrk(out)
         else:
-            r = compare.parse_ab(out, csv)
+            r = fix_ab_counts(compare.parse_ab(out, csv), out)
             r["tls"] = parse_ab_tls(out)
             if self.expect:
                 problem = ab_tls_problem(r["tls"], r["requests"], *self.expect)
@@ -857,7 +906,9 @@ def check_server(server, args, conf, profile):
     """What server negotiates, through s_client (with the restricted client
     and with one offering everything) and through the sniffing proxy for ab
     (the handshake phase) and wrk (keep-alive, and with Connection: close for
-    reference). Returns (figures, problems); a problem leaves the server out."""
+    reference). Returns (figures, problems); a problem (tally_wrong, or
+    s_client not getting the version, cipher and group wanted) leaves the
+    server out; figures[tool]["problems"] lists everything odd."""
     kind = server.kind
     cipher = profile["cipher"][kind]
     version = profile["version"]
@@ -871,18 +922,22 @@ def check_server(server, args, conf, profile):
     if sc["http_status"] != 200:
         problems.append(f"s_client: GET /test/fast answered {sc['http_status']}")
     out = {"s_client": sc, "s_client_unrestricted": sc_any}
-    n = CHECK_AB_REQUESTS
-    t, ab_out = sniff(server, lambda port: ab_cmd(conf, profile["ab"], n, CHECK_AB_CONCURRENCY, "127.0.0.1", port))
-    out["ab"] = {"tally": t, "requests": n, "tls": parse_ab_tls(ab_out),
-                 "problems": tally_problems(t, version, cipher, requests=n, extra=CHECK_AB_CONCURRENCY)}
-    problems += [f"ab through the proxy: {p}" for p in out["ab"]["problems"]]
+    n, c = CHECK_AB_REQUESTS, args.handshake_concurrency
+    t, ab_out = sniff(server, lambda port: ab_cmd(conf, profile["ab"], n, c, "127.0.0.1", port))
+    out["ab"] = {"tally": t, "requests": n, "tls": parse_ab_tls(ab_out), "tls_errors": ab_tls_errors(ab_out),
+                 "problems": tally_problems(t, version, cipher, requests=n, extra=c)}
+    if out["ab"]["tls_errors"]:
+        out["ab"]["problems"].append(f"ab reported {out['ab']['tls_errors']} TLS errors")
+    if t["connections"] == 0:
+        problems.append("ab through the proxy: no connection seen")
+    problems += [f"ab through the proxy: {p}" for p in tally_wrong(t, version, cipher)]
     c = CHECK_WRK_CONNECTIONS
     wrk = client_env(conf) + ["wrk", "-t1", f"-c{c}", "-d1s"]
     t, wrk_out = sniff(server, lambda port: wrk + [f"https://127.0.0.1:{port}/test/fast"])
     w = compare.parse_wrk(wrk_out)
     out["wrk"] = {"tally": t, "requests": w["requests"], "connections": c,
                   "problems": tally_problems(t, version, cipher, connections=c)}
-    problems += [f"wrk through the proxy: {p}" for p in out["wrk"]["problems"]]
+    problems += [f"wrk through the proxy: {p}" for p in tally_wrong(t, version, cipher)]
     t, wrk_out = sniff(server, lambda port: wrk + ["-H", "Connection: close",
                                                    f"https://127.0.0.1:{port}/test/fast"])
     w = compare.parse_wrk(wrk_out)
@@ -905,9 +960,8 @@ def add_cpu_pcts(r):
 
 def tls_run(load, server, workdir, load_cpu):
     """compare.measured_run with CPU percentages and, for ab, the figures per
-    TCP connection (= per full handshake): ab opens a few connections more
-    than it makes requests at the end of a run (up to -c - 1), each with a
-    full handshake."""
+    TCP connection accepted on the machine (PassiveOpens; kept in the JSON
+    only: anything else that opens connections meanwhile counts too)."""
     r = add_cpu_pcts(compare.measured_run(load, server, workdir, load_cpu))
     n = r.get("tcp_connections")
     if load.kind == "ab" and n:
@@ -916,16 +970,23 @@ def tls_run(load, server, workdir, load_cpu):
     return r
 
 
+def beside_cmd(conf, profile, args, host, port, csv):
+    """The latency phase's handshake load: ab -c {beside-concurrency} for
+    --duration + BESIDE_EXTRA_S seconds, niced (unpinned here)."""
+    cmd = ab_cmd(conf, profile["ab"], BESIDE_MAX_REQUESTS, args.beside_concurrency, host, port, csv,
+                 seconds=args.duration + BESIDE_EXTRA_S)
+    return (["nice", "-n", str(args.beside_nice)] if args.beside_nice else []) + cmd
+
+
 def beside_run(load, server, workdir, load_cpu, conf, profile, args):
     """The latency load on server while ab makes new connections to it as fast
     as it can (nice, on the load CPU): the wrk run's figures, and ab's in
-    r["beside"]. ab starts 0.5 s before wrk and gets SIGINT (it prints its
-    figures and exits) when wrk is done."""
+    r["beside"]. ab starts 0.5 s before wrk and runs for BESIDE_EXTRA_S
+    seconds more than wrk's --duration (ab -t): it outlasts wrk's run and
+    ends by itself. (Not SIGINT after wrk: ab prints its figures from the
+    signal handler, and now and then it crashed there with nothing printed.)"""
     csv = os.path.join(workdir, "ab-beside.csv")
-    cmd = ab_cmd(conf, profile["ab"], 100000000, args.beside_concurrency, compare.LOOPBACK.next(), server.port,
-                 csv, seconds=3600)
-    if args.beside_nice:
-        cmd = ["nice", "-n", str(args.beside_nice)] + cmd
+    cmd = beside_cmd(conf, profile, args, compare.LOOPBACK.next(), server.port, csv)
     if load_cpu is not None:
         cmd = ["taskset", "-c", str(load_cpu)] + cmd
     ab = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -936,21 +997,25 @@ def beside_run(load, server, workdir, load_cpu, conf, profile, args):
         t0, ab0 = time.monotonic(), compare.process_ticks(ab.pid)
         r = tls_run(load, server, workdir, load_cpu)
         t1, ab1 = time.monotonic(), compare.process_ticks(ab.pid)
-        ab.send_signal(signal.SIGINT)
-        out, _ = ab.communicate(timeout=30)
+        out, _ = ab.communicate(timeout=args.duration + BESIDE_EXTRA_S + 60)
     finally:
         if ab.poll() is None:
             ab.kill()
             ab.wait()
     try:
-        b = compare.parse_ab(out, csv)
+        b = fix_ab_counts(compare.parse_ab(out, csv), out)
     except RuntimeError:
-        b = {"rps": None, "requests": 0, "errors": None, "p99_ms": None}
+        b = {"rps": None, "requests": 0, "errors": None, "p99_ms": None, "exit": ab.returncode,
+             "output_tail": out[-1500:]}
+        warn(f"the handshake load beside {server.label} gave no figures (exit {ab.returncode}):\n{out[-1500:]}")
     b["tls"] = parse_ab_tls(out)
     b["problem"] = ab_tls_problem(b["tls"], b["requests"], profile["version"], profile["cipher"][server.kind])
     b["cmd"] = shlex.join(cmd)
-    # ab's CPU while wrk ran (in measured_run's other %: it is reaped after).
+    # ab's CPU while wrk ran, in % of one CPU; measured_run counted it as
+    # other (ab is reaped after): taken off there, in % of all CPUs.
     b["cpu_pct"] = 100 * (ab1 - ab0) / compare.CLK_TCK / (t1 - t0) if None not in (ab0, ab1) else None
+    if b["cpu_pct"] is not None:
+        r["other_pct"] = max(0.0, r["other_pct"] - b["cpu_pct"] / (os.cpu_count() or 1))
     r["beside"] = b
     r["beside_rps"] = b["rps"]
     r["beside_cpu_pct"] = b["cpu_pct"]
@@ -981,14 +1046,16 @@ def med(s, metric):
 
 def latency_figures(alone, beside):
     """The latency phase's per-server figures from the summaries of the runs
-    alone and beside the handshake load: p99s and their ratio (medians), and
-    the ratio's min-max over rounds when given runs (pairs by round)."""
+    alone and beside the handshake load: p99s and their ratio (of the
+    medians), p50s, req/s, the handshake load's rate and CPU, the server's CPU."""
     a, b = med(alone, "p99_ms"), med(beside, "p99_ms")
     return {"p99_alone_ms": a, "p99_beside_ms": b, "p99_ratio": ratio(b, a),
             "p50_alone_ms": med(alone, "p50_ms"), "p50_beside_ms": med(beside, "p50_ms"),
             "rps_alone": med(alone, "rps"), "rps_beside": med(beside, "rps"),
-            "handshakes_per_s_beside": med(beside, "beside_rps"), "ab_cpu_pct_beside": med(beside, "beside_cpu_pct"),
-            "server_cpu_pct_alone": med(alone, "server_cpu_pct"), "server_cpu_pct_beside": med(beside, "server_cpu_pct")}
+            "handshakes_per_s_beside": med(beside, "beside_rps"),
+            "ab_cpu_pct_beside": med(beside, "beside_cpu_pct"),
+            "server_cpu_pct_alone": med(alone, "server_cpu_pct"),
+            "server_cpu_pct_beside": med(beside, "server_cpu_pct")}
 
 
 def pair_ratios(alone_runs, beside_runs, metric="p99_ms"):
@@ -1044,6 +1111,12 @@ def write_report(path_base, args, meta, results):
         L.append("- **ours is NOT part of this run**")
     for n in results.get("notes", []):
         L.append(f"- {n}")
+    busy = [f"{r['load']} {r['server']} round {r['round'] + 1} ({r['other_pct']:.0f}%)"
+            for r in results.get("runs", []) if (r.get("other_pct") or 0) > OTHER_BUSY_PCT]
+    if busy:
+        L.append(f"- **other work used more than {OTHER_BUSY_PCT}% of the CPUs during {len(busy)} of "
+                 f"{len(results['runs'])} runs** (req/s and latencies disturbed, CPU/req less so; worth "
+                 f"repeating): " + ", ".join(busy))
     L.append("")
 
     checks = results.get("checks", {})
@@ -1114,27 +1187,30 @@ def write_report(path_base, args, meta, results):
         L += ["## 2. New TLS connections per second", "",
               "ab without -k speaks HTTP/1.0 and opens a new TCP connection, with a full handshake, for every "
               "request: checked above through the proxy (no ClientHello offers a ticket or PSK, every ServerHello "
-              "is a full handshake), and in every run by the kernel's TCP PassiveOpens counter (machine-wide; "
-              "TCP conns/req). ab opens up to -c - 1 connections more than it makes requests at the end of a "
-              "run, each a full handshake too: handshakes/s and server CPU us/handshake are per TCP connection "
-              "accepted; req/s is ab's.", ""]
+              "is a full handshake). handshakes/s is ab's requests/s and server CPU us/handshake the server's CPU "
+              "per request, less the connections ab gave up on with a TLS error (ab counts those as complete "
+              "requests; here they are errors). ab also opens up to -c - 1 connections more than it makes "
+              "requests at the end of a run (see the check), each a full handshake: at most (c - 1)/n more "
+              "CPU per request, the same for every server. TCP conns/req is the kernel's PassiveOpens counter "
+              "over the run per request: machine-wide, so anything else opening connections meanwhile (see "
+              "other %) adds to it.", ""]
         for key in hs:
             rows = []
             for label, s in summary[key].items():
-                rows.append([label, fmt_range(s.get("conns_per_s"), 0), fmt_range(s.get("cpu_us_per_conn"), 1),
-                             fmt_range(s.get("rps"), 0), fmt(med(s, "errors"), 0),
+                rows.append([label, fmt_range(s.get("rps"), 0), fmt_range(s.get("cpu_us_per_req"), 1),
+                             fmt(med(s, "errors"), 0),
                              fmt_range(s.get("p50_ms"), 1), fmt_range(s.get("p99_ms"), 1),
                              fmt_range(s.get("server_cpu_pct"), 0), fmt_range(s.get("client_cpu_pct"), 0),
                              fmt_range(s.get("conns_per_req"), 3), fmt_range(s.get("other_pct"), 0)])
             L += [f"### {results['titles'][key]}", "", f"`{cmds[key]}`", "",
-                  report_table(["server", "handshakes/s", "server CPU us/handshake", "req/s (ab)", "errors",
+                  report_table(["server", "handshakes/s", "server CPU us/handshake", "errors",
                                 "p50 ms", "p99 ms", "server CPU %", "client CPU %", "TCP conns/req", "other %"],
                                rows), ""]
             labels = list(summary[key])
-            L += [f"ours/nginx: handshakes/s {ratio_cells(summary[key], 'conns_per_s', labels, 'nginx')}, "
-                  f"CPU/handshake {ratio_cells(summary[key], 'cpu_us_per_conn', labels, 'nginx')}; ours/h2o: "
-                  f"handshakes/s {ratio_cells(summary[key], 'conns_per_s', labels, 'h2o')}, CPU/handshake "
-                  f"{ratio_cells(summary[key], 'cpu_us_per_conn', labels, 'h2o')}", ""]
+            L += [f"ours/nginx: handshakes/s {ratio_cells(summary[key], 'rps', labels, 'nginx')}, "
+                  f"CPU/handshake {ratio_cells(summary[key], 'cpu_us_per_req', labels, 'nginx')}; ours/h2o: "
+                  f"handshakes/s {ratio_cells(summary[key], 'rps', labels, 'h2o')}, CPU/handshake "
+                  f"{ratio_cells(summary[key], 'cpu_us_per_req', labels, 'h2o')}", ""]
             bound = [l for l, s in summary[key].items() if (med(s, "client_cpu_pct") or 0) > CLIENT_BOUND_PCT]
             if bound:
                 L += [f"ab used more than {CLIENT_BOUND_PCT}% of its CPU against {', '.join(bound)}: there the "
@@ -1144,7 +1220,8 @@ def write_report(path_base, args, meta, results):
         L += ["## 3. Keep-alive p99 beside new handshakes", "",
               f"`{cmds.get('latency-alone')}` alone, then the same while "
               f"`{cmds.get('latency-beside-ab')}` makes new connections as fast as it can (started 0.5 s before "
-              "wrk, stopped with SIGINT after it). Each wrk connection waits "
+              f"wrk, for {BESIDE_EXTRA_S} s more than wrk's {args.duration} s: it outlasts wrk). Each wrk "
+              "connection waits "
               f"{args.latency_delay_ms} ms before each request, so the keep-alive load is not flat out.", ""]
         rows = []
         for kind, per in lat.items():
@@ -1325,8 +1402,8 @@ def main(argv):
         results["configs"]["ours (as it ships: no TLS settings but its flags)"] = (
             "-p PORT -A 1 -w 1 --tls-cert=CERT --tls-key=KEY" + (" " + args.ours_args if args.ours_args else ""))
     cmds = results["commands"]
-    cmds["check-ab"] = shlex.join(ab_cmd(client_conf, profile["ab"], CHECK_AB_REQUESTS, CHECK_AB_CONCURRENCY,
-                                         "127.0.0.1", "PROXY"))
+    cmds["check-ab"] = shlex.join(ab_cmd(client_conf, profile["ab"], CHECK_AB_REQUESTS,
+                                         args.handshake_concurrency, "127.0.0.1", "PROXY"))
     meta["server_cmds"] = {}
 
     def interrupted(signum, frame):
@@ -1368,6 +1445,10 @@ def main(argv):
                     f"{figures['s_client_unrestricted']['protocol']} {figures['s_client_unrestricted']['cipher']}")
                 for k in ("ab", "wrk", "wrk_close"):
                     log(f"    {k:9}: {tally_text(figures[k]['tally'])}")
+                odd = [f"{k}: {p}" for k in ("ab", "wrk") for p in figures[k]["problems"]]
+                if odd and not problems:
+                    warn(f"{s.label}: " + "; ".join(odd))
+                    notes.append(f"**{s.label} in the full-handshake check**: " + "; ".join(odd))
                 if problems:
                     warn(f"{s.label} left out: " + "; ".join(problems))
                     notes.append(f"**{s.label} was left out**: " + "; ".join(problems))
@@ -1399,11 +1480,9 @@ def main(argv):
                                 args.latency_connections, args.duration, client_conf,
                                 script if args.latency_delay_ms > 0 else None)
                 cmds["latency-alone"] = load.command_text(load_cpu)
-                b = ab_cmd(client_conf, profile["ab"], 100000000, args.beside_concurrency, "127.0.0.N", "PORT",
-                           "ab-beside.csv", seconds=3600)
                 cmds["latency-beside-ab"] = shlex.join(
                     (["taskset", "-c", str(load_cpu)] if load_cpu is not None else [])
-                    + (["nice", "-n", str(args.beside_nice)] if args.beside_nice else []) + b)
+                    + beside_cmd(client_conf, profile, args, "127.0.0.N", "PORT", "ab-beside.csv"))
                 alone = {s.label: [] for s in checked}
                 beside = {s.label: [] for s in checked}
                 width = max(len(s.label) for s in checked)
@@ -1466,9 +1545,8 @@ def line(r):
     return (f"{r['rps']:>9,.0f} req/s  err {r['errors']:<4} p50 {fmt(r['p50_ms'], 2):>6} ms  "
             f"p99 {fmt(r['p99_ms'], 2):>6} ms  cpu {fmt(r['cpu_us_per_req'], 1):>6} us/req  "
             f"server {fmt(r.get('server_cpu_pct'), 0)}%  client {fmt(r.get('client_cpu_pct'), 0)}%"
-            + (f"  {fmt(r.get('conns_per_s'), 0)} handshakes/s  cpu {fmt(r.get('cpu_us_per_conn'), 1)} "
-               f"us/handshake  conns/req {r['conns_per_req']:.3f}" if r.get("conns_per_req") is not None
-               and r.get("load", "").startswith("handshake") else "")
+            + (f"  tls errors {r.get('tls_errors', 0)}  conns/req {r['conns_per_req']:.3f}"
+               if r.get("conns_per_req") is not None and r.get("load", "").startswith("handshake") else "")
             + f"  other {r['other_pct']:.0f}%")
 
 
