@@ -573,7 +573,7 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
             slot, file_index);
       FetchPeerAddress(slot, s.file_index);
-      if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl, tls_context_);
+      if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl);
       s.conn.Open(&env_, slot);
     }
   }
@@ -587,8 +587,7 @@ void EventLoop::OnEntryClosed() {
 
 SSL* EventLoop::NewSsl() {
   // A reload swapped the context: take the new one for this and later
-  // connections (the old one lives on while a connection holds it: see
-  // TlsLayer::Attach).
+  // connections (the old one lives on in the SSLs it made).
   const uint64_t generation = tls_source_->generation();
   if (generation != tls_generation_) {
     tls_context_ = tls_source_->Get();

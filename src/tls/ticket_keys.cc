@@ -70,13 +70,18 @@ void TicketKeys::RotateLocked(int64_t now_s) {
 void TicketKeys::MaybeRotateLocked() {
   if (rotation_s_ == 0) return;
   const int64_t now = NowSeconds();
-  if (now - made_at_s_ >= static_cast<int64_t>(rotation_s_)) RotateLocked(now);
+  const int64_t age = now - made_at_s_;
+  if (age < static_cast<int64_t>(rotation_s_)) return;
+  RotateLocked(now);
+  // Idle for two periods or more: the key that was current is older than
+  // "one more period" allows, so it opens nothing any more.
+  if (age >= 2 * static_cast<int64_t>(rotation_s_)) previous_.valid = false;
 }
 
 int TicketKeys::Callback(SSL* ssl, unsigned char key_name[16], unsigned char* iv,
                          EVP_CIPHER_CTX* cipher, EVP_MAC_CTX* mac, int encrypt) {
-  // The session's context (the one it started with), which SNI does not
-  // change: every context carries the same keys anyway.
+  // Whichever of our contexts the SSL is on now (SNI may have moved it):
+  // they all carry the same keys.
   auto* keys = static_cast<TicketKeys*>(
       SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), TicketKeysIndex()));
   if (keys == nullptr) return -1;

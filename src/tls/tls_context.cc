@@ -1,6 +1,8 @@
 #include "src/tls/tls_context.h"
 
+#include <openssl/ec.h>
 #include <openssl/err.h>
+#include <openssl/objects.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -26,6 +28,22 @@ int RsaIndex() {
   static const int index = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   return index;
 }
+
+// Each SSL holds a reference to the TlsContext that made it (its SNI and
+// ClientHello callbacks point at it), released by SSL_free.
+void FreeContextRef(void* /*parent*/, void* ptr, CRYPTO_EX_DATA* /*ad*/, int /*idx*/,
+                    long /*argl*/, void* /*argp*/) {
+  delete static_cast<std::shared_ptr<const TlsContext>*>(ptr);
+}
+
+int ContextRefIndex() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, &FreeContextRef);
+  return index;
+}
+
+// No passphrase prompt: an encrypted key would otherwise make OpenSSL ask
+// on the terminal and wait (at start-up, or in a reload).
+int NoPassphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*userdata*/) { return 0; }
 
 int GateIndex() {
   static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
@@ -59,7 +77,9 @@ std::string KeyType(EVP_PKEY* key, bool* rsa) {
       char group[64] = "";
       size_t len = 0;
       EVP_PKEY_get_utf8_string_param(key, "group", group, sizeof(group), &len);
-      return absl::StrCat("ECDSA ", group);
+      // "prime256v1" is P-256 by its NIST name, as the docs say.
+      const char* nist = EC_curve_nid2nist(OBJ_sn2nid(group));
+      return absl::StrCat("ECDSA ", nist != nullptr ? nist : group);
     }
     case EVP_PKEY_ED25519:
       return "Ed25519";
@@ -116,13 +136,16 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
     if (ctx == nullptr) return absl::InternalError("SSL_CTX_new: " + OpenSslErrors());
     c->contexts_.push_back(ctx);
+    SSL_CTX_set_default_passwd_cb(ctx, &NoPassphrase);
     if (SSL_CTX_use_certificate_chain_file(ctx, files.cert_path.c_str()) != 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cannot load TLS certificate ", files.cert_path, ": ", OpenSslErrors()));
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, files.key_path.c_str(), SSL_FILETYPE_PEM) != 1) {
       return absl::InvalidArgumentError(
-          absl::StrCat("cannot load TLS key ", files.key_path, ": ", OpenSslErrors()));
+          absl::StrCat("cannot load TLS key ", files.key_path, " (for certificate ",
+                       files.cert_path, "; encrypted keys are not supported): ",
+                       OpenSslErrors()));
     }
     if (SSL_CTX_check_private_key(ctx) != 1) {
       return absl::InvalidArgumentError(absl::StrCat("TLS key ", files.key_path,
@@ -176,7 +199,14 @@ TlsContext::~TlsContext() {
 
 SSL* TlsContext::NewSsl() const {
   SSL* ssl = SSL_new(contexts_[0]);
-  if (ssl != nullptr) SSL_set_accept_state(ssl);
+  if (ssl == nullptr) return nullptr;
+  auto* self = new std::shared_ptr<const TlsContext>(shared_from_this());
+  if (SSL_set_ex_data(ssl, ContextRefIndex(), self) != 1) {
+    delete self;
+    SSL_free(ssl);
+    return nullptr;
+  }
+  SSL_set_accept_state(ssl);
   return ssl;
 }
 

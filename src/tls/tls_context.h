@@ -5,9 +5,10 @@
 // 0-RTT. A ClientHello's SNI picks the certificate that names the host;
 // the first certificate answers everything else.
 //
-// A connection gets its SSL from NewSsl(); the SSL holds a reference to its
-// context, so a reload (a new TlsContext) never pulls a context from under
-// a connection still using the old one.
+// A connection gets its SSL from NewSsl(); the SSL holds a reference to the
+// TlsContext that made it (its callbacks point at it), so a reload (a new
+// TlsContext) never pulls a context from under a connection still using
+// the old one: the old one goes with its last SSL.
 //
 // Thread-safety: immutable after Create(); NewSsl() from any thread.
 #ifndef URING_HTTP_SRC_TLS_TLS_CONTEXT_H_
@@ -45,7 +46,7 @@ struct HandshakeGate {
   bool on_worker = false;  // the worker runs the step now: let it through
 };
 
-class TlsContext {
+class TlsContext : public std::enable_shared_from_this<TlsContext> {
  public:
   // Loads every certificate and key (checking that each key matches its
   // certificate). `keys` seals tickets; shared across reloads.

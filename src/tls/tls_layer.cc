@@ -57,13 +57,11 @@ TlsLayer::~TlsLayer() {
   }
 }
 
-void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl,
-                      std::shared_ptr<const TlsContext> context) {
+void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
   Link& l = links_[slot];
   URING_CHECK(l.conn == nullptr);
   l = Link();
   l.conn = conn;
-  l.context = std::move(context);
   sessions_[slot].Start(ssl);
   HandshakeJob& job = jobs_[slot];
   job.gate.mode = gate_mode_;

@@ -64,12 +64,10 @@ class TlsLayer final : public http1::ConnectionHost {
   TlsLayer(const TlsLayer&) = delete;
   TlsLayer& operator=(const TlsLayer&) = delete;
 
-  // The connection on `slot` speaks TLS with `ssl` (owned from here),
-  // made by `context`, which the connection keeps alive: OpenSSL's
-  // callbacks (SNI, ClientHello) point at it, and a reload may replace it
-  // for new connections at any moment. Before conn->Open().
-  void Attach(uint32_t slot, http1::Connection* conn, SSL* ssl,
-              std::shared_ptr<const TlsContext> context);
+  // The connection on `slot` speaks TLS with `ssl` (owned from here; from
+  // TlsContext::NewSsl, which keeps its context alive). Before
+  // conn->Open().
+  void Attach(uint32_t slot, http1::Connection* conn, SSL* ssl);
   bool attached(uint32_t slot) const { return links_[slot].conn != nullptr; }
 
   // ---- the kernel's completions for an attached slot
@@ -140,7 +138,6 @@ class TlsLayer final : public http1::ConnectionHost {
   // TlsSession lives in sessions_[slot]).
   struct Link {
     http1::Connection* conn = nullptr;
-    std::shared_ptr<const TlsContext> context;  // what the SSL's callbacks use
     Phase phase = Phase::kHandshake;
     // The kernel's receive, and the connection's.
     Recv real = Recv::kOff;
