@@ -3,6 +3,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -48,12 +50,38 @@ void Debug(const ServerConfig& config, const char* fmt, ...) {
   va_end(args);
 }
 
+// Asks for a scheduler slice of `us` for the calling thread (EEVDF's custom
+// slice, Linux 6.12+: sched_attr.sched_runtime of a SCHED_OTHER thread).
+// A thread with a shorter slice than the one running preempts it when it
+// wakes (PREEMPT_SHORT), so a ring that wakes on a CPU where a TLS worker
+// is signing gets the CPU back at once instead of after the worker's
+// slice. False where the kernel refuses it.
+bool SetSchedulerSlice(uint32_t us) {
+  // struct sched_attr (linux/sched/types.h, which clashes with glibc's
+  // sched.h).
+  struct {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime;
+    uint64_t sched_deadline;
+    uint64_t sched_period;
+  } attr{};
+  attr.size = sizeof(attr);
+  attr.sched_policy = SCHED_OTHER;
+  attr.sched_runtime = uint64_t{us} * 1000;
+  return syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+}
+
 }  // namespace
 
 EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router& router,
                      worker::WorkerPool* workers, int listen_fd, int signal_fd,
                      std::function<void(int)> on_signal, int access_log_fd,
-                     const tls::TlsContextSource* tls, int plain_listen_fd)
+                     const tls::TlsContextSource* tls, int plain_listen_fd,
+                     worker::WorkerPool* tls_workers)
     : index_(index),
       config_(config),
       router_(router),
@@ -62,6 +90,7 @@ EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router
       signal_fd_(signal_fd),
       on_signal_(std::move(on_signal)),
       plain_listen_fd_(plain_listen_fd),
+      tls_workers_(tls_workers),
       tls_source_(tls),
       access_log_fd_(access_log_fd) {}
 
@@ -83,6 +112,9 @@ uint64_t EventLoop::NowTick() const {
 }
 
 absl::Status EventLoop::Init() {
+  if (config_.tls.enabled() && config_.tls.ring_slice_us > 0) {
+    ring_slice_ = SetSchedulerSlice(config_.tls.ring_slice_us);
+  }
   if (config_.pin_cpus) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -172,22 +204,23 @@ absl::Status EventLoop::Init() {
         !s.ok()) {
       return s;
     }
-    // Full handshakes that sign with an RSA key (~0.3-1 ms each, long
-    // enough to hold up every connection of this ring) run that step on a
-    // worker, like a SLOW request (README, HTTPS).
+    // A full handshake's expensive step (key exchange, and the signature:
+    // 20 us for ECDSA P-256, 0.3-1 ms for RSA-2048) would hold up every
+    // connection of this ring: it runs on a TLS worker, like a SLOW request
+    // (README, HTTPS).
     using Gate = tls::HandshakeGate::Mode;
     const Gate gate = config_.tls.offload == tls::TlsSettings::Offload::kOn    ? Gate::kOffloadAll
                       : config_.tls.offload == tls::TlsSettings::Offload::kOff ? Gate::kInline
                                                                                : Gate::kOffloadRsa;
     tls::TlsLayer::SubmitJob submit;
-    if (workers_ != nullptr) {
+    if (tls_workers_ != nullptr) {
       submit = [this](uint32_t slot, worker::WorkerJob* job) {
         job->ring = worker::RingAddress{ring_->fd(), mailbox_.get()};
         worker::SlowTask t;
         t.job = job;
         t.user_data = UserData(Op::kTlsJob, slot);
         t.enqueued_ns = SteadyNs();
-        return workers_->Submit(t);
+        return tls_workers_->Submit(t);
       };
     }
     tls_ = std::make_unique<tls::TlsLayer>(static_cast<http1::ConnectionHost*>(this), capacity_,
@@ -255,6 +288,10 @@ std::string EventLoop::Features() const {
       absl::StrAppend(&f, "+splice>=", config_.file_splice_min_bytes);
     }
     absl::StrAppend(&f, ")");
+  }
+  if (config_.tls.enabled() && config_.tls.ring_slice_us > 0) {
+    absl::StrAppend(&f, ring_slice_ ? ",sched-slice=" : ",no-sched-slice(kernel<6.12)=",
+                    config_.tls.ring_slice_us, "us");
   }
   if (workers_ != nullptr) {
     absl::StrAppend(&f, ",msg-ring",

@@ -61,7 +61,8 @@ class EventLoop final : private http1::ConnectionHost {
   EventLoop(int index, const ServerConfig& config, const router::Router& router,
             worker::WorkerPool* workers, int listen_fd, int signal_fd,
             std::function<void(int)> on_signal, int access_log_fd = -1,
-            const tls::TlsContextSource* tls = nullptr, int plain_listen_fd = -1);
+            const tls::TlsContextSource* tls = nullptr, int plain_listen_fd = -1,
+            worker::WorkerPool* tls_workers = nullptr);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -198,6 +199,7 @@ class EventLoop final : private http1::ConnectionHost {
   // With TLS, an optional plain-HTTP listener beside it (--plain-port):
   // its connections are never attached to the TLS layer.
   const int plain_listen_fd_;
+  worker::WorkerPool* const tls_workers_;  // handshake steps (null: on the ring)
   Acceptor plain_acceptor_;
   uint32_t table_used_ = 0;  // fixed-file entries holding a socket (both acceptors)
   TimerWheel timers_;
@@ -209,6 +211,7 @@ class EventLoop final : private http1::ConnectionHost {
 
   bool stopping_ = false;
   bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
+  bool ring_slice_ = false;  // the ring thread has its short scheduler slice
   uint64_t stop_deadline_tick_ = 0;
   char signal_buf_[128];  // a signalfd_siginfo
 

@@ -52,6 +52,7 @@ enum LongOnly {
   kTlsTicketRotation,
   kTlsOffload,
   kPlainPort,
+  kTlsWorkers,
 };
 
 const option kLongOptions[] = {
@@ -102,6 +103,7 @@ const option kLongOptions[] = {
     {"tls-ticket-rotation", required_argument, nullptr, kTlsTicketRotation},
     {"tls-offload", required_argument, nullptr, kTlsOffload},
     {"plain-port", required_argument, nullptr, kPlainPort},
+    {"tls-workers", required_argument, nullptr, kTlsWorkers},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -245,8 +247,11 @@ std::string UsageText(const char* program) {
       "                             closed\n"
       "      --tls-ticket-rotation=t  1h: session-ticket keys are replaced this often (the\n"
       "                             previous key still opens tickets for one more period)\n"
-      "      --tls-offload=auto|on|off  Full handshakes' signatures on the worker pool:\n"
-      "                             auto = for RSA certificates (auto)\n\n"
+      "      --tls-offload=on|rsa|off  Full handshakes' key exchange and signature on\n"
+      "                             the TLS workers: for every certificate, RSA ones\n"
+      "                             only, or never (on)\n"
+      "      --tls-workers=num      TLS handshake threads, below the rings' priority\n"
+      "                             (one per accept thread; 0: handshakes on the rings)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker), GET /test/bytes?N, POST /test/echo (the body back), POST /test/sink\n"
       "(a streamed body of any size, answered with its length), GET\n"
@@ -417,6 +422,11 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         }
         break;
       }
+      case kTlsWorkers:
+        n = ParseNumber(code, optarg, 0, 1024);
+        if (!n.ok()) return n.status();
+        options.config.tls.workers = static_cast<int>(*n);
+        break;
       case kPlainPort:
         n = ParseNumber(code, optarg, 0, 65535);
         if (!n.ok()) return n.status();
@@ -436,13 +446,13 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
       }
       case kTlsOffload: {
         const std::string_view v(optarg);
-        if (v != "auto" && v != "on" && v != "off") {
+        if (v != "on" && v != "rsa" && v != "off") {
           return absl::InvalidArgumentError(absl::StrCat(
-              "invalid value '", optarg, "' for --tls-offload: expected auto, on or off"));
+              "invalid value '", optarg, "' for --tls-offload: expected on, rsa or off"));
         }
         options.config.tls.offload = v == "on"    ? tls::TlsSettings::Offload::kOn
                                      : v == "off" ? tls::TlsSettings::Offload::kOff
-                                                  : tls::TlsSettings::Offload::kAuto;
+                                                  : tls::TlsSettings::Offload::kRsa;
         break;
       }
       case kSqpoll:

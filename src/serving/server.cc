@@ -130,12 +130,24 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     workers_->Start();
   }
 
+  if (config_.tls.enabled() && config_.tls.offload != tls::TlsSettings::Offload::kOff) {
+    const int n = config_.tls.workers < 0 ? config_.accept_threads : config_.tls.workers;
+    if (n > 0) {
+      // At most one handshake step in flight per connection.
+      const uint64_t slots = uint64_t{config_.accept_capacity} * config_.accept_threads;
+      tls_workers_ = std::make_unique<worker::WorkerPool>(
+          static_cast<size_t>(n), std::clamp<uint64_t>(slots, 1024, 1 << 16), config_.limits,
+          /*batch_sched=*/true, config_.tls.workers_nice, "uring-tls");
+      tls_workers_->Start();
+    }
+  }
+
   for (int i = 0; i < config_.accept_threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
         i, config_, router_, workers_.get(), listeners_[i].fd(), i == 0 ? signal_fd_ : -1,
         [this](int signo) { OnSignal(signo); }, access_log_fd_,
         config_.tls.enabled() ? &tls_source_ : nullptr,
-        plain_listeners_.empty() ? -1 : plain_listeners_[i].fd()));
+        plain_listeners_.empty() ? -1 : plain_listeners_[i].fd(), tls_workers_.get()));
   }
 
   // Each ring is created on the thread that owns it (SINGLE_ISSUER).
@@ -171,6 +183,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   for (std::thread& t : threads) t.join();
   // Every connection is closed, so no task is queued any more.
   if (workers_ != nullptr) workers_->Stop();
+  if (tls_workers_ != nullptr) tls_workers_->Stop();
   for (io::Listener& l : listeners_) l.Close();
   for (io::Listener& l : plain_listeners_) l.Close();
   return first_error;

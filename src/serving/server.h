@@ -105,6 +105,7 @@ class Server {
   std::vector<io::Listener> plain_listeners_;
   std::atomic<uint16_t> plain_port_{0};
   std::unique_ptr<worker::WorkerPool> workers_;
+  std::unique_ptr<worker::WorkerPool> tls_workers_;  // handshake steps
   std::vector<std::unique_ptr<EventLoop>> loops_;
   std::atomic<uint16_t> port_{0};
   std::atomic<bool> ready_{false};

@@ -27,11 +27,23 @@ struct TlsSettings {
   // Session-ticket keys are replaced this often; tickets made with the key
   // before are still accepted (and renewed) for one more period.
   uint32_t ticket_key_rotation_s = 3600;
-  // Handshake steps that sign with the certificate's key (the expensive
-  // step of a full handshake) go to the worker pool when the key is RSA
-  // ("auto"), always ("on") or never ("off"), see README (HTTPS).
-  enum class Offload : uint8_t { kAuto, kOn, kOff };
-  Offload offload = Offload::kAuto;
+  // Full handshakes' expensive step (key exchange and the signature with
+  // the certificate's key) runs on the TLS workers: for every certificate
+  // ("on"), only RSA ones ("rsa"), or never ("off": on the ring), see
+  // README (HTTPS).
+  enum class Offload : uint8_t { kOn, kRsa, kOff };
+  Offload offload = Offload::kOn;
+  // The TLS workers: a pool of their own (not the SLOW handlers', whose
+  // FIFO queue may be full of tasks that block), at a lower priority than
+  // the rings so that a ring thread always gets its CPU back at once.
+  // -1: one per accept thread; 0: none (handshakes run on the rings).
+  int workers = -1;
+  int workers_nice = 19;
+  // The ring threads ask the scheduler for this short a slice (Linux
+  // 6.12+), so that one that wakes preempts a TLS worker on its CPU at
+  // once: keep-alive latency beside a flood of handshakes (README, HTTPS).
+  // 0: the kernel's default.
+  uint32_t ring_slice_us = 100;
 
   bool enabled() const { return !certificates.empty(); }
 };

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -28,10 +30,12 @@ int64_t NowNs() {
 }  // namespace
 
 WorkerPool::WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits,
-                       bool batch_sched)
+                       bool batch_sched, int nice, const char* name)
     : num_threads_(threads),
       limits_(limits),
       batch_sched_(batch_sched),
+      nice_(nice),
+      name_(name),
       queue_(queue_capacity),
       stats_(std::make_unique<WorkerStats[]>(threads)) {
   sem_init(&tokens_, /*pshared=*/0, 0);
@@ -156,8 +160,13 @@ void WorkerPool::WorkerMain(size_t index) {
     const sched_param param{};
     (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
   }
+  if (nice_ > 0) {
+    // A lower priority (always allowed): a ring thread that wakes on the
+    // same CPU runs first, and this pool takes what the rings leave.
+    (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), nice_);
+  }
   // Named once its policy is set: a thread called uring-worker has it.
-  pthread_setname_np(pthread_self(), "uring-worker");
+  pthread_setname_np(pthread_self(), name_);
   WorkerStats& stats = stats_[index];
   for (;;) {
     while (sem_wait(&tokens_) != 0) {

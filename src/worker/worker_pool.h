@@ -44,8 +44,10 @@ struct WorkerPoolStats {
 class WorkerPool {
  public:
   // `batch_sched`: the workers run as SCHED_BATCH (see WorkerMain).
+  // `nice` > 0: and at that lower priority (a pool whose jobs must yield
+  // the CPU to the rings, such as TLS handshakes). `name`: the threads'.
   WorkerPool(size_t threads, size_t queue_capacity, const http::ParseLimits& limits,
-             bool batch_sched = false);
+             bool batch_sched = false, int nice = 0, const char* name = "uring-worker");
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -87,6 +89,8 @@ class WorkerPool {
   const size_t num_threads_;
   const http::ParseLimits limits_;
   const bool batch_sched_;
+  const int nice_;
+  const char* const name_;
   http::CompressionOptions compression_;
   MpmcQueue<SlowTask> queue_;
   sem_t tokens_;
