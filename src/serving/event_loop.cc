@@ -208,10 +208,12 @@ absl::Status EventLoop::Init() {
     // 20 us for ECDSA P-256, 0.3-1 ms for RSA-2048) would hold up every
     // connection of this ring: it runs on a TLS worker, like a SLOW request
     // (README, HTTPS).
+    using Offload = tls::TlsSettings::Offload;
     using Gate = tls::HandshakeGate::Mode;
-    const Gate gate = config_.tls.offload == tls::TlsSettings::Offload::kOn    ? Gate::kOffloadAll
-                      : config_.tls.offload == tls::TlsSettings::Offload::kOff ? Gate::kInline
-                                                                               : Gate::kOffloadRsa;
+    const Offload offload = config_.tls.offload;
+    const Gate gate = offload == Offload::kOff   ? Gate::kInline
+                      : offload == Offload::kRsa ? Gate::kOffloadRsa
+                                                 : Gate::kOffloadAll;
     tls::TlsLayer::SubmitJob submit;
     if (tls_workers_ != nullptr) {
       submit = [this](uint32_t slot, worker::WorkerJob* job) {
@@ -226,7 +228,7 @@ absl::Status EventLoop::Init() {
     tls_ = std::make_unique<tls::TlsLayer>(static_cast<http1::ConnectionHost*>(this), capacity_,
                                            &tls_buffers_, &env_, &stats_.tls,
                                            config_.tls.handshake_timeout_ms, gate,
-                                           std::move(submit));
+                                           std::move(submit), offload == Offload::kAuto);
     tls_context_ = tls_source_->Get();
     tls_generation_ = tls_source_->generation();
   }
@@ -439,6 +441,10 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
           const uint16_t bid = static_cast<uint16_t>(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
           tls_->OnRecv(slot, group.Buffer(bid), static_cast<size_t>(res), more);
           group.Recycle(bid);  // decrypted or dropped by now
+          // A handshake step just ran here (~0.2-0.7 ms): its flight goes
+          // to the kernel now rather than after the rest of this batch,
+          // which may hold more of them, so the client works meanwhile.
+          if (tls_->TakeSubmitNow()) io_uring_submit(ring_->raw());
         } else if (!more) {
           if (res == -ENOBUFS) {
             stats_.recv_nobufs.Add();

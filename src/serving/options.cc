@@ -247,9 +247,10 @@ std::string UsageText(const char* program) {
       "                             closed\n"
       "      --tls-ticket-rotation=t  1h: session-ticket keys are replaced this often (the\n"
       "                             previous key still opens tickets for one more period)\n"
-      "      --tls-offload=on|rsa|off  Full handshakes' key exchange and signature on\n"
-      "                             the TLS workers: for every certificate, RSA ones\n"
-      "                             only, or never (on)\n"
+      "      --tls-offload=auto|on|rsa|off  Full handshakes' key exchange and signature\n"
+      "                             on the TLS workers: while the ring's connections are\n"
+      "                             reused (auto), always, for RSA certificates only, or\n"
+      "                             never\n"
       "      --tls-workers=num      TLS handshake threads, below the rings' priority\n"
       "                             (one per accept thread; 0: handshakes on the rings)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
@@ -446,13 +447,14 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
       }
       case kTlsOffload: {
         const std::string_view v(optarg);
-        if (v != "on" && v != "rsa" && v != "off") {
+        if (v != "auto" && v != "on" && v != "rsa" && v != "off") {
           return absl::InvalidArgumentError(absl::StrCat(
-              "invalid value '", optarg, "' for --tls-offload: expected on, rsa or off"));
+              "invalid value '", optarg, "' for --tls-offload: expected auto, on, rsa or off"));
         }
         options.config.tls.offload = v == "on"    ? tls::TlsSettings::Offload::kOn
                                      : v == "off" ? tls::TlsSettings::Offload::kOff
-                                                  : tls::TlsSettings::Offload::kRsa;
+                                     : v == "rsa" ? tls::TlsSettings::Offload::kRsa
+                                                  : tls::TlsSettings::Offload::kAuto;
         break;
       }
       case kSqpoll:

@@ -32,7 +32,8 @@ bool LooksLikeHttp(char c) { return c >= 'A' && c <= 'Z'; }
 
 TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
                    const http1::ConnectionEnv* env, TlsStats* stats,
-                   uint32_t handshake_timeout_ms, HandshakeGate::Mode gate, SubmitJob submit)
+                   uint32_t handshake_timeout_ms, HandshakeGate::Mode gate, SubmitJob submit,
+                   bool adaptive)
     : below_(below),
       capacity_(capacity),
       buffers_(buffers),
@@ -44,6 +45,7 @@ TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPoo
       jobs_(std::make_unique<HandshakeJob[]>(capacity)),
       gate_mode_(submit ? gate : HandshakeGate::Mode::kInline),
       submit_(std::move(submit)),
+      adaptive_(adaptive),
       scratch_(std::make_unique<char[]>(kScratchBytes)),
       scratch_bytes_(kScratchBytes),
       gather_(std::make_unique<char[]>(kGatherBytes)) {
@@ -62,6 +64,7 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
   URING_CHECK(l.conn == nullptr);
   l = Link();
   l.conn = conn;
+  ++handshaking_;  // a new Link's phase
   sessions_[slot].Start(ssl);
   HandshakeJob& job = jobs_[slot];
   job.gate.mode = gate_mode_;
@@ -83,6 +86,7 @@ bool TlsLayer::Freeable(uint32_t slot) const {
 
 void TlsLayer::Release(uint32_t slot) {
   Link& l = links_[slot];
+  SetPhase(l, Phase::kFailed);  // out of the counts
   sessions_[slot].Reset();
   if (l.out != nullptr) buffers_->Release(l.out);
   if (l.stash != nullptr) buffers_->Release(l.stash);
@@ -258,11 +262,22 @@ void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
   Link& l = links_[slot];
   TlsSession& s = sessions_[slot];
   EnsureOutput(slot);
+  const bool handshaking = !s.handshake_done();
+  if (handshaking && adaptive_ && gate_mode_ != HandshakeGate::Mode::kInline) {
+    // A signature on the ring holds up the requests of connections that
+    // are being reused (keep-alive, streams); when new connections are all
+    // the ring serves, running it here saves the worker round trip and is
+    // faster for everyone (README, HTTPS).
+    const bool reuse_lately = env_->now_tick <= last_reuse_tick_ + kReuseWindowTicks;
+    jobs_[slot].gate.mode = reuse_lately ? gate_mode_ : HandshakeGate::Mode::kInline;
+  }
+  const size_t output_before = s.output_len();
   const char* in = data;
   for (;;) {
     size_t plain = 0;
     const TlsSession::Status st = s.Feed(in, len, scratch_.get(), scratch_bytes_, &plain);
     in = nullptr;
+    if (handshaking && !l.offloaded && s.output_len() > output_before) submit_now_ = true;
     if (s.TakeHandshakeCompleted()) HandshakeDone(slot);
     if (plain > 0) Deliver(slot, plain);
     if (l.close_asked) return;
@@ -358,12 +373,24 @@ void TlsLayer::Deliver(uint32_t slot, size_t len) {
   // like the ones a cancelled kernel receive still delivers.
   const bool ended = l.virt == Recv::kArmed && l.virt_once;
   if (ended) l.virt = Recv::kOff;
+  // Bytes on a connection that had bytes before: it is being reused.
+  if (l.delivered) last_reuse_tick_ = env_->now_tick;
+  l.delivered = true;
   l.conn->OnRecv(scratch_.get(), len, ended);
+}
+
+void TlsLayer::SetPhase(Link& l, Phase phase) {
+  if (l.phase == phase) return;
+  if (l.phase == Phase::kHandshake) --handshaking_;
+  if (l.phase == Phase::kOpen) --established_;
+  if (phase == Phase::kHandshake) ++handshaking_;
+  if (phase == Phase::kOpen) ++established_;
+  l.phase = phase;
 }
 
 void TlsLayer::HandshakeDone(uint32_t slot) {
   Link& l = links_[slot];
-  l.phase = Phase::kOpen;
+  SetPhase(l, Phase::kOpen);
   SSL* ssl = sessions_[slot].ssl();
   stats_->handshakes.Add();
   if (SSL_session_reused(ssl)) stats_->resumed.Add();
@@ -476,7 +503,7 @@ void TlsLayer::OnBatchEnd(uint32_t slot) {
 void TlsLayer::Fail(uint32_t slot, Failure why) {
   Link& l = links_[slot];
   const bool handshaking = l.phase == Phase::kHandshake;
-  l.phase = Phase::kFailed;
+  SetPhase(l, Phase::kFailed);
   switch (why) {
     case Failure::kTimeout:
       stats_->failed_timeout.Add();
@@ -568,7 +595,7 @@ void TlsLayer::OnDeadline(uint32_t slot) {
     } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
       // Draining: a connection still in its handshake has sent no request,
       // so it gets the idle connections' grace, not the whole timeout.
-      l.phase = Phase::kFailed;
+      SetPhase(l, Phase::kFailed);
       l.conn->Abort();
     } else {
       below_->SetDeadline(slot, HandshakeDeadline(l));

@@ -57,9 +57,14 @@ class TlsLayer final : public http1::ConnectionHost {
   // as OnJobDone(slot). False: the queue is full (the step runs inline).
   using SubmitJob = std::function<bool(uint32_t slot, worker::WorkerJob* job)>;
   // `submit` null, or `gate` kInline: every handshake runs on the ring.
+  // `adaptive`: `gate` applies only while the ring's connections are
+  // being reused (a second delivery of bytes on one, within the last
+  // second: keep-alive requests a signature would hold up); otherwise
+  // handshakes run inline (TlsSettings::Offload::kAuto).
   TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
            const http1::ConnectionEnv* env, TlsStats* stats, uint32_t handshake_timeout_ms,
-           HandshakeGate::Mode gate = HandshakeGate::Mode::kInline, SubmitJob submit = nullptr);
+           HandshakeGate::Mode gate = HandshakeGate::Mode::kInline, SubmitJob submit = nullptr,
+           bool adaptive = false);
   ~TlsLayer();
   TlsLayer(const TlsLayer&) = delete;
   TlsLayer& operator=(const TlsLayer&) = delete;
@@ -84,6 +89,15 @@ class TlsLayer final : public http1::ConnectionHost {
   void OnBatchEnd(uint32_t slot);
   // The worker finished the handshake step it was given (MSG_RING).
   void OnJobDone(uint32_t slot);
+  // A handshake step ran on the ring during the last event: its flight
+  // should go to the kernel at once (once; the loop submits).
+  bool TakeSubmitNow() {
+    const bool s = submit_now_;
+    submit_now_ = false;
+    return s;
+  }
+  uint32_t handshaking() const { return handshaking_; }
+  uint32_t established() const { return established_; }
   // Nothing of the slot is with the kernel any more (and the connection
   // agrees: Connection::Freeable).
   bool Freeable(uint32_t slot) const;
@@ -150,6 +164,7 @@ class TlsLayer final : public http1::ConnectionHost {
     bool batch_asked = false;   // the loop's AfterBatch is asked for this slot
     bool conn_batch = false;    // ... and the connection asked for it too
     bool seen_bytes = false;
+    bool delivered = false;     // plaintext went to the connection before
     // Output: out[sent..session.output_len()) is still to go.
     char* out = nullptr;
     size_t sent = 0;
@@ -204,6 +219,9 @@ class TlsLayer final : public http1::ConnectionHost {
   void SyncRecv(uint32_t slot);
   void FinishClose(uint32_t slot);
   void MaybeShutdown(uint32_t slot);
+  // Every phase change goes through here (the counts the adaptive gate
+  // reads).
+  void SetPhase(Link& l, Phase phase);
   uint64_t HandshakeDeadline(const Link& l) const;
   void AskBatch(uint32_t slot);
   void EndVirtual(uint32_t slot, int res);
@@ -223,6 +241,14 @@ class TlsLayer final : public http1::ConnectionHost {
   std::unique_ptr<HandshakeJob[]> jobs_;
   const HandshakeGate::Mode gate_mode_;
   const SubmitJob submit_;
+  const bool adaptive_;
+  uint32_t handshaking_ = 0;  // attached links in their handshake
+  uint32_t established_ = 0;  // attached links past it
+  bool submit_now_ = false;
+  // The last tick a connection was reused (adaptive offload), and for how
+  // long that counts.
+  static constexpr uint64_t kReuseWindowTicks = 10;
+  uint64_t last_reuse_tick_ = 0;
   std::unique_ptr<char[]> scratch_;  // decrypted bytes, handed to a connection
   size_t scratch_bytes_ = 0;
   std::unique_ptr<char[]> gather_;   // small sends of several pieces: one record

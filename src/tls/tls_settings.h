@@ -27,12 +27,15 @@ struct TlsSettings {
   // Session-ticket keys are replaced this often; tickets made with the key
   // before are still accepted (and renewed) for one more period.
   uint32_t ticket_key_rotation_s = 3600;
-  // Full handshakes' expensive step (key exchange and the signature with
-  // the certificate's key) runs on the TLS workers: for every certificate
-  // ("on"), only RSA ones ("rsa"), or never ("off": on the ring), see
-  // README (HTTPS).
-  enum class Offload : uint8_t { kOn, kRsa, kOff };
-  Offload offload = Offload::kOn;
+  // Where a full handshake's expensive step (key exchange and the
+  // signature with the certificate's key) runs: on the TLS workers while
+  // the ring's connections are being reused (keep-alive requests that a
+  // signature on the ring would hold up), else on the ring, which saves the
+  // worker round trip ("auto"); always on the workers ("on"); for RSA
+  // certificates only ("rsa"); never ("off"). See README (HTTPS) for the
+  // measurements of each.
+  enum class Offload : uint8_t { kAuto, kOn, kRsa, kOff };
+  Offload offload = Offload::kAuto;
   // The TLS workers: a pool of their own (not the SLOW handlers', whose
   // FIFO queue may be full of tasks that block), at a lower priority than
   // the rings so that a ring thread always gets its CPU back at once.

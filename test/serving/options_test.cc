@@ -445,6 +445,56 @@ TEST(OptionsTest, MissingValuesAreNamed) {
   ExpectError({"-v", "--workers"}, "--workers");
 }
 
+TEST(OptionsTest, TlsIsOffUnlessACertificateIsGiven) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok());
+  EXPECT_FALSE(options->config.tls.enabled());
+  EXPECT_EQ(options->config.plain_port, -1);
+  EXPECT_EQ(options->config.tls.handshake_timeout_ms, 10000u);
+  EXPECT_EQ(options->config.tls.offload, tls::TlsSettings::Offload::kAuto);
+  EXPECT_EQ(options->config.tls.workers, -1);
+}
+
+TEST(OptionsTest, TlsCertificatePairsInOrder) {
+  absl::StatusOr<Options> options =
+      Parse({"--tls-cert=a.pem", "--tls-key=a.key", "--tls-cert", "b.pem", "--tls-key", "b.key",
+             "--plain-port=8080", "--handshake-timeout=2s", "--tls-ticket-rotation=10m",
+             "--tls-offload=rsa", "--tls-workers=3"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const tls::TlsSettings& t = options->config.tls;
+  ASSERT_EQ(t.certificates.size(), 2u);
+  EXPECT_EQ(t.certificates[0].cert_path, "a.pem");
+  EXPECT_EQ(t.certificates[0].key_path, "a.key");
+  EXPECT_EQ(t.certificates[1].cert_path, "b.pem");
+  EXPECT_EQ(t.certificates[1].key_path, "b.key");
+  EXPECT_EQ(options->config.plain_port, 8080);
+  EXPECT_EQ(t.handshake_timeout_ms, 2000u);
+  EXPECT_EQ(t.ticket_key_rotation_s, 600u);
+  EXPECT_EQ(t.offload, tls::TlsSettings::Offload::kRsa);
+  EXPECT_EQ(t.workers, 3);
+  EXPECT_EQ(Parse({"--tls-cert=a", "--tls-key=b", "--tls-offload=off"})->config.tls.offload,
+            tls::TlsSettings::Offload::kOff);
+  EXPECT_EQ(Parse({"--tls-cert=a", "--tls-key=b", "--tls-offload=on"})->config.tls.offload,
+            tls::TlsSettings::Offload::kOn);
+  EXPECT_EQ(Parse({"--tls-cert=a", "--tls-key=b", "--tls-offload=auto"})->config.tls.offload,
+            tls::TlsSettings::Offload::kAuto);
+  EXPECT_EQ(Parse({"--tls-cert=a", "--tls-key=b", "--plain-port=0"})->config.plain_port, 0);
+}
+
+TEST(OptionsTest, TlsMistakesAreNamed) {
+  ExpectError({"--tls-cert=a.pem"}, "--tls-cert a.pem has no --tls-key");
+  ExpectError({"--tls-cert=a.pem", "--tls-cert=b.pem", "--tls-key=b.key"},
+              "--tls-cert a.pem has no --tls-key");
+  ExpectError({"--tls-key=a.key"}, "--tls-key a.key has no --tls-cert");
+  ExpectError({"--tls-cert=a", "--tls-key=b", "--tls-key=c"}, "--tls-key c has no --tls-cert");
+  ExpectError({"--tls-cert="}, "--tls-cert needs a file");
+  ExpectError({"--plain-port=8080"}, "--plain-port goes with --tls-cert");
+  ExpectError({"--tls-cert=a", "--tls-key=b", "--plain-port=65536"}, "--plain-port");
+  ExpectError({"--tls-offload=always"}, "expected auto, on, rsa or off");
+  ExpectError({"--tls-workers=-1"}, "--tls-workers");
+  ExpectError({"--handshake-timeout=soon"}, "--handshake-timeout");
+}
+
 TEST(OptionsTest, StrayPositionalArgumentsAreRejected) {
   ExpectError({"extra"}, "'extra'");
   ExpectError({"-p", "1", "extra"}, "'extra'");

@@ -76,7 +76,7 @@ class TlsLayerTest : public ::testing::Test {
   void SetUp() override { Build(HandshakeGate::Mode::kInline, false); }
 
   // The loop's part: the environment, the layer below the connection.
-  void Build(HandshakeGate::Mode gate, bool with_workers) {
+  void Build(HandshakeGate::Mode gate, bool with_workers, bool adaptive = false) {
     router_ = TestRouter();
     arena_ = *io::Arena::Create(256 * 4096 + 8192);
     ASSERT_TRUE(chunks_.Init(arena_, 4096, 256).ok());
@@ -102,7 +102,8 @@ class TlsLayerTest : public ::testing::Test {
       };
     }
     layer_ = std::make_unique<TlsLayer>(&below_, 1, &tls_buffers_, &env_, &stats_,
-                                        /*handshake_timeout_ms=*/2000, gate, std::move(submit));
+                                        /*handshake_timeout_ms=*/2000, gate, std::move(submit),
+                                        adaptive);
     env_.host = layer_.get();
     client_ctx_ = ClientContext({TheCerts().ec.x509()});
     client_ = std::make_unique<Peer>(NewClientSsl(client_ctx_.get()));
@@ -487,6 +488,54 @@ TEST_F(TlsLayerOffloadTest, FullQueueRunsTheStepInline) {
   Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
   Pump();
   EXPECT_EQ(ParseReplies(client_->received).size(), 1u);
+}
+
+class TlsLayerAdaptiveTest : public TlsLayerOffloadTest {
+ protected:
+  void SetUp() override { Build(HandshakeGate::Mode::kOffloadAll, true, /*adaptive=*/true); }
+};
+
+TEST_F(TlsLayerAdaptiveTest, InlineUntilConnectionsAreReused) {
+  // New connections are all the ring serves: the step runs here.
+  Open();
+  Handshake();
+  EXPECT_TRUE(jobs_.empty());
+  EXPECT_EQ(stats_.offloaded.Get(), 0u);
+  // A second request on the connection: it is being reused, and a
+  // signature on the ring would hold it up.
+  for (int i = 0; i < 2; ++i) {
+    Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+    Pump();
+  }
+  ASSERT_TRUE(client_->session.CloseNotify());
+  Pump();
+  ASSERT_TRUE(Finished());
+  layer_->Release(0);
+  conn_.Release();
+  below_ = FakeHost();
+  close_delivered_ = false;
+  client_ = std::make_unique<Peer>(NewClientSsl(client_ctx_.get()));
+  Open();
+  client_->Feed("", 0);
+  ClientSends();
+  ASSERT_EQ(jobs_.size(), 1u) << "the next handshake's step went to a worker";
+  RunJob();
+  Pump();
+  EXPECT_TRUE(client_->session.handshake_done());
+  // A second later with no reuse, handshakes run here again.
+  ASSERT_TRUE(client_->session.CloseNotify());
+  Pump();
+  ASSERT_TRUE(Finished());
+  layer_->Release(0);
+  conn_.Release();
+  below_ = FakeHost();
+  close_delivered_ = false;
+  env_.now_tick += 20;
+  client_ = std::make_unique<Peer>(NewClientSsl(client_ctx_.get()));
+  Open();
+  Handshake();
+  EXPECT_TRUE(jobs_.empty());
+  EXPECT_EQ(stats_.offloaded.Get(), 1u);
 }
 
 }  // namespace
