@@ -1,3 +1,6 @@
+// The TLS layer: a connection's life on it, its input (the kernel's
+// receive and the connection's), failures and closing. Output is in
+// tls_layer_output.cc, the handshake offload in tls_layer_offload.cc.
 #include "src/tls/tls_layer.h"
 
 #include <cerrno>
@@ -17,9 +20,6 @@ constexpr char kPlainHttpHead[] =
     "Connection: close\r\n"
     "Content-Length: ";
 
-// Small sends of several pieces (a head and a body) are gathered into one
-// record rather than one record per piece.
-constexpr size_t kGatherBytes = 16 * 1024;
 // Plaintext decrypted per pass; a receive buffer's worth plus a record
 // OpenSSL kept from before always fits, so one pass is the common case.
 constexpr size_t kScratchBytes = 64 * 1024;
@@ -91,132 +91,6 @@ void TlsLayer::Release(uint32_t slot) {
   if (l.out != nullptr) buffers_->Release(l.out);
   if (l.stash != nullptr) buffers_->Release(l.stash);
   l = Link();
-}
-
-// ---------------------------------------------------------------- output
-
-void TlsLayer::EnsureOutput(uint32_t slot) {
-  Link& l = links_[slot];
-  if (l.out != nullptr) return;
-  l.out = buffers_->Acquire();
-  l.sent = 0;
-  sessions_[slot].SetOutput(l.out, buffers_->chunk_size(), 0);
-}
-
-void TlsLayer::MaybeReleaseOutput(uint32_t slot) {
-  // A keep-alive connection between requests holds no output chunk.
-  Link& l = links_[slot];
-  if (l.out == nullptr || l.send_inflight || l.conn_send || l.close_issued || l.offloaded) {
-    return;
-  }
-  if (!l.write_dead && sessions_[slot].output_len() > l.sent) return;
-  buffers_->Release(l.out);
-  l.out = nullptr;
-  l.sent = 0;
-  sessions_[slot].SetOutput(nullptr, 0, 0);
-}
-
-void TlsLayer::EncryptConn(uint32_t slot) {
-  Link& l = links_[slot];
-  if (!l.conn_send || l.conn_encrypted) return;
-  if (l.phase != Phase::kOpen || l.write_dead) {
-    // Nothing can carry it (no handshake, or the socket failed): the send
-    // fails, as the kernel's would, after this event.
-    l.send_fail_owed = true;
-    AskBatch(slot);
-    return;
-  }
-  EnsureOutput(slot);
-  TlsSession& s = sessions_[slot];
-  size_t total = 0;
-  for (unsigned i = 0; i < l.conn_count; ++i) total += l.conn_iov[i].iov_len;
-  size_t taken = 0;
-  if (l.conn_count > 1 && total <= kGatherBytes) {
-    char* p = gather_.get();
-    for (unsigned i = 0; i < l.conn_count; ++i) {
-      std::memcpy(p, l.conn_iov[i].iov_base, l.conn_iov[i].iov_len);
-      p += l.conn_iov[i].iov_len;
-    }
-    taken = s.Encrypt(gather_.get(), total);
-  } else {
-    for (unsigned i = 0; i < l.conn_count; ++i) {
-      const size_t len = l.conn_iov[i].iov_len;
-      const size_t t = s.Encrypt(static_cast<const char*>(l.conn_iov[i].iov_base), len);
-      taken += t;
-      if (t < len) break;
-    }
-  }
-  if (s.failed()) {
-    l.write_dead = true;
-    l.send_fail_owed = true;
-    AskBatch(slot);
-    return;
-  }
-  if (taken == 0) return;  // no room until the send in flight completes
-  l.conn_taken = taken;
-  l.conn_encrypted = true;
-  l.conn_end = s.output_len();
-}
-
-void TlsLayer::Flush(uint32_t slot) {
-  Link& l = links_[slot];
-  if (l.send_inflight || l.close_issued || l.write_dead || l.offloaded) return;
-  const size_t n = pending_output(slot);
-  if (n == 0) return;
-  l.send_iov.iov_base = l.out + l.sent;
-  l.send_iov.iov_len = n;
-  l.send_inflight = true;
-  // One kernel send at a time: two on one socket could complete out of
-  // order, and records must leave in order.
-  below_->Send(slot, &l.send_iov, 1, /*zero_copy=*/false, &msg_, /*dont_wait=*/false);
-}
-
-void TlsLayer::OnSend(uint32_t slot, int res) {
-  Link& l = links_[slot];
-  URING_CHECK(l.send_inflight);
-  l.send_inflight = false;
-  if (l.final_send) {
-    // The last send, linked to the close: OnClosed follows.
-    if (l.conn_send) {
-      l.conn_send = false;
-      const int n = res == static_cast<int>(l.send_iov.iov_len) ? static_cast<int>(l.conn_taken)
-                    : res < 0                                 ? res
-                                                              : -EPIPE;
-      l.conn->OnSend(n, false);
-    }
-    return;
-  }
-  if (res < 0) {
-    l.write_dead = true;
-    if (l.phase == Phase::kHandshake && !l.close_asked) stats_->failed_peer_closed.Add();
-    if (l.conn_send) {
-      l.conn_send = false;
-      l.conn->OnSend(res, false);
-    } else if (!l.close_asked) {
-      l.conn->Abort();  // a handshake flight or an alert could not go: the peer is gone
-    }
-    if (l.close_asked) FinishClose(slot);
-    return;
-  }
-  l.sent += static_cast<size_t>(res);
-  if (l.offloaded) return;  // the worker appends to the output: Flush after OnJobDone
-  if (l.conn_send && l.conn_encrypted && l.sent >= l.conn_end) {
-    l.conn_send = false;
-    l.conn->OnSend(static_cast<int>(l.conn_taken), false);  // may send again
-  }
-  if (!l.send_inflight && l.out != nullptr && sessions_[slot].output_len() == l.sent) {
-    // Everything out: appends start at the front again.
-    sessions_[slot].ClearOutput();
-    l.sent = 0;
-  }
-  if (l.conn_send && !l.conn_encrypted) EncryptConn(slot);
-  if (l.close_asked) {
-    FinishClose(slot);
-    return;
-  }
-  Flush(slot);
-  MaybeShutdown(slot);
-  MaybeReleaseOutput(slot);
 }
 
 // ---------------------------------------------------------------- input
@@ -300,70 +174,6 @@ void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
         continue;  // on the ring after all: the gate lets it through now
     }
   }
-}
-
-bool TlsLayer::Offload(uint32_t slot) {
-  Link& l = links_[slot];
-  HandshakeJob& job = jobs_[slot];
-  TlsSession& s = sessions_[slot];
-  // Input left over after the ClientHello lives in a receive buffer the
-  // loop takes back after this event: then the step runs here.
-  if (s.input_left() == 0 && submit_) {
-    job.run = &TlsLayer::RunHandshake;
-    job.done.store(0, std::memory_order_relaxed);
-    job.gate.on_worker = true;
-    l.offloaded = true;
-    // The push onto the queue publishes the session (and everything the
-    // ring wrote to it) to the worker.
-    if (submit_(slot, &job)) {
-      stats_->offloaded.Add();
-      return true;
-    }
-    l.offloaded = false;
-  }
-  job.gate.on_worker = true;  // Feed's next Handshake() goes through the gate
-  return false;
-}
-
-void TlsLayer::RunHandshake(worker::WorkerJob* j) {
-  auto* job = static_cast<HandshakeJob*>(j);
-  // The expensive step: the ServerHello flight, its signature included.
-  job->result = job->session->Handshake();
-}
-
-void TlsLayer::OnJobDone(uint32_t slot) {
-  Link& l = links_[slot];
-  HandshakeJob& job = jobs_[slot];
-  // Pairs with the worker's release store: its writes to the session and
-  // the output are visible from here on.
-  URING_CHECK(l.offloaded && job.done.load(std::memory_order_acquire) == 1);
-  l.offloaded = false;
-  job.gate.on_worker = false;
-  TlsSession& s = sessions_[slot];
-  if (!l.close_asked) {
-    if (s.TakeHandshakeCompleted()) HandshakeDone(slot);
-    if (job.result == TlsSession::Status::kFailed) {
-      Fail(slot, Failure::kProtocol);
-    } else if (job.result == TlsSession::Status::kSuspended) {
-      Fail(slot, Failure::kProtocol);  // the gate paused a worker: cannot happen twice
-    } else if (l.stash_len > 0) {
-      const size_t n = l.stash_len;
-      l.stash_len = 0;
-      Feed(slot, l.stash, n);
-    }
-  }
-  if (l.stash != nullptr) {
-    buffers_->Release(l.stash);
-    l.stash = nullptr;
-    l.stash_len = 0;
-  }
-  if (l.close_asked) {
-    FinishClose(slot);
-    return;
-  }
-  SyncRecv(slot);
-  Flush(slot);
-  MaybeReleaseOutput(slot);
 }
 
 void TlsLayer::Deliver(uint32_t slot, size_t len) {
@@ -572,20 +382,6 @@ void TlsLayer::OnClosed(uint32_t slot) {
   l.conn->OnClosed();
 }
 
-void TlsLayer::MaybeShutdown(uint32_t slot) {
-  Link& l = links_[slot];
-  if (!l.shutdown_asked || l.send_inflight || l.offloaded || pending_output(slot) > 0) return;
-  l.shutdown_asked = false;
-  l.shutdown_inflight = true;
-  below_->ShutdownWrite(slot);
-}
-
-void TlsLayer::OnShutdownDone(uint32_t slot) {
-  Link& l = links_[slot];
-  l.shutdown_inflight = false;
-  l.conn->OnShutdownDone();
-}
-
 void TlsLayer::OnDeadline(uint32_t slot) {
   Link& l = links_[slot];
   if (l.phase == Phase::kHandshake && !l.close_asked) {
@@ -640,55 +436,6 @@ void TlsLayer::CancelRecv(uint32_t slot) {
   } else if (l.real != Recv::kCancelling) {
     AskBatch(slot);  // nothing of the kernel's to end: its end is owed
   }
-}
-
-void TlsLayer::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
-                    msghdr* msg, bool dont_wait) {
-  Link& l = links_[slot];
-  if (l.conn == nullptr) return below_->Send(slot, iov, count, zero_copy, msg, dont_wait);
-  // Zero-copy and don't-wait are ignored: the kernel sends our ciphertext,
-  // not the connection's pages, and the plaintext is ours once encrypted.
-  URING_CHECK(!l.conn_send);
-  l.conn_send = true;
-  l.conn_last = l.conn_encrypted = false;
-  l.conn_iov = iov;
-  l.conn_count = count;
-  l.conn_taken = l.conn_end = 0;
-  EncryptConn(slot);
-  Flush(slot);
-}
-
-void TlsLayer::SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count, msghdr* msg) {
-  Link& l = links_[slot];
-  if (l.conn == nullptr) return below_->SendLastAndClose(slot, iov, count, msg);
-  URING_CHECK(!l.conn_send);
-  l.conn_send = l.conn_last = true;
-  l.conn_encrypted = false;
-  l.conn_iov = iov;
-  l.conn_count = count;
-  l.conn_taken = l.conn_end = 0;
-  l.close_asked = true;
-  EncryptConn(slot);
-  if (l.phase == Phase::kOpen && !l.write_dead) sessions_[slot].CloseNotify();
-  FinishClose(slot);
-}
-
-void TlsLayer::CancelSend(uint32_t slot) {
-  Link& l = links_[slot];
-  if (l.conn == nullptr) return below_->CancelSend(slot);
-  if (l.send_inflight && !l.final_send) below_->CancelSend(slot);
-}
-
-void TlsLayer::ShutdownWrite(uint32_t slot) {
-  Link& l = links_[slot];
-  if (l.conn == nullptr) return below_->ShutdownWrite(slot);
-  l.shutdown_asked = true;
-  if (l.phase == Phase::kOpen && !l.write_dead) {
-    EnsureOutput(slot);
-    sessions_[slot].CloseNotify();  // before our FIN
-  }
-  Flush(slot);
-  MaybeShutdown(slot);
 }
 
 void TlsLayer::Close(uint32_t slot, bool recv_armed, bool send_inflight) {

@@ -24,6 +24,9 @@
 //
 // Slots of the loop not on a TLS listener pass straight through.
 //
+// tls_layer.cc: life, input, closing; tls_layer_output.cc: output;
+// tls_layer_offload.cc: handshake steps on the TLS workers.
+//
 // Thread-safety: the loop's ring thread.
 #ifndef URING_HTTP_SRC_TLS_TLS_LAYER_H_
 #define URING_HTTP_SRC_TLS_TLS_LAYER_H_
@@ -251,7 +254,10 @@ class TlsLayer final : public http1::ConnectionHost {
   uint64_t last_reuse_tick_ = 0;
   std::unique_ptr<char[]> scratch_;  // decrypted bytes, handed to a connection
   size_t scratch_bytes_ = 0;
-  std::unique_ptr<char[]> gather_;   // small sends of several pieces: one record
+  // Small sends of several pieces (a head and a body) are gathered into
+  // one record rather than one record per piece.
+  static constexpr size_t kGatherBytes = 16 * 1024;
+  std::unique_ptr<char[]> gather_;
   msghdr msg_{};                     // unused by single-iovec sends
 };
 
