@@ -157,6 +157,12 @@ class EventLoop final : private http1::ConnectionHost {
 
   uint64_t NowTick() const;
   io_uring_sqe* Sqe() { return ring_->GetSqe(); }
+  // ---- TLS (event_loop_tls.cc)
+  absl::Status InitTls();
+  void SetRingSlice();
+  // A socket completion of a TLS connection, given to the layer; false
+  // for the connection's own (file) completions.
+  bool OnTlsSocketEvent(Op op, uint32_t slot, const io_uring_cqe* cqe);
   // The slot's connection speaks TLS: its socket's events go to the layer.
   bool Tls(uint32_t slot) const { return tls_ != nullptr && tls_->attached(slot); }
   // A new connection's SSL, from the newest context (null: out of memory).
