@@ -64,7 +64,6 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
   URING_CHECK(l.conn == nullptr);
   l = Link();
   l.conn = conn;
-  ++handshaking_;  // a new Link's phase
   sessions_[slot].Start(ssl);
   HandshakeJob& job = jobs_[slot];
   job.gate.mode = gate_mode_;
@@ -86,7 +85,6 @@ bool TlsLayer::Freeable(uint32_t slot) const {
 
 void TlsLayer::Release(uint32_t slot) {
   Link& l = links_[slot];
-  SetPhase(l, Phase::kFailed);  // out of the counts
   sessions_[slot].Reset();
   if (l.out != nullptr) buffers_->Release(l.out);
   if (l.stash != nullptr) buffers_->Release(l.stash);
@@ -189,18 +187,9 @@ void TlsLayer::Deliver(uint32_t slot, size_t len) {
   l.conn->OnRecv(scratch_.get(), len, ended);
 }
 
-void TlsLayer::SetPhase(Link& l, Phase phase) {
-  if (l.phase == phase) return;
-  if (l.phase == Phase::kHandshake) --handshaking_;
-  if (l.phase == Phase::kOpen) --established_;
-  if (phase == Phase::kHandshake) ++handshaking_;
-  if (phase == Phase::kOpen) ++established_;
-  l.phase = phase;
-}
-
 void TlsLayer::HandshakeDone(uint32_t slot) {
   Link& l = links_[slot];
-  SetPhase(l, Phase::kOpen);
+  l.phase = Phase::kOpen;
   SSL* ssl = sessions_[slot].ssl();
   stats_->handshakes.Add();
   if (SSL_session_reused(ssl)) stats_->resumed.Add();
@@ -313,7 +302,7 @@ void TlsLayer::OnBatchEnd(uint32_t slot) {
 void TlsLayer::Fail(uint32_t slot, Failure why) {
   Link& l = links_[slot];
   const bool handshaking = l.phase == Phase::kHandshake;
-  SetPhase(l, Phase::kFailed);
+  l.phase = Phase::kFailed;
   switch (why) {
     case Failure::kTimeout:
       stats_->failed_timeout.Add();
@@ -391,7 +380,7 @@ void TlsLayer::OnDeadline(uint32_t slot) {
     } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
       // Draining: a connection still in its handshake has sent no request,
       // so it gets the idle connections' grace, not the whole timeout.
-      SetPhase(l, Phase::kFailed);
+      l.phase = Phase::kFailed;
       l.conn->Abort();
     } else {
       below_->SetDeadline(slot, HandshakeDeadline(l));

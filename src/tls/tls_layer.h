@@ -99,8 +99,6 @@ class TlsLayer final : public http1::ConnectionHost {
     submit_now_ = false;
     return s;
   }
-  uint32_t handshaking() const { return handshaking_; }
-  uint32_t established() const { return established_; }
   // Nothing of the slot is with the kernel any more (and the connection
   // agrees: Connection::Freeable).
   bool Freeable(uint32_t slot) const;
@@ -222,9 +220,6 @@ class TlsLayer final : public http1::ConnectionHost {
   void SyncRecv(uint32_t slot);
   void FinishClose(uint32_t slot);
   void MaybeShutdown(uint32_t slot);
-  // Every phase change goes through here (the counts the adaptive gate
-  // reads).
-  void SetPhase(Link& l, Phase phase);
   uint64_t HandshakeDeadline(const Link& l) const;
   void AskBatch(uint32_t slot);
   void EndVirtual(uint32_t slot, int res);
@@ -245,8 +240,6 @@ class TlsLayer final : public http1::ConnectionHost {
   const HandshakeGate::Mode gate_mode_;
   const SubmitJob submit_;
   const bool adaptive_;
-  uint32_t handshaking_ = 0;  // attached links in their handshake
-  uint32_t established_ = 0;  // attached links past it
   bool submit_now_ = false;
   // The last tick a connection was reused (adaptive offload), and for how
   // long that counts.
