@@ -17,10 +17,12 @@ int TicketKeysIndex() {
   return index;
 }
 
-int64_t NowSeconds() {
+// Milliseconds, not seconds: with whole seconds a key made late in one
+// second looks a period older than it is.
+int64_t NowMs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return ts.tv_sec;
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 
 bool SetMacKey(EVP_MAC_CTX* mac, const unsigned char* key) {
@@ -37,7 +39,7 @@ bool SetMacKey(EVP_MAC_CTX* mac, const unsigned char* key) {
 
 TicketKeys::TicketKeys(uint32_t rotation_s) : rotation_s_(rotation_s) {
   std::lock_guard<std::mutex> lock(mu_);
-  RotateLocked(NowSeconds());
+  RotateLocked(NowMs());
 }
 
 void TicketKeys::Install(SSL_CTX* ctx) {
@@ -47,7 +49,7 @@ void TicketKeys::Install(SSL_CTX* ctx) {
 
 void TicketKeys::Rotate() {
   std::lock_guard<std::mutex> lock(mu_);
-  RotateLocked(NowSeconds());
+  RotateLocked(NowMs());
 }
 
 uint64_t TicketKeys::rotations() const {
@@ -55,7 +57,7 @@ uint64_t TicketKeys::rotations() const {
   return rotations_;
 }
 
-void TicketKeys::RotateLocked(int64_t now_s) {
+void TicketKeys::RotateLocked(int64_t now_ms) {
   previous_ = current_;
   Key k;
   // A key that cannot be made random would make forgeable tickets: stop.
@@ -63,19 +65,20 @@ void TicketKeys::RotateLocked(int64_t now_s) {
               RAND_bytes(k.hmac, sizeof(k.hmac)) == 1);
   k.valid = true;
   current_ = k;
-  made_at_s_ = now_s;
+  made_at_ms_ = now_ms;
   ++rotations_;
 }
 
 void TicketKeys::MaybeRotateLocked() {
   if (rotation_s_ == 0) return;
-  const int64_t now = NowSeconds();
-  const int64_t age = now - made_at_s_;
-  if (age < static_cast<int64_t>(rotation_s_)) return;
+  const int64_t now = NowMs();
+  const int64_t age = now - made_at_ms_;
+  const int64_t period = int64_t{rotation_s_} * 1000;
+  if (age < period) return;
   RotateLocked(now);
   // Idle for two periods or more: the key that was current is older than
   // "one more period" allows, so it opens nothing any more.
-  if (age >= 2 * static_cast<int64_t>(rotation_s_)) previous_.valid = false;
+  if (age >= 2 * period) previous_.valid = false;
 }
 
 int TicketKeys::Callback(SSL* ssl, unsigned char key_name[16], unsigned char* iv,

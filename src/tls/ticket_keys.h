@@ -43,14 +43,14 @@ class TicketKeys {
            EVP_MAC_CTX* mac);
   int Open(const unsigned char key_name[16], unsigned char* iv, EVP_CIPHER_CTX* cipher,
            EVP_MAC_CTX* mac);
-  void RotateLocked(int64_t now_s);
+  void RotateLocked(int64_t now_ms);
   void MaybeRotateLocked();
 
   const uint32_t rotation_s_;
   mutable std::mutex mu_;
   Key current_;   // guarded by mu_
   Key previous_;  // guarded by mu_
-  int64_t made_at_s_ = 0;
+  int64_t made_at_ms_ = 0;
   uint64_t rotations_ = 0;
 };
 
