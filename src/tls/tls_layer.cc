@@ -151,6 +151,20 @@ void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
     in = nullptr;
     if (handshaking && !l.offloaded && s.output_len() > output_before) submit_now_ = true;
     if (s.TakeHandshakeCompleted()) HandshakeDone(slot);
+    // What ended the input is recorded before the plaintext that came with
+    // it reaches the connection: the connection answers inside Deliver
+    // (Send -> EncryptConn), and must find the session as it now is. A
+    // request followed in the same receive by the client's fatal alert, or
+    // by a record that does not decrypt, is still delivered (as a request
+    // followed by a reset is over plain TCP), but its answer finds the
+    // session failed and the send fails; it never reaches Encrypt.
+    if (st == TlsSession::Status::kFailed && plain > 0) {
+      l.phase = Phase::kFailed;  // Fail() below does the rest
+    } else if (st == TlsSession::Status::kPeerClosed) {
+      // The peer's close_notify: its end of the stream, as a FIN would be.
+      l.peer_done = true;
+      l.peer_res = 0;
+    }
     if (plain > 0) Deliver(slot, plain);
     if (l.close_asked) return;
     switch (st) {
@@ -159,9 +173,6 @@ void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
       case TlsSession::Status::kNeedMore:
         return;
       case TlsSession::Status::kPeerClosed:
-        // The peer's close_notify: its end of the stream, as a FIN would be.
-        l.peer_done = true;
-        l.peer_res = 0;
         if (l.virt != Recv::kOff) EndVirtual(slot, 0);
         return;
       case TlsSession::Status::kFailed:
@@ -301,6 +312,8 @@ void TlsLayer::OnBatchEnd(uint32_t slot) {
 
 void TlsLayer::Fail(uint32_t slot, Failure why) {
   Link& l = links_[slot];
+  // (Feed marks a session failed before it delivers the plaintext that
+  // came with the failure: that one had finished its handshake.)
   const bool handshaking = l.phase == Phase::kHandshake;
   l.phase = Phase::kFailed;
   switch (why) {

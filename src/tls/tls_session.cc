@@ -147,7 +147,10 @@ TlsSession::Status TlsSession::Handshake() {
 }
 
 size_t TlsSession::Encrypt(const char* data, size_t len) {
-  URING_CHECK(handshake_done_ && !failed_);
+  URING_CHECK(handshake_done_);
+  // A session the peer broke (its alert, a record that did not decrypt)
+  // takes nothing: the caller sees failed() and gives up on the send.
+  if (failed_) return 0;
   size_t taken = 0;
   while (taken < len) {
     // Room for a full record's plaintext and its overhead, beyond what a

@@ -82,8 +82,8 @@ class TlsSession {
   }
 
   // Encrypts up to len bytes of plaintext into the output; returns how
-  // many it took (fewer when the output is full but for kFeedHeadroom).
-  // Only after the handshake.
+  // many it took (fewer when the output is full but for kFeedHeadroom;
+  // none once the session failed()). Only after the handshake.
   size_t Encrypt(const char* data, size_t len);
   // Appends our close_notify alert to the output (once; false if the
   // session cannot send it: no handshake yet, failed, or no room).

@@ -414,6 +414,69 @@ TEST_F(TlsLayerTest, ResetDuringAResponseAborts) {
   EXPECT_TRUE(Finished());
 }
 
+// Issue 19 item 1: a request record and, in the same receive, a record
+// that ends the session (the client's fatal alert, in clear as a client
+// that aborts right after writing sends it, or a record that does not
+// decrypt). The session fails after the request was decrypted: the
+// connection must not be able to answer into the failed session (it
+// aborted the process: check failed in TlsSession::Encrypt), and the
+// connection ends.
+TEST_F(TlsLayerTest, RequestThenPlaintextAlertInOneReceive) {
+  Open();
+  Handshake();
+  Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string bytes = client_->TakeOutput();
+  bytes += std::string("\x15\x03\x03\x00\x02\x02\x28", 7);  // fatal handshake_failure
+  layer_->OnRecv(0, bytes.data(), bytes.size(), true);
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(ParseReplies(client_->received).empty()) << "nothing can carry an answer";
+  EXPECT_TRUE(Finished());
+}
+
+TEST_F(TlsLayerTest, RequestThenUndecryptableRecordInOneReceive) {
+  Open();
+  Handshake();
+  Request("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  std::string bytes = client_->TakeOutput();
+  bytes += std::string("\x17\x03\x03\x00\x20", 5) + std::string(32, '\x5a');
+  layer_->OnRecv(0, bytes.data(), bytes.size(), true);
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(ParseReplies(client_->received).empty());
+  EXPECT_TRUE(Finished());
+}
+
+// The same with the records split across receives at every size: the
+// layer never encrypts into a failed session, and the connection ends.
+class TlsLayerFailureSplitTest : public TlsLayerTest,
+                                 public ::testing::WithParamInterface<size_t> {};
+
+TEST_P(TlsLayerFailureSplitTest, PipelinedRequestsThenAlert) {
+  const size_t split = GetParam();
+  Open();
+  Handshake();
+  Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string bytes = client_->TakeOutput();
+  bytes += std::string("\x15\x03\x03\x00\x02\x02\x28", 7);
+  size_t off = 0;
+  while (off < bytes.size() && below_.recv_armed && !below_.closed) {
+    const size_t n = std::min(split, bytes.size() - off);
+    layer_->OnRecv(0, bytes.data() + off, n, true);
+    off += n;
+    // Sends complete between receives: an answer may go out before the
+    // alert arrives, or be cut by it.
+    CompleteSend();
+    RunBatch();
+  }
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(Finished());
+}
+
+INSTANTIATE_TEST_SUITE_P(Splits, TlsLayerFailureSplitTest,
+                         ::testing::Values(1, 2, 5, 7, 16, 40, 64, 100, 1000));
+
 class TlsLayerOffloadTest : public TlsLayerTest {
  protected:
   void SetUp() override { Build(HandshakeGate::Mode::kOffloadAll, true); }
