@@ -344,7 +344,19 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
 
 void TlsLayer::FinishClose(uint32_t slot) {
   Link& l = links_[slot];
-  if (l.close_issued || l.offloaded) return;  // OnJobDone comes back here
+  if (l.close_issued) {
+    // The close is with the kernel: nothing more goes out. A send of the
+    // connection's whose records the kernel's last send did not all carry
+    // (it completed short while the close raced it) is ended as the
+    // kernel would end it, after this event; left pending, the
+    // connection would wait for it for ever and its slot never be freed.
+    if (l.conn_send && !l.send_inflight && !l.final_send) {
+      l.send_fail_owed = true;
+      AskBatch(slot);
+    }
+    return;
+  }
+  if (l.offloaded) return;  // OnJobDone comes back here
   if (l.real == Recv::kOff && l.virt != Recv::kOff) AskBatch(slot);  // its end is owed
   // The connection gave up on a send in flight (or the socket failed):
   // everything is cancelled and closed at once.

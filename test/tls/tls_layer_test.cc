@@ -414,6 +414,60 @@ TEST_F(TlsLayerTest, ResetDuringAResponseAborts) {
   EXPECT_TRUE(Finished());
 }
 
+// Issue 19 item 16: the connection aborts (the drain's time is up, a
+// deadline) while its send is in flight, and the kernel's send completes
+// short before the cancel lands. Nothing more will carry the rest: the
+// connection must still hear the end of its send, or its slot is never
+// freed and the drain never ends.
+TEST_F(TlsLayerTest, AbortRacingAShortSendEndsTheConnectionsSend) {
+  Open();
+  Handshake();
+  Request("GET /big?300000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  ClientSends();
+  ASSERT_TRUE(below_.send.has_value());
+  const size_t in_flight = below_.send->bytes.size();
+  conn_.Abort();
+  EXPECT_TRUE(below_.closed);
+  // The send was already leaving: it completes short, then the close.
+  below_.send.reset();
+  layer_->OnSend(0, static_cast<int>(in_flight / 2));
+  EXPECT_FALSE(below_.send.has_value()) << "nothing sent after the close";
+  layer_->OnRecvEnd(0, -ECANCELED);
+  below_.recv_armed = false;
+  layer_->OnClosed(0);
+  RunBatch();
+  EXPECT_TRUE(Finished()) << "the slot is freeable";
+}
+
+// The same with the send completing whole (not short) after the abort,
+// and with the cancel (-ECANCELED) ending it.
+TEST_F(TlsLayerTest, AbortWithTheSendCompletingWholeOrCancelled) {
+  for (int res_kind = 0; res_kind < 2; ++res_kind) {
+    SCOPED_TRACE(res_kind);
+    Build(HandshakeGate::Mode::kInline, false);
+    below_ = FakeHost();
+    Open();
+    Handshake();
+    Request("GET /big?300000 HTTP/1.1\r\nHost: x\r\n\r\n");
+    ClientSends();
+    ASSERT_TRUE(below_.send.has_value());
+    const int n = static_cast<int>(below_.send->bytes.size());
+    conn_.Abort();
+    below_.send.reset();
+    layer_->OnSend(0, res_kind == 0 ? n : -ECANCELED);
+    EXPECT_FALSE(below_.send.has_value());
+    layer_->OnRecvEnd(0, -ECANCELED);
+    below_.recv_armed = false;
+    layer_->OnClosed(0);
+    RunBatch();
+    EXPECT_TRUE(Finished());
+    if (Finished()) {
+      layer_->Release(0);
+      conn_.Release();
+    }
+  }
+}
+
 // Issue 19 item 1: a request record and, in the same receive, a record
 // that ends the session (the client's fatal alert, in clear as a client
 // that aborts right after writing sends it, or a record that does not
