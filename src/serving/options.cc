@@ -244,7 +244,7 @@ std::string UsageText(const char* program) {
       "      --plain-port=port      Also serve plain HTTP on this port (health checks);\n"
       "                             0: a free one, named in the ready line\n"
       "      --handshake-timeout=t  10s: a client whose handshake is not done by then is\n"
-      "                             closed\n"
+      "                             closed (0: the --header-timeout bounds it)\n"
       "      --tls-ticket-rotation=t  1h: session-ticket keys are replaced this often (the\n"
       "                             previous key still opens tickets for one more period)\n"
       "      --tls-offload=auto|on|rsa|off  Full handshakes' key exchange and signature\n"

@@ -70,9 +70,15 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
   job.gate.on_worker = false;
   job.session = &sessions_[slot];
   TlsContext::SetGate(ssl, &job.gate);
-  if (handshake_timeout_ms_ > 0) {
-    const uint32_t tick_ms = env_->config->tick_ms;
-    l.handshake_deadline = env_->now_tick + (handshake_timeout_ms_ + tick_ms - 1) / tick_ms + 1;
+  // --handshake-timeout=0 does not mean "wait for ever": a client that
+  // never finishes its handshake has sent no request, so the head's
+  // deadline (or, without one, the idle one) bounds it instead.
+  const http1::ConnectionConfig& c = *env_->config;
+  const uint32_t timeout_ms = handshake_timeout_ms_ != 0 ? handshake_timeout_ms_
+                              : c.header_timeout_ms != 0 ? c.header_timeout_ms
+                                                         : c.idle_timeout_ms;
+  if (timeout_ms > 0) {
+    l.handshake_deadline = env_->now_tick + (timeout_ms + c.tick_ms - 1) / c.tick_ms + 1;
     below_->SetDeadline(slot, l.handshake_deadline);
   }
 }

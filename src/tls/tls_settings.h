@@ -22,7 +22,8 @@ struct CertificateFiles {
 struct TlsSettings {
   std::vector<CertificateFiles> certificates;  // empty: plain HTTP
   // A client that has not finished its handshake this long after it
-  // connected is closed (counted as a handshake timeout).
+  // connected is closed (counted as a handshake timeout). 0: the header
+  // timeout bounds it instead (or the idle timeout when that is 0 too).
   uint32_t handshake_timeout_ms = 10'000;
   // Session-ticket keys are replaced this often; tickets made with the key
   // before are still accepted (and renewed) for one more period.

@@ -76,7 +76,8 @@ class TlsLayerTest : public ::testing::Test {
   void SetUp() override { Build(HandshakeGate::Mode::kInline, false); }
 
   // The loop's part: the environment, the layer below the connection.
-  void Build(HandshakeGate::Mode gate, bool with_workers, bool adaptive = false) {
+  void Build(HandshakeGate::Mode gate, bool with_workers, bool adaptive = false,
+             uint32_t handshake_timeout_ms = 2000) {
     router_ = TestRouter();
     arena_ = *io::Arena::Create(256 * 4096 + 8192);
     ASSERT_TRUE(chunks_.Init(arena_, 4096, 256).ok());
@@ -102,7 +103,7 @@ class TlsLayerTest : public ::testing::Test {
       };
     }
     layer_ = std::make_unique<TlsLayer>(&below_, 1, &tls_buffers_, &env_, &stats_,
-                                        /*handshake_timeout_ms=*/2000, gate, std::move(submit),
+                                        handshake_timeout_ms, gate, std::move(submit),
                                         adaptive);
     env_.host = layer_.get();
     client_ctx_ = ClientContext({TheCerts().ec.x509()});
@@ -343,6 +344,26 @@ TEST_F(TlsLayerTest, StalledHandshakeTimesOut) {
   std::string hello = client_->TakeOutput();
   layer_->OnRecv(0, hello.data(), 20, true);  // a part of it, then nothing
   ASSERT_NE(below_.deadline, 0u);
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  Pump();
+  EXPECT_EQ(stats_.failed_timeout.Get(), 1u);
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(Finished());
+}
+
+// Issue 19 item 13: --handshake-timeout=0 left a handshaking connection
+// with no deadline at all; it falls back to the header timeout (a client
+// that sends no request is closed then anyway).
+TEST_F(TlsLayerTest, NoHandshakeTimeoutFallsBackToTheHeaderTimeout) {
+  Build(HandshakeGate::Mode::kInline, false, false, /*handshake_timeout_ms=*/0);
+  Open();
+  ASSERT_NE(below_.deadline, 0u) << "a handshaking connection with no deadline";
+  EXPECT_LE(below_.deadline,
+            env_.now_tick + config_.header_timeout_ms / config_.tick_ms + 2);
+  client_->Feed("", 0);
+  std::string hello = client_->TakeOutput();
+  layer_->OnRecv(0, hello.data(), 20, true);
   env_.now_tick = below_.deadline;
   layer_->OnDeadline(0);
   Pump();
