@@ -25,13 +25,13 @@ Connection::~Connection() {
   }
 }
 
-void Connection::Open(ConnectionEnv* env, uint32_t slot) {
+void Connection::Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below) {
   env_ = env;
   slot_ = slot;
   out_.Init(env->chunks);
   phase_ = Phase::kOpen;
   input_ = Input::kHead;
-  proxy_pending_ = env->config->proxy_protocol;
+  proxy_pending_ = env->config->proxy_protocol && !proxy_header_below;
   // The header is due within the head's time, not the idle one: a proxy
   // sends it at once, and a connection that sends nothing is not a proxy.
   if (proxy_pending_) head_deadline_ = After(env->config->header_timeout_ms);

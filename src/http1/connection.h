@@ -81,8 +81,12 @@ class Connection final : private ExternalOwner {
   Connection& operator=(const Connection&) = delete;
   ~Connection();
 
-  // The slot holds a new socket: starts reading.
-  void Open(ConnectionEnv* env, uint32_t slot);
+  // The slot holds a new socket: starts reading. `proxy_header_below`: on
+  // a --proxy-protocol listener, the layer beneath reads the PROXY header
+  // (TLS: it comes in clear, before the ClientHello) and names the client
+  // with SetProxiedClient; the connection's bytes start after it.
+  void Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below = false);
+  void SetProxiedClient(const http::ClientAddress& client) { proxied_ = client; }
 
   // ---- events (from the loop; each ends with the connection's requests
   // to its host queued)

@@ -150,6 +150,7 @@ absl::Status EventLoop::Init() {
   free_count_ = capacity_;
   starved_ = std::make_unique<uint32_t[]>(capacity_);
   after_batch_ = std::make_unique<uint32_t[]>(capacity_);
+  after_batch_running_ = std::make_unique<uint32_t[]>(capacity_);
   access_log_.Init(access_log_fd_, ring_.get(), PackUserData(Op::kLogWrite, 0, 0));
   route_stats_ = std::make_unique<RouteStats[]>(router_.size() + 1);
   const size_t headers_capacity = std::max<size_t>(config_.limits.max_headers, 1);
@@ -265,7 +266,11 @@ void EventLoop::Run() {
       ret = io_uring_submit_and_get_events(r);
       if (io_uring_cq_ready(r) == 0) {
         RunAfterBatch();
-        ret = io_uring_submit_and_wait(r, 1);
+        DeliverTlsOwed();
+        // A slot asked again while it ran (what it was owed made it send,
+        // and that is owed too): another round before any sleep.
+        ret = after_batch_count_ > 0 ? io_uring_submit_and_get_events(r)
+                                     : io_uring_submit_and_wait(r, 1);
       }
     } else {
       // Submits everything queued and sleeps until at least one completion.
@@ -354,6 +359,7 @@ void EventLoop::Run() {
         MaybeFree(slot);
       }
     }
+    DeliverTlsOwed();
   }
   access_log_.FlushAndWait();
   io_uring_submit(r);
@@ -461,11 +467,27 @@ void EventLoop::MaybeFree(uint32_t slot) {
   stats_.active.Sub();
 }
 
+void EventLoop::DeliverTlsOwed() {
+  // What TLS connections were owed during the batch (a send encrypted is a
+  // send done), as the kernel's completions would have come.
+  if (tls_ == nullptr) return;
+  while (tls_->has_owed()) MaybeFree(tls_->DeliverOwed());
+}
+
 void EventLoop::RunAfterBatch() {
   // Connections that asked to hear when the ring goes quiet (a worker
   // reading a streamed body gets what arrived, in one wake-up).
-  for (uint32_t i = 0; i < after_batch_count_; ++i) {
-    const uint32_t slot = after_batch_[i];
+  // Each slot is called once per round. One that asks again while this
+  // runs (a TLS connection whose send completion made it send more) is in
+  // the next round's list: appending to the list being walked could pass
+  // its capacity, and a slot that kept asking would never let the ring
+  // sleep or see its completions.
+  const uint32_t n = after_batch_count_;
+  std::swap(after_batch_, after_batch_running_);
+  after_batch_count_ = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t slot = after_batch_running_[i];
+    slots_[slot].after_batch = false;
     if (slots_[slot].in_use) {
       if (Tls(slot)) {
         tls_->OnBatchEnd(slot);
@@ -475,7 +497,6 @@ void EventLoop::RunAfterBatch() {
       MaybeFree(slot);
     }
   }
-  after_batch_count_ = 0;
 }
 
 // ---------------------------------------------------------------- accept
@@ -509,7 +530,9 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
             slot, file_index);
       FetchPeerAddress(slot, s.file_index);
       if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl);
-      s.conn.Open(&env_, slot);
+      // A TLS connection's PROXY header (if the listener expects one) comes
+      // in clear before its ClientHello: the TLS layer reads it.
+      s.conn.Open(&env_, slot, /*proxy_header_below=*/ssl != nullptr);
     }
   }
   acceptor.Ensure();

@@ -95,6 +95,7 @@ class EventLoop final : private http1::ConnectionHost {
     uint32_t next_free = 0;   // free-list link while unused
     bool in_use = false;
     bool recv_bulk = false;   // its receive uses the bulk group
+    bool after_batch = false; // in after_batch_ (at most once)
     http1::Connection conn;
   };
 
@@ -134,7 +135,13 @@ class EventLoop final : private http1::ConnectionHost {
   void PollWritable(uint32_t slot) override {
     files_->PrepPollWritable(slots_[slot].file_index, UserData(Op::kFileWritable, slot));
   }
-  void AfterBatch(uint32_t slot) override { after_batch_[after_batch_count_++] = slot; }
+  void AfterBatch(uint32_t slot) override {
+    // Once per slot at a time, so the list never holds more than capacity_
+    // entries (a slot freed and reused with its entry still there shares it).
+    if (slots_[slot].after_batch) return;
+    slots_[slot].after_batch = true;
+    after_batch_[after_batch_count_++] = slot;
+  }
 
   // Completions.
   void OnAccept(const io_uring_cqe* cqe);
@@ -146,6 +153,7 @@ class EventLoop final : private http1::ConnectionHost {
   void OnSignal(int res);
   void OnStop();
   void RunAfterBatch();
+  void DeliverTlsOwed();
   // Frees the slot once its connection holds nothing the kernel or a worker
   // may still use.
   void MaybeFree(uint32_t slot);
@@ -213,6 +221,9 @@ class EventLoop final : private http1::ConnectionHost {
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS
   uint32_t starved_count_ = 0;
   std::unique_ptr<uint32_t[]> after_batch_;  // slots to call OnBatchEnd() on
+  // RunAfterBatch's list while it runs: slots that ask again meanwhile go to
+  // after_batch_, for the next round.
+  std::unique_ptr<uint32_t[]> after_batch_running_;
   uint32_t after_batch_count_ = 0;
 
   bool stopping_ = false;

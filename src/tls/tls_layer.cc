@@ -3,10 +3,12 @@
 // tls_layer_output.cc, the handshake offload in tls_layer_offload.cc.
 #include "src/tls/tls_layer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 #include "src/base/check.h"
+#include "src/http1/proxy_header.h"
 
 namespace uring_http::tls {
 namespace {
@@ -43,6 +45,7 @@ TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPoo
       links_(std::make_unique<Link[]>(capacity)),
       sessions_(std::make_unique<TlsSession[]>(capacity)),
       jobs_(std::make_unique<HandshakeJob[]>(capacity)),
+      owed_(std::make_unique<uint32_t[]>(capacity)),
       gate_mode_(submit ? gate : HandshakeGate::Mode::kInline),
       submit_(std::move(submit)),
       adaptive_(adaptive),
@@ -56,6 +59,7 @@ TlsLayer::~TlsLayer() {
   for (uint32_t i = 0; i < capacity_; ++i) {
     if (links_[i].out != nullptr) buffers_->Release(links_[i].out);
     if (links_[i].stash != nullptr) buffers_->Release(links_[i].stash);
+    ReleaseProxyBuffer(links_[i]);
   }
 }
 
@@ -64,6 +68,7 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
   URING_CHECK(l.conn == nullptr);
   l = Link();
   l.conn = conn;
+  l.proxy_pending = env_->config->proxy_protocol;
   sessions_[slot].Start(ssl);
   HandshakeJob& job = jobs_[slot];
   job.gate.mode = gate_mode_;
@@ -79,14 +84,15 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
                                                          : c.idle_timeout_ms;
   if (timeout_ms > 0) {
     l.handshake_deadline = env_->now_tick + (timeout_ms + c.tick_ms - 1) / c.tick_ms + 1;
-    below_->SetDeadline(slot, l.handshake_deadline);
+    SyncDeadline(slot);
   }
 }
 
 bool TlsLayer::Freeable(uint32_t slot) const {
   const Link& l = links_[slot];
   return l.real == Recv::kOff && !l.send_inflight && !l.shutdown_inflight && !l.batch_asked &&
-         !l.offloaded && (!l.close_issued || l.closed);
+         !l.owed_queued && !l.offloaded && l.csend == ConnSend::kNone && l.poll == Poll::kNone &&
+         (!l.close_issued || l.closed);
 }
 
 void TlsLayer::Release(uint32_t slot) {
@@ -94,6 +100,7 @@ void TlsLayer::Release(uint32_t slot) {
   sessions_[slot].Reset();
   if (l.out != nullptr) buffers_->Release(l.out);
   if (l.stash != nullptr) buffers_->Release(l.stash);
+  ReleaseProxyBuffer(l);
   l = Link();
 }
 
@@ -118,6 +125,26 @@ void TlsLayer::OnRecv(uint32_t slot, const char* data, size_t len, bool more) {
     std::memcpy(l.stash + l.stash_len, data, len);
     l.stash_len += len;
     return;
+  }
+  if (l.proxy_pending) {
+    // Behind a proxy the PROXY header comes first, in clear, as every
+    // proxy sends it: read here, before a byte reaches OpenSSL, so that a
+    // direct client cannot name its own address inside TLS either.
+    size_t used = 0;
+    if (!ReadProxyHeader(slot, data, len, &used)) {
+      if (l.close_asked) {
+        FinishClose(slot);
+      } else {
+        SyncRecv(slot);  // reads on for the rest of it
+      }
+      return;
+    }
+    data += used;
+    len -= used;
+    if (len == 0) {
+      SyncRecv(slot);
+      return;
+    }
   }
   if (!l.seen_bytes) {
     l.seen_bytes = true;
@@ -216,7 +243,7 @@ void TlsLayer::HandshakeDone(uint32_t slot) {
     stats_->tls12.Add();
   }
   // The connection's own deadlines run from here.
-  below_->SetDeadline(slot, l.conn_deadline);
+  SyncDeadline(slot);
 }
 
 void TlsLayer::OnRecvEnd(uint32_t slot, int res) {
@@ -293,13 +320,7 @@ void TlsLayer::OnBatchEnd(uint32_t slot) {
   l.batch_asked = false;
   // What the connection is owed, as completions it would have had from the
   // kernel, delivered outside the call that caused them.
-  if (l.send_fail_owed) {
-    l.send_fail_owed = false;
-    if (l.conn_send) {
-      l.conn_send = false;
-      l.conn->OnSend(-EPIPE, false);
-    }
-  }
+  DeliverOwedTo(slot);
   if (l.virt != Recv::kOff && (l.real == Recv::kOff || l.phase == Phase::kHandshake)) {
     if (l.peer_done) {
       EndVirtual(slot, l.peer_res);
@@ -312,6 +333,101 @@ void TlsLayer::OnBatchEnd(uint32_t slot) {
     l.conn->OnBatchEnd();
   }
   if (l.close_asked) FinishClose(slot);
+}
+
+void TlsLayer::Owe(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.owed_queued) return;
+  l.owed_queued = true;
+  owed_[owed_count_++] = slot;
+}
+
+uint32_t TlsLayer::DeliverOwed() {
+  URING_CHECK(owed_count_ > 0);
+  // Last in, first out: each slot is in the list once, so a delivery that
+  // owes again (the connection sends more, encrypted at once) goes back
+  // on the list, bounded by the room in its output.
+  const uint32_t slot = owed_[--owed_count_];
+  Link& l = links_[slot];
+  l.owed_queued = false;
+  DeliverOwedTo(slot);
+  if (l.close_asked) FinishClose(slot);
+  return slot;
+}
+
+void TlsLayer::DeliverOwedTo(uint32_t slot) {
+  Link& l = links_[slot];
+  switch (l.csend) {
+    case ConnSend::kEncrypted:
+      if (!l.conn_last) {
+        l.csend = ConnSend::kNone;
+        l.conn->OnSend(static_cast<int>(l.conn_taken), false);  // may send again
+      }
+      break;
+    case ConnSend::kAgain:
+      l.csend = ConnSend::kNone;
+      l.conn->OnSend(-EAGAIN, false);
+      break;
+    case ConnSend::kFailed:
+      l.csend = ConnSend::kNone;
+      l.conn->OnSend(-EPIPE, false);
+      break;
+    case ConnSend::kNone:
+    case ConnSend::kWaiting:
+      break;
+  }
+  if (l.poll == Poll::kOwed) {
+    l.poll = Poll::kNone;
+    l.conn->OnFileWritable(l.poll_res);
+  }
+}
+
+bool TlsLayer::ReadProxyHeader(uint32_t slot, const char* data, size_t len, size_t* used) {
+  Link& l = links_[slot];
+  // Longer than any header the parser accepts (v2's fixed part and its
+  // largest payload): parsing that much always ends in kDone or kError.
+  constexpr size_t kMax = http1::kProxyV2FixedBytes + http1::kProxyV2MaxPayload;
+  const size_t before = l.proxy_len;
+  http1::ProxyHeader header;
+  if (before > 0) {
+    // A header split across receives: what came so far is staged, and at
+    // most the rest of a header's worth more is appended.
+    const size_t n = std::min(len, kMax - before);
+    std::memcpy(l.proxy_buf + before, data, n);
+    l.proxy_len = static_cast<uint16_t>(before + n);
+    header = http1::ParseProxyHeader(std::string_view(l.proxy_buf, l.proxy_len));
+  } else {
+    header = http1::ParseProxyHeader(std::string_view(data, len));
+  }
+  switch (header.status) {
+    case http1::ProxyStatus::kIncomplete:
+      if (before == 0 && len < kMax) {
+        l.proxy_buf = buffers_->Acquire();
+        std::memcpy(l.proxy_buf, data, len);
+        l.proxy_len = static_cast<uint16_t>(len);
+        return false;
+      }
+      if (before > 0 && l.proxy_len < kMax) return false;
+      [[fallthrough]];  // (cannot be: the parser decides within kMax)
+    case http1::ProxyStatus::kError:
+      ReleaseProxyBuffer(l);
+      Fail(slot, Failure::kProxyHeader);
+      return false;
+    case http1::ProxyStatus::kDone:
+      break;
+  }
+  URING_CHECK(header.consumed > before && header.consumed - before <= len);
+  *used = header.consumed - before;
+  ReleaseProxyBuffer(l);
+  l.proxy_pending = false;
+  if (!header.local) l.conn->SetProxiedClient(header.source);
+  return true;
+}
+
+void TlsLayer::ReleaseProxyBuffer(Link& l) {
+  if (l.proxy_buf != nullptr) buffers_->Release(l.proxy_buf);
+  l.proxy_buf = nullptr;
+  l.proxy_len = 0;
 }
 
 // ---------------------------------------------------------------- failures, closing
@@ -344,6 +460,11 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
     case Failure::kPeerClosed:
       stats_->failed_peer_closed.Add();
       break;
+    case Failure::kProxyHeader:
+      // Not a proxy we can trust, or no proxy at all: closed unanswered,
+      // as on a plain --proxy-protocol listener.
+      env_->stats->proxy_header_errors.Add();
+      break;
   }
   l.conn->Abort();
 }
@@ -352,24 +473,33 @@ void TlsLayer::FinishClose(uint32_t slot) {
   Link& l = links_[slot];
   if (l.close_issued) {
     // The close is with the kernel: nothing more goes out. A send of the
-    // connection's whose records the kernel's last send did not all carry
-    // (it completed short while the close raced it) is ended as the
-    // kernel would end it, after this event; left pending, the
-    // connection would wait for it for ever and its slot never be freed.
-    if (l.conn_send && !l.send_inflight && !l.final_send) {
-      l.send_fail_owed = true;
-      AskBatch(slot);
+    // connection's that no kernel send will now carry (the last one
+    // completed short while the close raced it) is ended as the kernel
+    // would end it, after this event; left pending, the connection would
+    // wait for it for ever and its slot never be freed. So is its wait
+    // for room.
+    if (!l.send_inflight && !l.final_send &&
+        (l.csend == ConnSend::kWaiting || (l.csend == ConnSend::kEncrypted && l.conn_last))) {
+      l.csend = ConnSend::kFailed;
+      Owe(slot);
+    }
+    if (l.poll == Poll::kWaiting) {
+      l.poll = Poll::kOwed;
+      l.poll_res = -ECANCELED;
+      Owe(slot);
     }
     return;
   }
   if (l.offloaded) return;  // OnJobDone comes back here
   if (l.real == Recv::kOff && l.virt != Recv::kOff) AskBatch(slot);  // its end is owed
-  // The connection gave up on a send in flight (or the socket failed):
-  // everything is cancelled and closed at once.
-  const bool abort = (l.conn_send && !l.conn_last) || l.write_dead;
+  // The connection gave up on a send (or its wait for room), or the socket
+  // failed: everything is cancelled and closed at once.
+  const bool abort = (l.csend != ConnSend::kNone && !l.conn_last) || l.poll != Poll::kNone ||
+                     l.write_dead;
   if (abort) {
     l.close_issued = true;
     below_->Close(slot, l.real != Recv::kOff, l.send_inflight);
+    FinishClose(slot);  // what the connection is owed
     return;
   }
   if (l.send_inflight) return;  // OnSend comes back here
@@ -388,9 +518,9 @@ void TlsLayer::FinishClose(uint32_t slot) {
     below_->SendLastAndClose(slot, &l.send_iov, 1, &msg_);
     return;
   }
-  if (l.conn_send) {
-    l.send_fail_owed = true;  // a last send that had nothing to carry it
-    AskBatch(slot);
+  if (l.csend != ConnSend::kNone) {
+    l.csend = ConnSend::kFailed;  // a last send that had nothing to carry it
+    Owe(slot);
   }
   l.close_issued = true;
   below_->Close(slot, l.real != Recv::kOff, false);
@@ -404,21 +534,40 @@ void TlsLayer::OnClosed(uint32_t slot) {
 
 void TlsLayer::OnDeadline(uint32_t slot) {
   Link& l = links_[slot];
+  const uint64_t now = env_->now_tick;
+  l.armed_deadline = 0;  // the loop's entry fired
+  if (l.send_deadline != 0 && now >= l.send_deadline) {
+    l.send_deadline = 0;
+    if (l.send_inflight) {
+      // The peer took none of our records for --send-timeout: the send is
+      // cancelled, and its end (OnSend, -ECANCELED) ends the connection.
+      // The last send, linked to the close, is cut the same way.
+      env_->stats->timeouts.Add();
+      below_->CancelSend(slot);
+    }
+  }
   if (l.phase == Phase::kHandshake && !l.close_asked) {
-    const uint64_t now = env_->now_tick;
-    if (now >= l.handshake_deadline) {
+    if (l.handshake_deadline != 0 && now >= l.handshake_deadline) {
       Fail(slot, Failure::kTimeout);
     } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
       // Draining: a connection still in its handshake has sent no request,
       // so it gets the idle connections' grace, not the whole timeout.
       l.phase = Phase::kFailed;
       l.conn->Abort();
-    } else {
-      below_->SetDeadline(slot, HandshakeDeadline(l));
     }
-    return;
+  } else if (l.conn_deadline != 0 && now >= l.conn_deadline) {
+    l.conn->OnDeadline();
   }
-  l.conn->OnDeadline();
+  SyncDeadline(slot);
+}
+
+void TlsLayer::SyncDeadline(uint32_t slot) {
+  Link& l = links_[slot];
+  uint64_t t = l.phase == Phase::kHandshake ? HandshakeDeadline(l) : l.conn_deadline;
+  if (l.send_deadline != 0 && (t == 0 || l.send_deadline < t)) t = l.send_deadline;
+  if (t == l.armed_deadline) return;
+  l.armed_deadline = t;
+  below_->SetDeadline(slot, t);
 }
 
 uint64_t TlsLayer::HandshakeDeadline(const Link& l) const {
@@ -462,7 +611,8 @@ void TlsLayer::Close(uint32_t slot, bool recv_armed, bool send_inflight) {
   Link& l = links_[slot];
   if (l.conn == nullptr) return below_->Close(slot, recv_armed, send_inflight);
   l.close_asked = true;
-  if (l.phase == Phase::kOpen && !l.write_dead && !l.send_inflight && !l.conn_send) {
+  if (l.phase == Phase::kOpen && !l.write_dead && !l.send_inflight &&
+      l.csend == ConnSend::kNone && l.poll == Poll::kNone) {
     EnsureOutput(slot);
     sessions_[slot].CloseNotify();  // a graceful end, not a truncation
   }
@@ -473,7 +623,7 @@ void TlsLayer::SetDeadline(uint32_t slot, uint64_t tick) {
   Link& l = links_[slot];
   if (l.conn == nullptr) return below_->SetDeadline(slot, tick);
   l.conn_deadline = tick;
-  below_->SetDeadline(slot, l.phase == Phase::kHandshake ? HandshakeDeadline(l) : tick);
+  SyncDeadline(slot);
 }
 
 bool TlsLayer::AcquirePipe(Pipe* pipe) {

@@ -92,6 +92,13 @@ class TlsLayer final : public http1::ConnectionHost {
   void OnBatchEnd(uint32_t slot);
   // The worker finished the handshake step it was given (MSG_RING).
   void OnJobDone(uint32_t slot);
+  // Completions the connections are owed (a send encrypted, a send that
+  // cannot go, room to write), which arose inside their own calls: the
+  // loop delivers them after each batch of completions, as the kernel's
+  // would arrive, with no system call of their own. DeliverOwed returns
+  // the slot it served (the loop may free it).
+  bool has_owed() const { return owed_count_ > 0; }
+  uint32_t DeliverOwed();
   // A handshake step ran on the ring during the last event: its flight
   // should go to the kernel at once (once; the loop submits).
   bool TakeSubmitNow() {
@@ -137,7 +144,8 @@ class TlsLayer final : public http1::ConnectionHost {
     below_->SpliceToPipe(slot, file_index, offset, pipe_write, len);
   }
   void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) override;
-  void PollWritable(uint32_t slot) override { below_->PollWritable(slot); }
+  // Room in the output, not the socket (see ConnSend).
+  void PollWritable(uint32_t slot) override;
   void AfterBatch(uint32_t slot) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override {
     below_->ExchangeDone(slot, exchange);
@@ -147,7 +155,26 @@ class TlsLayer final : public http1::ConnectionHost {
   enum class Phase : uint8_t { kHandshake, kOpen, kFailed };
   enum class Recv : uint8_t { kOff, kArmed, kCancelling };
   // Why the layer closes a connection itself.
-  enum class Failure : uint8_t { kTimeout, kPlainHttp, kProtocol, kPeerClosed };
+  enum class Failure : uint8_t { kTimeout, kPlainHttp, kProtocol, kPeerClosed, kProxyHeader };
+
+  // The connection's send as the layer carries it. Its plaintext is the
+  // connection's until it is encrypted; from then on the records are the
+  // layer's, and the send is complete for the connection (its buffers free:
+  // a file's go back to the loop's pool whatever the peer does), the
+  // records leaving at the kernel's pace. What the connection is owed is
+  // delivered after the event that caused it (DeliverOwed), never inside
+  // the connection's own call.
+  enum class ConnSend : uint8_t {
+    kNone,
+    kWaiting,    // no room in the output: encrypted when a kernel send frees some
+    kEncrypted,  // conn_taken bytes encrypted: OnSend(conn_taken) owed (a last
+                 // send: with the final kernel send, which carries the close)
+    kAgain,      // a don't-wait send that found no room: -EAGAIN owed
+    kFailed,     // nothing can carry it: -EPIPE owed
+  };
+  // The connection's wait for room to write (PollWritable) is answered by
+  // the layer, for room in its output is what the connection writes into.
+  enum class Poll : uint8_t { kNone, kWaiting, kOwed };
 
   // One connection's layer state (reset by assignment; its
   // TlsSession lives in sessions_[slot]).
@@ -163,8 +190,14 @@ class TlsLayer final : public http1::ConnectionHost {
     int peer_res = 0;           // ... what the connection's receive ends with
     bool starved = false;       // ENOBUFS: re-armed on OnBuffersAvailable
     bool batch_asked = false;   // the loop's AfterBatch is asked for this slot
+    bool owed_queued = false;   // in owed_ (DeliverOwed)
     bool conn_batch = false;    // ... and the connection asked for it too
     bool seen_bytes = false;
+    // --proxy-protocol: the PROXY header, in clear before the ClientHello,
+    // is still to come; a part of it that came alone waits in proxy_buf.
+    bool proxy_pending = false;
+    char* proxy_buf = nullptr;
+    uint16_t proxy_len = 0;
     bool delivered = false;     // plaintext went to the connection before
     // Output: out[sent..session.output_len()) is still to go.
     char* out = nullptr;
@@ -172,16 +205,19 @@ class TlsLayer final : public http1::ConnectionHost {
     iovec send_iov{};           // the kernel's send in flight
     bool send_inflight = false;
     bool write_dead = false;    // a send failed: nothing more goes out
-    // The connection's send: its iovecs, plaintext taken, and where its
-    // records end in out (once encrypted).
-    bool conn_send = false;
-    bool conn_last = false;     // SendLastAndClose
-    bool conn_encrypted = false;
-    bool send_fail_owed = false;  // it cannot go: -EPIPE at the batch's end
+    // No progress on the kernel's send by this tick: it is cancelled (the
+    // send timeout, measured per kernel send, not per connection send).
+    uint64_t send_deadline = 0;
+    // The connection's send: its iovecs and the plaintext taken.
+    ConnSend csend = ConnSend::kNone;
+    bool conn_last = false;       // SendLastAndClose
+    bool conn_dont_wait = false;  // a full output refuses it (-EAGAIN)
     const iovec* conn_iov = nullptr;
     unsigned conn_count = 0;
     size_t conn_taken = 0;
-    size_t conn_end = 0;
+    // The connection's wait for room (PollWritable).
+    Poll poll = Poll::kNone;
+    int poll_res = 0;
     // Closing.
     bool shutdown_asked = false;     // ShutdownWrite once the output is out
     bool shutdown_inflight = false;
@@ -191,6 +227,7 @@ class TlsLayer final : public http1::ConnectionHost {
     bool closed = false;
     uint64_t conn_deadline = 0;
     uint64_t handshake_deadline = 0;
+    uint64_t armed_deadline = 0;     // what the loop was last given
     // A worker runs the handshake step: the session and its output are
     // the worker's until OnJobDone; bytes arriving meanwhile wait in stash.
     bool offloaded = false;
@@ -211,17 +248,33 @@ class TlsLayer final : public http1::ConnectionHost {
 
   void Fail(uint32_t slot, Failure why);
   void Feed(uint32_t slot, const char* data, size_t len);
+  // Reads the PROXY header from what has come (a part staged before, then
+  // data[0..len)). True once it is read: its last *used bytes were at the
+  // start of data. False while more is needed (data is staged), or when
+  // the connection failed.
+  bool ReadProxyHeader(uint32_t slot, const char* data, size_t len, size_t* used);
+  void ReleaseProxyBuffer(Link& l);
   void Deliver(uint32_t slot, size_t len);
   void HandshakeDone(uint32_t slot);
   void EnsureOutput(uint32_t slot);
   void MaybeReleaseOutput(uint32_t slot);
   void EncryptConn(uint32_t slot);
   void Flush(uint32_t slot);
+  // The kernel's send is in flight: no progress by --send-timeout cancels it.
+  void StartSendClock(uint32_t slot);
   void SyncRecv(uint32_t slot);
   void FinishClose(uint32_t slot);
+  // Gives the loop the earliest of the link's deadlines (the handshake's or
+  // the connection's, and the kernel send's).
+  void SyncDeadline(uint32_t slot);
+  // Encrypt() would take plaintext now.
+  bool OutputHasRoom(uint32_t slot) const;
   void MaybeShutdown(uint32_t slot);
   uint64_t HandshakeDeadline(const Link& l) const;
   void AskBatch(uint32_t slot);
+  // Queues the slot for DeliverOwed (once at a time).
+  void Owe(uint32_t slot);
+  void DeliverOwedTo(uint32_t slot);
   void EndVirtual(uint32_t slot, int res);
   size_t pending_output(uint32_t slot) const {
     const Link& l = links_[slot];
@@ -245,6 +298,8 @@ class TlsLayer final : public http1::ConnectionHost {
   // long that counts.
   static constexpr uint64_t kReuseWindowTicks = 10;
   uint64_t last_reuse_tick_ = 0;
+  std::unique_ptr<uint32_t[]> owed_;  // slots with completions owed (each once)
+  uint32_t owed_count_ = 0;
   std::unique_ptr<char[]> scratch_;  // decrypted bytes, handed to a connection
   size_t scratch_bytes_ = 0;
   // Small sends of several pieces (a head and a body) are gathered into

@@ -155,7 +155,7 @@ size_t TlsSession::Encrypt(const char* data, size_t len) {
   while (taken < len) {
     // Room for a full record's plaintext and its overhead, beyond what a
     // Feed may need: otherwise stop here (the caller sends and comes back).
-    if (out_cap_ - out_len_ < kFeedHeadroom + 512) break;
+    if (!CanEncrypt()) break;
     const size_t room = out_cap_ - out_len_ - kFeedHeadroom - 512;
     const size_t n = std::min(len - taken, std::max<size_t>(room, 1));
     const int r = SSL_write(ssl_, data + taken, static_cast<int>(std::min<size_t>(n, 1 << 30)));

@@ -85,6 +85,9 @@ class TlsSession {
   // many it took (fewer when the output is full but for kFeedHeadroom;
   // none once the session failed()). Only after the handshake.
   size_t Encrypt(const char* data, size_t len);
+  // Encrypt() would take plaintext: the output has room for a record
+  // beyond kFeedHeadroom.
+  bool CanEncrypt() const { return out_cap_ - out_len_ >= kFeedHeadroom + 512; }
   // Appends our close_notify alert to the output (once; false if the
   // session cannot send it: no handshake yet, failed, or no room).
   bool CloseNotify();

@@ -8,8 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +35,7 @@ namespace uring_http::tls {
 namespace {
 
 using http1::testing::FakeHost;
+using http1::testing::FdCloser;
 using http1::testing::ParseReplies;
 using testing::ClientContext;
 using testing::KeyType;
@@ -45,6 +55,11 @@ router::Router TestRouter() {
   });
   (void)r.Fast("GET", "/big", [](const http::Request& req, http::Response& resp) {
     resp.body().assign(std::stoul(std::string(req.query)), 'b');
+  });
+  (void)r.Fast("GET", "/client", [](const http::Request& req, http::Response& resp) {
+    char text[http::ClientAddress::kMaxText];
+    resp.set_body(std::string(req.client_address.Format(text)) + ":" +
+                  std::to_string(req.client_address.port()));
   });
   return r;
 }
@@ -79,6 +94,15 @@ class TlsLayerTest : public ::testing::Test {
   void Build(HandshakeGate::Mode gate, bool with_workers, bool adaptive = false,
              uint32_t handshake_timeout_ms = 2000) {
     router_ = TestRouter();
+    if (!static_root_.empty()) {
+      ASSERT_TRUE(router_.Static("/files/", static_root_).ok());
+      file_arena_ = *io::Arena::Create(file_buffer_count_ * file_buffer_size_ + 4096);
+      ASSERT_TRUE(file_buffers_.Init(file_arena_, file_buffer_size_, file_buffer_count_).ok());
+      file_cache_.emplace(&closer_, files::OpenFileCacheLimits{});
+      env_.file_cache = &*file_cache_;
+      env_.file_closer = &closer_;
+      env_.file_buffers = &file_buffers_;
+    }
     arena_ = *io::Arena::Create(256 * 4096 + 8192);
     ASSERT_TRUE(chunks_.Init(arena_, 4096, 256).ok());
     tls_arena_ = *io::Arena::Create(4 * TlsLayer::kMinBufferBytes);
@@ -122,7 +146,7 @@ class TlsLayerTest : public ::testing::Test {
     SSL* ssl = TheCerts().context->NewSsl();
     ASSERT_NE(ssl, nullptr);
     layer_->Attach(0, &conn_, ssl);
-    conn_.Open(&env_, 0);
+    conn_.Open(&env_, 0, /*proxy_header_below=*/true);
     ASSERT_TRUE(below_.recv_armed) << "the handshake reads from the start";
     EXPECT_FALSE(below_.recv_once) << "the kernel's receive is always multishot";
   }
@@ -166,8 +190,15 @@ class TlsLayerTest : public ::testing::Test {
     return true;
   }
 
+  // The loop's end of a batch: what the connection is owed, then (if the
+  // layer asked) its batch end.
   bool RunBatch() {
-    if (!below_.batch_end_due) return false;
+    bool moved = false;
+    while (layer_->has_owed()) {
+      EXPECT_EQ(layer_->DeliverOwed(), 0u);
+      moved = true;
+    }
+    if (!below_.batch_end_due) return moved;
     below_.batch_end_due = false;
     layer_->OnBatchEnd(0);
     return true;
@@ -224,6 +255,15 @@ class TlsLayerTest : public ::testing::Test {
   bool Finished() { return conn_.Freeable() && layer_->Freeable(0); }
 
   router::Router router_;
+  // Static files (TlsLayerFilesTest): declared before the connection, which
+  // gives its file buffers and cache references back when it goes.
+  std::string static_root_;
+  size_t file_buffer_count_ = 4;
+  size_t file_buffer_size_ = 16 * 1024;
+  FdCloser closer_;
+  io::Arena file_arena_;
+  io::ChunkPool file_buffers_;
+  std::optional<files::OpenFileCache> file_cache_;
   http1::ConnectionConfig config_;
   io::Arena arena_;
   io::ChunkPool chunks_;
@@ -489,6 +529,33 @@ TEST_F(TlsLayerTest, AbortWithTheSendCompletingWholeOrCancelled) {
   }
 }
 
+// Found by tls_layer_fuzz: a connection closing gracefully with input
+// left unread lingers, and asks for its FIN (ShutdownWrite), which the
+// layer holds until its records are out. When the kernel's send then
+// failed, the shutdown was never issued and the connection waited for it
+// for ever (its slot never freed).
+TEST_F(TlsLayerTest, ALingeringCloseWhoseSendFailsStillShutsDown) {
+  Open();
+  Handshake();
+  // A bad request and one after it: 400, then a lingering close.
+  Request("GARBAGE\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  ClientSends();
+  RunBatch();
+  ASSERT_TRUE(below_.send.has_value());
+  ASSERT_FALSE(below_.shutdown_pending) << "held until the records are out";
+  below_.send.reset();
+  layer_->OnSend(0, -ECONNRESET);
+  RunBatch();
+  ASSERT_TRUE(below_.shutdown_pending || below_.closed) << "the connection would wait for ever";
+  if (below_.shutdown_pending) {
+    below_.shutdown_pending = false;
+    layer_->OnShutdownDone(0);
+  }
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(Finished());
+}
+
 // Issue 19 item 1: a request record and, in the same receive, a record
 // that ends the session (the client's fatal alert, in clear as a client
 // that aborts right after writing sends it, or a record that does not
@@ -551,6 +618,238 @@ TEST_P(TlsLayerFailureSplitTest, PipelinedRequestsThenAlert) {
 
 INSTANTIATE_TEST_SUITE_P(Splits, TlsLayerFailureSplitTest,
                          ::testing::Values(1, 2, 5, 7, 16, 40, 64, 100, 1000));
+
+// A file's bytes (the pattern big.bin holds).
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>('a' + (i * 7 + i / 4096) % 26);
+  return s;
+}
+
+// Static files over TLS, each statx, openat2 and read carried out for real
+// on a temporary directory when the test says so.
+class TlsLayerFilesTest : public TlsLayerTest {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/tls_layer_files_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    static_root_ = tmpl;
+    std::ofstream(static_root_ + "/big.bin", std::ios::binary) << Pattern(kBig);
+    Build(HandshakeGate::Mode::kInline, false);
+  }
+  void TearDown() override {
+    TlsLayerTest::TearDown();
+    for (const std::string& e : closer_.errors) ADD_FAILURE() << e;
+    ASSERT_EQ(std::system(("rm -rf " + static_root_).c_str()), 0);
+  }
+
+  // The file operation in flight, done (the poll for room never reaches
+  // the kernel over TLS: the layer answers it). False if none.
+  bool CompleteFileOp() {
+    if (!below_.file_op.has_value()) return false;
+    FakeHost::FileOp op = std::move(*below_.file_op);
+    below_.file_op.reset();
+    switch (op.kind) {
+      case FakeHost::FileOp::kStat:
+        conn_.OnFileStat(::statx(op.dir_fd, op.path.c_str(), 0,
+                                 STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
+                                 op.stx) == 0
+                             ? 0
+                             : -errno);
+        break;
+      case FakeHost::FileOp::kOpen: {
+        open_how how{};
+        how.flags = op.check_only ? O_PATH : O_RDONLY | O_NOCTTY;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+        const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
+        if (fd >= 0) closer_.open.insert(static_cast<int>(fd));
+        conn_.OnFileOpen(fd >= 0 ? static_cast<int>(fd) : -errno);
+        break;
+      }
+      case FakeHost::FileOp::kRead: {
+        const ssize_t n = ::pread(op.file_index, op.buf, op.len, static_cast<off_t>(op.offset));
+        conn_.OnFileRead(n >= 0 ? static_cast<int>(n) : -errno);
+        break;
+      }
+      default:
+        ADD_FAILURE() << "a file operation TLS never asks for: " << op.kind;
+        return false;
+    }
+    return true;
+  }
+
+  // Everything but the kernel's send moves until nothing does: the peer
+  // has stopped reading.
+  void PumpStalled() {
+    for (int i = 0; i < 10000; ++i) {
+      bool moved = CompleteFileOp();
+      moved |= RunBatch();
+      if (!moved) return;
+    }
+    FAIL() << "never went quiet";
+  }
+
+  static constexpr size_t kBig = 1 << 20;
+};
+
+// Issue 19 item 4: a reader that stops reading must not keep the loop's
+// file buffers. Over plain TCP the connection's don't-wait send comes back
+// short and it takes its file bytes back; over TLS it heard of its send
+// only when all of the records carrying it had left, so each stalled TLS
+// download held its buffers, and enough of them left every other file
+// body on the ring without one.
+TEST_F(TlsLayerFilesTest, AStalledReaderHoldsNoFileBuffer) {
+  Open();
+  Handshake();
+  Request("GET /files/big.bin HTTP/1.1\r\nHost: x\r\n\r\n");
+  ClientSends();
+  PumpStalled();
+  ASSERT_TRUE(below_.send.has_value()) << "records wait in the kernel for the reader";
+  EXPECT_FALSE(below_.file_op.has_value());
+  EXPECT_EQ(file_buffers_.available(), file_buffer_count_) << "every file buffer is back";
+  // The reader comes back: the whole file arrives, intact.
+  for (int i = 0; i < 100000 && (below_.send.has_value() || below_.file_op.has_value() ||
+                                 below_.batch_end_due || layer_->has_owed());
+       ++i) {
+    CompleteSend(9000);
+    PumpStalled();
+  }
+  auto replies = ParseReplies(client_->received);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].status, 200);
+  EXPECT_TRUE(replies[0].body == Pattern(kBig)) << replies[0].body.size();
+  EXPECT_EQ(file_buffers_.available(), file_buffer_count_);
+}
+
+// The connection hears of its send once its bytes are encrypted and the
+// peer takes any records, not when every record has left: a slow reader
+// that keeps taking bytes is progress for the send deadline.
+TEST_F(TlsLayerTest, ASendCompletesAtTheKernelsFirstProgress) {
+  Open();
+  Handshake();
+  Request("GET /big?300000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  ClientSends();
+  ASSERT_TRUE(below_.send.has_value());
+  const size_t pending = conn_.output_pending();
+  ASSERT_GT(pending, 200000u);
+  CompleteSend(1000);  // the peer takes a little
+  EXPECT_LT(conn_.output_pending(), pending - 50000)
+      << "the connection's encrypted bytes are done with";
+}
+
+// The layer's own send deadline: records the peer never takes are cut
+// after --send-timeout, even when the connection has nothing in flight
+// (its last response encrypted, it waits idle for the next request).
+TEST_F(TlsLayerTest, RecordsThePeerNeverTakesAreCutAtTheSendTimeout) {
+  Open();
+  Handshake();
+  Request("GET /big?60000 HTTP/1.1\r\nHost: x\r\n\r\n");
+  ClientSends();
+  ASSERT_TRUE(below_.send.has_value());
+  CompleteSend(100);  // a little progress: the connection's response is encrypted and done
+  ASSERT_TRUE(below_.send.has_value());
+  EXPECT_EQ(conn_.output_pending(), 0u);
+  ASSERT_NE(below_.deadline, 0u);
+  EXPECT_LE(below_.deadline, env_.now_tick + config_.send_timeout_ms / config_.tick_ms + 2);
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  EXPECT_TRUE(below_.send_cancel_pending) << "the stalled send is cancelled";
+  below_.send.reset();
+  below_.send_cancel_pending = false;
+  layer_->OnSend(0, -ECANCELED);
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(Finished());
+}
+
+// Issue 19 item 7: behind a proxy (--proxy-protocol) the PROXY header
+// comes in clear before the ClientHello, as HAProxy, cloud load balancers
+// and curl --haproxy-protocol send it; it was read inside TLS, so every
+// real proxy failed, and a direct client could name its own address inside
+// TLS.
+class TlsLayerProxyTest : public TlsLayerTest {
+ protected:
+  void SetUp() override {
+    config_.proxy_protocol = true;
+    Build(HandshakeGate::Mode::kInline, false);
+  }
+};
+
+TEST_F(TlsLayerProxyTest, HeaderInClearBeforeTheClientHello) {
+  for (size_t split : {size_t{0}, size_t{1}, size_t{7}}) {
+    SCOPED_TRACE(split);
+    if (split != 0) {
+      Build(HandshakeGate::Mode::kInline, false);
+      below_ = FakeHost();
+      close_delivered_ = false;
+    }
+    Open();
+    const std::string header = "PROXY TCP4 203.0.113.7 192.0.2.1 51234 443\r\n";
+    client_->Feed("", 0);
+    std::string bytes = header + client_->TakeOutput();
+    size_t off = 0;
+    while (off < bytes.size()) {
+      const size_t n = split == 0 ? bytes.size() - off : std::min(split, bytes.size() - off);
+      ASSERT_TRUE(below_.recv_armed);
+      layer_->OnRecv(0, bytes.data() + off, n, true);
+      off += n;
+    }
+    Pump(split);
+    ASSERT_TRUE(client_->session.handshake_done()) << client_->session.error();
+    Request("GET /client HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    Pump(split);
+    auto replies = ParseReplies(client_->received);
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_EQ(replies[0].body, "203.0.113.7:51234");
+    ASSERT_TRUE(Finished());
+    layer_->Release(0);
+    conn_.Release();
+  }
+}
+
+TEST_F(TlsLayerProxyTest, V2HeaderInClear) {
+  Open();
+  // v2 PROXY TCP4 198.51.100.9:4000 -> 192.0.2.1:443.
+  std::string header("\r\n\r\n\0\r\nQUIT\n", 12);
+  header += std::string("\x21\x11\x00\x0c", 4);
+  header += std::string("\xc6\x33\x64\x09\xc0\x00\x02\x01\x0f\xa0\x01\xbb", 12);
+  client_->Feed("", 0);
+  std::string bytes = header + client_->TakeOutput();
+  layer_->OnRecv(0, bytes.data(), bytes.size(), true);
+  Pump();
+  ASSERT_TRUE(client_->session.handshake_done()) << client_->session.error();
+  Request("GET /client HTTP/1.1\r\nHost: x\r\n\r\n");
+  Pump();
+  auto replies = ParseReplies(client_->received);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].body, "198.51.100.9:4000");
+}
+
+// A client that starts TLS at once (no header in clear) is closed
+// unanswered, as on a plain --proxy-protocol listener; and a header sent
+// inside TLS is not a header: it is a request line that is no request.
+TEST_F(TlsLayerProxyTest, NoHeaderInClearIsClosedUnanswered) {
+  Open();
+  client_->Feed("", 0);
+  ClientSends();
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_EQ(conn_stats_.proxy_header_errors.Get(), 1u);
+  EXPECT_FALSE(client_->session.handshake_done());
+  EXPECT_TRUE(Finished());
+}
+
+TEST_F(TlsLayerProxyTest, StalledHeaderTimesOut) {
+  Open();
+  const std::string part = "PROXY TCP4 203.0.";
+  layer_->OnRecv(0, part.data(), part.size(), true);
+  ASSERT_NE(below_.deadline, 0u);
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_TRUE(Finished());
+}
 
 class TlsLayerOffloadTest : public TlsLayerTest {
  protected:
