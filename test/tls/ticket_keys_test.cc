@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -282,6 +283,43 @@ TEST_P(TicketKeysTest, ResumptionIsNotSuspendedByTheGate) {
   ASSERT_TRUE(Handshake(client, server));
   EXPECT_TRUE(SSL_session_reused(server.session.ssl()));
   EXPECT_EQ(server.suspensions, 0);
+}
+
+// The tickets a client received, in order (its new-session callback).
+std::vector<SslSessionPtr>& ReceivedTickets() {
+  static auto* tickets = new std::vector<SslSessionPtr>();
+  return *tickets;
+}
+
+int OnNewTicket(SSL* /*ssl*/, SSL_SESSION* session) {
+  ReceivedTickets().emplace_back(session);
+  return 1;  // the reference is ours
+}
+
+TEST_P(TicketKeysTest, ClientUsingEachTicketOnceAlwaysResumes) {
+  // BoringSSL (Chrome) uses a TLS 1.3 ticket once (RFC 8446 C.4): a
+  // resumption must bring a fresh ticket, or every other connection is a
+  // full handshake. Five connections in a row, each resuming with the
+  // ticket the one before received, and nothing else.
+  if (!tls13()) GTEST_SKIP() << "TLS 1.2 clients use a ticket again";
+  SSL_CTX_set_session_cache_mode(client_ctx_.get(),
+                                 SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(client_ctx_.get(), &OnNewTicket);
+  ReceivedTickets().clear();
+  Result first = Connect(*context_, nullptr);
+  ASSERT_TRUE(first.ok);
+  ASSERT_EQ(ReceivedTickets().size(), 1u) << "one ticket after a full handshake";
+  for (int i = 2; i <= 6; ++i) {
+    SCOPED_TRACE("connection " + std::to_string(i));
+    SslSessionPtr ticket = std::move(ReceivedTickets().back());
+    ReceivedTickets().clear();
+    Result next = Connect(*context_, ticket.get());
+    ASSERT_TRUE(next.ok);
+    EXPECT_TRUE(next.server_reused);
+    ASSERT_EQ(ReceivedTickets().size(), 1u) << "no fresh ticket after a resumption";
+    EXPECT_NE(Ticket(ReceivedTickets().back().get()), Ticket(ticket.get()));
+  }
+  ReceivedTickets().clear();
 }
 
 TEST_P(TicketKeysTest, ConcurrentHandshakesAndRotations) {
