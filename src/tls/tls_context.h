@@ -3,7 +3,9 @@
 // and 1.2 only, AEAD cipher suites only, ALPN http/1.1, session tickets
 // (TicketKeys) without a server-side session cache, no renegotiation, no
 // 0-RTT. A ClientHello's SNI picks the certificate that names the host;
-// the first certificate answers everything else.
+// the first certificate answers everything else. A session resumes only
+// under the certificate it was made under (each has its own session id
+// context).
 //
 // A connection gets its SSL from NewSsl(); the SSL holds a reference to the
 // TlsContext that made it (its callbacks point at it), so a reload (a new

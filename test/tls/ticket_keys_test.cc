@@ -285,6 +285,25 @@ TEST_P(TicketKeysTest, ResumptionIsNotSuspendedByTheGate) {
   EXPECT_EQ(server.suspensions, 0);
 }
 
+TEST_P(TicketKeysTest, TicketDoesNotResumeUnderAnotherCertificate) {
+  // Each certificate has its own session id context: a session made
+  // under one SNI name's certificate is a full handshake (with the other
+  // certificate, which the client verifies) under another's, and the new
+  // session resumes there.
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"other.test", "localhost"},
+                                 {"localhost", "other.test"}}) {
+    SCOPED_TRACE(std::string(from) + " -> " + to);
+    Result first = Connect(*context_, nullptr, from);
+    ASSERT_TRUE(first.ok);
+    Result again = Connect(*context_, first.session.get(), to);
+    ASSERT_TRUE(again.ok);
+    EXPECT_FALSE(again.server_reused) << "a session resumed under another certificate";
+    Result third = Connect(*context_, again.session.get(), to);
+    ASSERT_TRUE(third.ok);
+    EXPECT_TRUE(third.server_reused);
+  }
+}
+
 // The tickets a client received, in order (its new-session callback).
 std::vector<SslSessionPtr>& ReceivedTickets() {
   static auto* tickets = new std::vector<SslSessionPtr>();
