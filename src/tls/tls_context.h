@@ -39,9 +39,11 @@ struct CertificateInfo {
 };
 
 // Where a connection's full handshakes sign (TlsSettings::Offload); the
-// TLS layer gives each SSL one (SetGate). The ClientHello callback pauses a
-// handshake that would sign on the ring (kSuspended from TlsSession) so
-// that a worker can run that step; resumptions sign nothing and stay.
+// TLS layer gives each SSL one (SetGate). The certificate callback, which
+// OpenSSL calls only for a full handshake (after it has decided not to
+// resume), pauses a handshake that would sign on the ring (kSuspended from
+// TlsSession) so that a worker can run that step; resumptions sign
+// nothing and stay.
 struct HandshakeGate {
   enum class Mode : uint8_t { kInline, kOffloadRsa, kOffloadAll };
   Mode mode = Mode::kInline;
@@ -78,6 +80,7 @@ class TlsContext : public std::enable_shared_from_this<TlsContext> {
   TlsContext() = default;
   static int OnServerName(SSL* ssl, int* alert, void* arg);
   static int OnClientHello(SSL* ssl, int* alert, void* arg);
+  static int OnCertificate(SSL* ssl, void* arg);
   static int OnAlpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
                     const unsigned char* in, unsigned int inlen, void* arg);
 

@@ -1,5 +1,5 @@
 // The TLS layer's handshake offload: a full handshake's expensive step
-// (key exchange and signature), paused by the ClientHello callback, runs on
+// (key exchange and signature), paused by the certificate callback, runs on
 // a TLS worker and comes back by MSG_RING (tls_layer.h, README: HTTPS).
 #include <atomic>
 #include <cstring>

@@ -285,6 +285,61 @@ TEST_P(TicketKeysTest, ResumptionIsNotSuspendedByTheGate) {
   EXPECT_EQ(server.suspensions, 0);
 }
 
+// A full handshake and a resumption through the offload gate (kOffloadAll)
+// of a server SSL: how often the handshake was suspended for a worker, and
+// whether it resumed.
+struct Gated {
+  bool ok = false;
+  bool reused = false;
+  int suspensions = 0;
+};
+
+Gated GatedHandshake(const TlsContext& context, SSL_CTX* client_ctx, SSL_SESSION* resume,
+                     const char* sni) {
+  Gated g;
+  ClientOptions options;
+  options.sni = sni;
+  options.session = resume;
+  Peer client(NewClientSsl(client_ctx, options));
+  HandshakeGate gate;
+  gate.mode = HandshakeGate::Mode::kOffloadAll;
+  Peer server(context.NewSsl());
+  TlsContext::SetGate(server.session.ssl(), &gate);
+  server.gate = &gate;
+  g.ok = Handshake(client, server);
+  g.reused = SSL_session_reused(server.session.ssl()) == 1;
+  g.suspensions = server.suspensions;
+  return g;
+}
+
+TEST_P(TicketKeysTest, TicketThatDoesNotOpenIsAFullHandshakeOnAWorker) {
+  // A ClientHello that carries a ticket (TLS 1.2) or a PSK (TLS 1.3) the
+  // server cannot open (sealed with other keys, or made up) is a full
+  // handshake, signature and all: the gate must send it to a worker like
+  // any other, not take the ticket's presence for a resumption.
+  std::shared_ptr<const TlsContext> other = MakeContext(std::make_shared<TicketKeys>(3600));
+  ASSERT_NE(other, nullptr);
+  Result foreign = Connect(*other, nullptr);
+  ASSERT_TRUE(foreign.ok);
+  ASSERT_TRUE(SSL_SESSION_has_ticket(foreign.session.get()));
+  Gated g = GatedHandshake(*context_, client_ctx_.get(), foreign.session.get(), "localhost");
+  ASSERT_TRUE(g.ok);
+  EXPECT_FALSE(g.reused);
+  EXPECT_EQ(g.suspensions, 1) << "a full handshake behind a bogus ticket ran on the ring";
+  // A ticket of ours still resumes on the ring (nothing to sign).
+  Result ours = Connect(*context_, nullptr);
+  ASSERT_TRUE(ours.ok);
+  g = GatedHandshake(*context_, client_ctx_.get(), ours.session.get(), "localhost");
+  ASSERT_TRUE(g.ok);
+  EXPECT_TRUE(g.reused);
+  EXPECT_EQ(g.suspensions, 0);
+  // And a handshake with no ticket at all goes to the worker.
+  g = GatedHandshake(*context_, client_ctx_.get(), nullptr, "localhost");
+  ASSERT_TRUE(g.ok);
+  EXPECT_FALSE(g.reused);
+  EXPECT_EQ(g.suspensions, 1);
+}
+
 TEST_P(TicketKeysTest, TicketDoesNotResumeUnderAnotherCertificate) {
   // Each certificate has its own session id context: a session made
   // under one SNI name's certificate is a full handshake (with the other
@@ -301,6 +356,11 @@ TEST_P(TicketKeysTest, TicketDoesNotResumeUnderAnotherCertificate) {
     Result third = Connect(*context_, again.session.get(), to);
     ASSERT_TRUE(third.ok);
     EXPECT_TRUE(third.server_reused);
+    // Through the gate, the full handshake goes to a worker.
+    Gated g = GatedHandshake(*context_, client_ctx_.get(), first.session.get(), to);
+    ASSERT_TRUE(g.ok);
+    EXPECT_FALSE(g.reused);
+    EXPECT_EQ(g.suspensions, 1);
   }
 }
 
