@@ -316,6 +316,7 @@ ServerStats Server::Stats() const {
     s.tls13 += t.tls13.Get();
     s.tls12 += t.tls12.Get();
     s.tls_offloaded += t.offloaded.Get();
+    s.tls_steps_reclaimed += t.steps_reclaimed.Get();
     s.tls_failed_timeout += t.failed_timeout.Get();
     s.tls_failed_plain_http += t.failed_plain_http.Get();
     s.tls_failed_protocol += t.failed_protocol.Get();
@@ -328,6 +329,7 @@ ServerStats Server::Stats() const {
   s.tls_reloads = tls_reloads_.load(std::memory_order_relaxed);
   s.tls_reload_failures = tls_reload_failures_.load(std::memory_order_relaxed);
   if (workers_ != nullptr) s.workers = workers_->Stats();
+  if (tls_workers_ != nullptr) s.tls_steps_skipped = tls_workers_->Stats().jobs_skipped;
   return s;
 }
 

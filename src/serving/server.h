@@ -53,6 +53,7 @@ struct ServerStats {
   uint64_t tls_handshakes = 0, tls_resumed = 0, tls13 = 0, tls12 = 0, tls_offloaded = 0;
   uint64_t tls_failed_timeout = 0, tls_failed_plain_http = 0, tls_failed_protocol = 0;
   uint64_t tls_failed_peer_closed = 0;
+  uint64_t tls_steps_reclaimed = 0, tls_steps_skipped = 0;
   uint64_t tls_reloads = 0, tls_reload_failures = 0;
   worker::WorkerPoolStats workers;
 };

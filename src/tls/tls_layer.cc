@@ -80,7 +80,7 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
 bool TlsLayer::Freeable(uint32_t slot) const {
   const Link& l = links_[slot];
   return l.real == Recv::kOff && !l.send_inflight && !l.shutdown_inflight && !l.batch_asked &&
-         !l.offloaded && (!l.close_issued || l.closed);
+         !l.job_out && (!l.close_issued || l.closed);
 }
 
 void TlsLayer::Release(uint32_t slot) {
@@ -331,7 +331,7 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
 
 void TlsLayer::FinishClose(uint32_t slot) {
   Link& l = links_[slot];
-  if (l.close_issued || l.offloaded) return;  // OnJobDone comes back here
+  if (l.close_issued || (l.offloaded && !AbandonStep(slot))) return;  // OnJobDone comes back here
   if (l.real == Recv::kOff && l.virt != Recv::kOff) AskBatch(slot);  // its end is owed
   // The connection gave up on a send in flight (or the socket failed):
   // everything is cancelled and closed at once.
@@ -375,6 +375,9 @@ void TlsLayer::OnDeadline(uint32_t slot) {
   Link& l = links_[slot];
   if (l.phase == Phase::kHandshake && !l.close_asked) {
     const uint64_t now = env_->now_tick;
+    if (l.offloaded && l.queue_deadline != 0 && now >= l.queue_deadline && TakeBackStep(slot)) {
+      return;
+    }
     if (now >= l.handshake_deadline) {
       Fail(slot, Failure::kTimeout);
     } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
@@ -391,9 +394,13 @@ void TlsLayer::OnDeadline(uint32_t slot) {
 }
 
 uint64_t TlsLayer::HandshakeDeadline(const Link& l) const {
-  // While the handshake runs its own deadline is the one armed, and the
-  // connection's only while draining (see OnDeadline).
+  // While the handshake runs its own deadline is the one armed (or a
+  // queued step's, if sooner: tls_layer_offload.cc), and the connection's
+  // only while draining (see OnDeadline).
   uint64_t t = l.handshake_deadline;
+  if (l.offloaded && l.queue_deadline != 0 && (t == 0 || l.queue_deadline < t)) {
+    t = l.queue_deadline;
+  }
   if (env_->draining && l.conn_deadline != 0 && (t == 0 || l.conn_deadline < t)) {
     t = l.conn_deadline;
   }
