@@ -27,6 +27,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tls_test as t  # noqa: E402  (the HTTPS helpers)
 
 
+def log(msg):
+    print("tls_reload_test: " + msg, flush=True)
+
+
 def tasks(pid):
     """{tid: (name, wchan)} of the process's threads (wchan "" if unreadable)."""
     out = {}
@@ -123,7 +127,7 @@ def main():
             s.sendall(t.req("/test/fast"))
             assert t.Responses(s).next()[0] == 200
         srv.stop()
-        t.log("reload on uring-reload: served in %.2f s while it waited on a FIFO (%s); "
+        log("reload on uring-reload: served in %.2f s while it waited on a FIFO (%s); "
               "new certificate after it; exit 0" % (took, where))
     finally:
         if writer is not None:
