@@ -153,6 +153,14 @@ std::string Server::RenderMetrics() const {
          "TLS handshakes that resumed a session from a ticket.", s.tls_resumed},
         {"uring_http_tls_handshake_offloads_total", "counter",
          "TLS handshake steps (certificate signatures) run on a worker.", s.tls_offloaded},
+        {"uring_http_tls_handshake_steps_reclaimed_total", "counter",
+         "Offloaded TLS handshake steps no worker had started within the queue-wait bound: "
+         "run on the ring instead.",
+         s.tls_steps_reclaimed},
+        {"uring_http_tls_handshake_steps_skipped_total", "counter",
+         "Offloaded TLS handshake steps a TLS worker dequeued and skipped: the ring had taken "
+         "them back or their connection had closed.",
+         s.tls_steps_skipped},
         {"uring_http_tls_reloads_total", "counter", "Certificate reloads (SIGHUP) that took.",
          s.tls_reloads},
         {"uring_http_tls_reload_failures_total", "counter",

@@ -52,6 +52,7 @@ absl::Status Server::AddBuiltinRoutes() {
 Server::~Server() {
   Stop();
   Wait();
+  StopReloadThread();
   if (signal_fd_ >= 0) close(signal_fd_);
   if (access_log_fd_ >= 0) close(access_log_fd_);
 }
@@ -150,6 +151,14 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
         plain_listeners_.empty() ? -1 : plain_listeners_[i].fd(), tls_workers_.get()));
   }
 
+  if (config_.tls.enabled() && config_.handle_signals) {
+    // Started here, after the last early return, and stopped below.
+    reload_thread_ = std::thread([this] {
+      pthread_setname_np(pthread_self(), "uring-reload");
+      ReloadMain();
+    });
+  }
+
   // Each ring is created on the thread that owns it (SINGLE_ISSUER).
   std::vector<std::promise<absl::Status>> inits(loops_.size());
   std::vector<std::future<absl::Status>> init_results;
@@ -181,6 +190,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     loops_[0]->Run();
   }
   for (std::thread& t : threads) t.join();
+  StopReloadThread();
   // Every connection is closed, so no task is queued any more.
   if (workers_ != nullptr) workers_->Stop();
   if (tls_workers_ != nullptr) tls_workers_->Stop();
@@ -222,20 +232,51 @@ void Server::OnSignal(int signo) {
     return;
   }
   if (!config_.tls.enabled()) return;
-  absl::Status s = ReloadTls();
-  if (s.ok()) {
-    std::fprintf(stderr, "uring-http: TLS reloaded: %s\n",
-                 tls_source_.Get()->Describe().c_str());
-  } else {
-    std::fprintf(stderr, "uring-http: TLS reload failed, the old certificates stay: %s\n",
-                 std::string(s.message()).c_str());
+  // On ring 0's thread: the reload thread does the work. Signals that come
+  // while it reloads give one more reload after it.
+  {
+    std::lock_guard<std::mutex> lock(reload_wake_mu_);
+    reload_pending_ = true;
   }
+  reload_wake_.notify_one();
+}
+
+void Server::ReloadMain() {
+  std::unique_lock<std::mutex> lock(reload_wake_mu_);
+  for (;;) {
+    reload_wake_.wait(lock, [this] { return reload_pending_ || reload_stop_; });
+    if (reload_stop_) return;
+    reload_pending_ = false;
+    lock.unlock();
+    absl::Status s = ReloadTls();
+    if (s.ok()) {
+      std::fprintf(stderr, "uring-http: TLS reloaded: %s\n",
+                   tls_source_.Get()->Describe().c_str());
+    } else {
+      std::fprintf(stderr, "uring-http: TLS reload failed, the old certificates stay: %s\n",
+                   std::string(s.message()).c_str());
+    }
+    lock.lock();
+  }
+}
+
+void Server::StopReloadThread() {
+  if (!reload_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(reload_wake_mu_);
+    reload_stop_ = true;
+  }
+  reload_wake_.notify_one();
+  // A reload under way finishes first (it takes milliseconds unless a
+  // file hangs).
+  reload_thread_.join();
 }
 
 absl::Status Server::ReloadTls() {
   if (!config_.tls.enabled()) return absl::FailedPreconditionError("TLS is not configured");
   std::lock_guard<std::mutex> lock(reload_mu_);
-  // Built on this thread, off every ring: a loop only swaps a pointer.
+  // Built on this thread (the reload thread for SIGHUP), off every ring: a
+  // loop only swaps a pointer.
   auto context = tls::TlsContext::Create(config_.tls, ticket_keys_);
   if (!context.ok()) {
     tls_reload_failures_.fetch_add(1, std::memory_order_relaxed);
@@ -316,6 +357,7 @@ ServerStats Server::Stats() const {
     s.tls13 += t.tls13.Get();
     s.tls12 += t.tls12.Get();
     s.tls_offloaded += t.offloaded.Get();
+    s.tls_steps_reclaimed += t.steps_reclaimed.Get();
     s.tls_failed_timeout += t.failed_timeout.Get();
     s.tls_failed_plain_http += t.failed_plain_http.Get();
     s.tls_failed_protocol += t.failed_protocol.Get();
@@ -328,6 +370,7 @@ ServerStats Server::Stats() const {
   s.tls_reloads = tls_reloads_.load(std::memory_order_relaxed);
   s.tls_reload_failures = tls_reload_failures_.load(std::memory_order_relaxed);
   if (workers_ != nullptr) s.workers = workers_->Stats();
+  if (tls_workers_ != nullptr) s.tls_steps_skipped = tls_workers_->Stats().jobs_skipped;
   return s;
 }
 

@@ -53,6 +53,7 @@ struct ServerStats {
   uint64_t tls_handshakes = 0, tls_resumed = 0, tls13 = 0, tls12 = 0, tls_offloaded = 0;
   uint64_t tls_failed_timeout = 0, tls_failed_plain_http = 0, tls_failed_protocol = 0;
   uint64_t tls_failed_peer_closed = 0;
+  uint64_t tls_steps_reclaimed = 0, tls_steps_skipped = 0;
   uint64_t tls_reloads = 0, tls_reload_failures = 0;
   worker::WorkerPoolStats workers;
 };
@@ -88,14 +89,18 @@ class Server {
   // Every counter in the Prometheus text exposition format (GET /metrics).
   std::string RenderMetrics() const;
   bool draining() const { return stop_requested_.load(std::memory_order_relaxed); }
-  // Loads the TLS certificates and keys again (SIGHUP does this): new
-  // connections get the new ones, connections already open keep theirs.
-  // On an error the old ones stay. Any thread, after Run() started.
+  // Loads the TLS certificates and keys again (SIGHUP does this, on a
+  // thread of its own named uring-reload): new connections get the new
+  // ones, connections already open keep theirs. On an error the old ones
+  // stay. Any thread, after Run() started.
   absl::Status ReloadTls();
 
  private:
   void SendStop();
   void OnSignal(int signo);
+  // The reload thread (SIGHUP): waits for OnSignal, reloads, logs.
+  void ReloadMain();
+  void StopReloadThread();
   absl::Status AddBuiltinRoutes();
 
   const ServerConfig config_;
@@ -117,6 +122,15 @@ class Server {
   std::shared_ptr<tls::TicketKeys> ticket_keys_;
   tls::TlsContextSource tls_source_;
   std::mutex reload_mu_;
+  // SIGHUP's reloads run on a thread of their own ("uring-reload"): reading
+  // files and building contexts would hold up ring 0, which reads the
+  // signals, for as long as they take (a file on a slow or hung mount: for
+  // ever).
+  std::thread reload_thread_;
+  std::mutex reload_wake_mu_;
+  std::condition_variable reload_wake_;
+  bool reload_pending_ = false;  // guarded by reload_wake_mu_
+  bool reload_stop_ = false;     // guarded by reload_wake_mu_
   std::atomic<uint64_t> tls_reloads_{0};
   std::atomic<uint64_t> tls_reload_failures_{0};
   int access_log_fd_ = -1;

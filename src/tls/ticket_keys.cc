@@ -88,7 +88,14 @@ int TicketKeys::Callback(SSL* ssl, unsigned char key_name[16], unsigned char* iv
   auto* keys = static_cast<TicketKeys*>(
       SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), TicketKeysIndex()));
   if (keys == nullptr) return -1;
-  return encrypt ? keys->Seal(key_name, iv, cipher, mac) : keys->Open(key_name, iv, cipher, mac);
+  if (encrypt) return keys->Seal(key_name, iv, cipher, mac);
+  const int r = keys->Open(key_name, iv, cipher, mac);
+  // A TLS 1.3 resumption gets a fresh ticket (2: "renew"), as nginx gives
+  // one: a client may use each ticket once (RFC 8446 C.4; BoringSSL, so
+  // Chrome, does), and OpenSSL sends none after a resumption whose ticket
+  // opened with the current key. TLS 1.2 clients use a ticket again, so
+  // theirs is renewed only when its key is the previous one.
+  return r == 1 && SSL_version(ssl) == TLS1_3_VERSION ? 2 : r;
 }
 
 int TicketKeys::Seal(unsigned char key_name[16], unsigned char* iv, EVP_CIPHER_CTX* cipher,

@@ -2,7 +2,8 @@
 // OpenSSL context of the server (so a ticket survives a certificate
 // reload) and rotated on a timer. A ticket is sealed with the current key;
 // one sealed with the previous key is still opened, and the client is given
-// a fresh ticket. Older tickets fall back to a full handshake.
+// a fresh ticket. Older tickets fall back to a full handshake. A TLS 1.3
+// resumption always gets a fresh ticket (clients may use each one once).
 //
 // Rotation is lazy: the first ticket operation after the period ends makes
 // the new key, so no timer is needed.

@@ -5,6 +5,7 @@
 #include <openssl/objects.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/sha.h>
 #include <openssl/x509v3.h>
 
 #include <cstring>
@@ -62,6 +63,7 @@ bool SniHost(SSL* ssl, char* out, size_t cap) {
   if (list + 2 != len || p[2] != TLSEXT_NAMETYPE_host_name) return false;
   const size_t n = (size_t{p[3]} << 8) | p[4];
   if (n == 0 || n + 5 > len || n >= cap) return false;
+  if (std::memchr(p + 5, '\0', n) != nullptr) return false;  // OpenSSL refuses it too
   std::memcpy(out, p + 5, n);
   out[n] = '\0';
   return true;
@@ -171,12 +173,11 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     // Tickets only (stateless resumption, which survives across threads and
     // reloads): no server-side cache. One ticket per handshake.
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    static constexpr unsigned char kSessionContext[] = "uring-http";
-    SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof(kSessionContext) - 1);
     SSL_CTX_set_num_tickets(ctx, 1);
     SSL_CTX_set_max_early_data(ctx, 0);  // no 0-RTT: replayable requests
     c->keys_->Install(ctx);
     SSL_CTX_set_client_hello_cb(ctx, &TlsContext::OnClientHello, c.get());
+    SSL_CTX_set_cert_cb(ctx, &TlsContext::OnCertificate, nullptr);
     SSL_CTX_set_tlsext_servername_callback(ctx, &TlsContext::OnServerName);
     SSL_CTX_set_tlsext_servername_arg(ctx, c.get());
     SSL_CTX_set_alpn_select_cb(ctx, &TlsContext::OnAlpn, nullptr);
@@ -187,6 +188,18 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     info.key_type = KeyType(key, &info.rsa);
     info.names = CertificateNames(leaf);
     SSL_CTX_set_ex_data(ctx, RsaIndex(), info.rsa ? ctx : nullptr);
+    // Each certificate its own session id context, from the names it
+    // answers for: a session made under one certificate does not resume
+    // under another's SNI name (OpenSSL compares the contexts before it
+    // resumes), while one made before a reload or a renewal of the same
+    // names still does.
+    unsigned char sid_ctx[SHA256_DIGEST_LENGTH];
+    const std::string id = "uring-http\n" + info.names;
+    static_assert(sizeof(sid_ctx) <= SSL_MAX_SID_CTX_LENGTH);
+    if (EVP_Digest(id.data(), id.size(), sid_ctx, nullptr, EVP_sha256(), nullptr) != 1 ||
+        SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx)) != 1) {
+      return absl::InternalError("session id context: " + OpenSslErrors());
+    }
     c->leaves_.push_back(leaf);
     c->infos_.push_back(std::move(info));
   }
@@ -228,36 +241,42 @@ size_t TlsContext::CertificateFor(const char* host) const {
   return 0;
 }
 
-int TlsContext::OnServerName(SSL* ssl, int* /*alert*/, void* arg) {
-  const auto* self = static_cast<const TlsContext*>(arg);
-  const size_t i = self->CertificateFor(SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name));
-  if (i != 0) SSL_set_SSL_CTX(ssl, self->contexts_[i]);
+int TlsContext::OnServerName(SSL* /*ssl*/, int* /*alert*/, void* /*arg*/) {
+  // The certificate was chosen in OnClientHello; this only acknowledges
+  // the name (and records it in a TLS 1.2 session).
   return SSL_TLSEXT_ERR_OK;
 }
 
 int TlsContext::OnClientHello(SSL* ssl, int* /*alert*/, void* arg) {
-  auto* gate = static_cast<HandshakeGate*>(SSL_get_ex_data(ssl, GateIndex()));
-  if (gate == nullptr || gate->mode == HandshakeGate::Mode::kInline || gate->on_worker) {
-    return SSL_CLIENT_HELLO_SUCCESS;
-  }
-  // A resumption (a TLS 1.3 PSK, a TLS 1.2 ticket) signs nothing: inline.
-  const unsigned char* p = nullptr;
-  size_t len = 0;
-  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_psk, &p, &len) == 1) {
-    return SSL_CLIENT_HELLO_SUCCESS;
-  }
-  if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_session_ticket, &p, &len) == 1 && len > 0) {
-    return SSL_CLIENT_HELLO_SUCCESS;
-  }
-  if (gate->mode == HandshakeGate::Mode::kOffloadRsa) {
-    const auto* self = static_cast<const TlsContext*>(arg);
+  const auto* self = static_cast<const TlsContext*>(arg);
+  // SNI picks the certificate here, first thing: OpenSSL decides whether a
+  // ticket or a PSK resumes after this callback and before the servername
+  // callback, comparing the session's id context with the SSL's, which
+  // SSL_set_SSL_CTX takes from the certificate's context. Switched later,
+  // a session would resume under any certificate.
+  if (self->contexts_.size() > 1) {
     char host[256];
     const size_t i = self->CertificateFor(SniHost(ssl, host, sizeof(host)) ? host : nullptr);
-    if (!self->infos_[i].rsa) return SSL_CLIENT_HELLO_SUCCESS;  // ECDSA: ~20 us, inline
+    SSL_set_SSL_CTX(ssl, self->contexts_[i]);
   }
-  // The handshake stops here (SSL_ERROR_WANT_CLIENT_HELLO_CB) with the
-  // ClientHello inside the SSL; a worker calls SSL_do_handshake again.
-  return SSL_CLIENT_HELLO_RETRY;
+  return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+int TlsContext::OnCertificate(SSL* ssl, void* /*arg*/) {
+  // OpenSSL calls this for full handshakes only, once it has decided not
+  // to resume: a ticket or a PSK that does not open (sealed with other
+  // keys, made up, made under another certificate) is a full handshake
+  // like any other and comes here. Deciding on the ClientHello's
+  // extensions instead let any client with a bogus ticket sign on the ring.
+  auto* gate = static_cast<HandshakeGate*>(SSL_get_ex_data(ssl, GateIndex()));
+  if (gate == nullptr || gate->mode == HandshakeGate::Mode::kInline || gate->on_worker) return 1;
+  if (gate->mode == HandshakeGate::Mode::kOffloadRsa && !UsesRsa(ssl)) {
+    return 1;  // ECDSA: ~20 us, inline
+  }
+  // The handshake stops here (SSL_ERROR_WANT_X509_LOOKUP) with the
+  // ClientHello processed; a worker calls SSL_do_handshake again, which
+  // calls this again.
+  return -1;
 }
 
 int TlsContext::OnAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* outlen,

@@ -3,7 +3,9 @@
 // and 1.2 only, AEAD cipher suites only, ALPN http/1.1, session tickets
 // (TicketKeys) without a server-side session cache, no renegotiation, no
 // 0-RTT. A ClientHello's SNI picks the certificate that names the host;
-// the first certificate answers everything else.
+// the first certificate answers everything else. A session resumes only
+// under the certificate it was made under (each has its own session id
+// context).
 //
 // A connection gets its SSL from NewSsl(); the SSL holds a reference to the
 // TlsContext that made it (its callbacks point at it), so a reload (a new
@@ -37,9 +39,11 @@ struct CertificateInfo {
 };
 
 // Where a connection's full handshakes sign (TlsSettings::Offload); the
-// TLS layer gives each SSL one (SetGate). The ClientHello callback pauses a
-// handshake that would sign on the ring (kSuspended from TlsSession) so
-// that a worker can run that step; resumptions sign nothing and stay.
+// TLS layer gives each SSL one (SetGate). The certificate callback, which
+// OpenSSL calls only for a full handshake (after it has decided not to
+// resume), pauses a handshake that would sign on the ring (kSuspended from
+// TlsSession) so that a worker can run that step; resumptions sign
+// nothing and stay.
 struct HandshakeGate {
   enum class Mode : uint8_t { kInline, kOffloadRsa, kOffloadAll };
   Mode mode = Mode::kInline;
@@ -76,6 +80,7 @@ class TlsContext : public std::enable_shared_from_this<TlsContext> {
   TlsContext() = default;
   static int OnServerName(SSL* ssl, int* alert, void* arg);
   static int OnClientHello(SSL* ssl, int* alert, void* arg);
+  static int OnCertificate(SSL* ssl, void* arg);
   static int OnAlpn(SSL* ssl, const unsigned char** out, unsigned char* outlen,
                     const unsigned char* in, unsigned int inlen, void* arg);
 

@@ -91,7 +91,7 @@ void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
 bool TlsLayer::Freeable(uint32_t slot) const {
   const Link& l = links_[slot];
   return l.real == Recv::kOff && !l.send_inflight && !l.shutdown_inflight && !l.batch_asked &&
-         !l.owed_queued && !l.offloaded && l.csend == ConnSend::kNone && l.poll == Poll::kNone &&
+         !l.owed_queued && !l.job_out && l.csend == ConnSend::kNone && l.poll == Poll::kNone &&
          (!l.close_issued || l.closed);
 }
 
@@ -490,7 +490,9 @@ void TlsLayer::FinishClose(uint32_t slot) {
     }
     return;
   }
-  if (l.offloaded) return;  // OnJobDone comes back here
+  // A step still queued is abandoned (the worker skips it); one a worker
+  // runs comes back to OnJobDone, which comes back here.
+  if (l.offloaded && !AbandonStep(slot)) return;
   if (l.real == Recv::kOff && l.virt != Recv::kOff) AskBatch(slot);  // its end is owed
   // The connection gave up on a send (or its wait for room), or the socket
   // failed: everything is cancelled and closed at once.
@@ -547,6 +549,10 @@ void TlsLayer::OnDeadline(uint32_t slot) {
     }
   }
   if (l.phase == Phase::kHandshake && !l.close_asked) {
+    if (l.offloaded && l.queue_deadline != 0 && now >= l.queue_deadline && TakeBackStep(slot)) {
+      SyncDeadline(slot);
+      return;
+    }
     if (l.handshake_deadline != 0 && now >= l.handshake_deadline) {
       Fail(slot, Failure::kTimeout);
     } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
@@ -571,9 +577,13 @@ void TlsLayer::SyncDeadline(uint32_t slot) {
 }
 
 uint64_t TlsLayer::HandshakeDeadline(const Link& l) const {
-  // While the handshake runs its own deadline is the one armed, and the
-  // connection's only while draining (see OnDeadline).
+  // While the handshake runs its own deadline is the one armed (or a
+  // queued step's, if sooner: tls_layer_offload.cc), and the connection's
+  // only while draining (see OnDeadline).
   uint64_t t = l.handshake_deadline;
+  if (l.offloaded && l.queue_deadline != 0 && (t == 0 || l.queue_deadline < t)) {
+    t = l.queue_deadline;
+  }
   if (env_->draining && l.conn_deadline != 0 && (t == 0 || l.conn_deadline < t)) {
     t = l.conn_deadline;
   }

@@ -233,6 +233,10 @@ class TlsLayer final : public http1::ConnectionHost {
     bool offloaded = false;
     char* stash = nullptr;
     size_t stash_len = 0;
+    // The job is with the pool until OnJobDone, even once the ring took the
+    // step back (offloaded false again): its memory is the slot's.
+    bool job_out = false;
+    uint64_t queue_deadline = 0;  // no worker by then: the step runs here
   };
 
   // One per slot: the worker's job, and the gate its SSL consults.
@@ -245,6 +249,14 @@ class TlsLayer final : public http1::ConnectionHost {
   // A suspended handshake: to a worker, or (no worker, the queue full,
   // input left over) on with it here. True when it went to a worker.
   bool Offload(uint32_t slot);
+  // The queued step's time is up (queue_deadline): it runs here unless a
+  // worker has it already. True when it ran here.
+  bool TakeBackStep(uint32_t slot);
+  // The connection closes with its step still queued: no worker will run
+  // it. False if a worker runs it already (OnJobDone comes later).
+  bool AbandonStep(uint32_t slot);
+  // What follows a handshake step, wherever it ran.
+  void AfterStep(uint32_t slot, TlsSession::Status result);
 
   void Fail(uint32_t slot, Failure why);
   void Feed(uint32_t slot, const char* data, size_t len);

@@ -138,7 +138,7 @@ TlsSession::Status TlsSession::Handshake() {
   switch (SSL_get_error(ssl_, r)) {
     case SSL_ERROR_WANT_READ:
       return Status::kNeedMore;
-    case SSL_ERROR_WANT_CLIENT_HELLO_CB:
+    case SSL_ERROR_WANT_X509_LOOKUP:  // HandshakeGate: a full handshake, for a worker
       ERR_clear_error();
       return Status::kSuspended;
     default:

@@ -60,7 +60,7 @@ class TlsSession {
     kPlainFull,    // plain_cap filled: call again (without new input)
     kPeerClosed,   // the peer's close_notify
     kFailed,       // a protocol error: what it says is in error()
-    kSuspended,    // the ClientHello callback paused the handshake (it is to
+    kSuspended,    // the certificate callback paused the handshake (it is to
                    // go on elsewhere: Handshake(), on a worker)
   };
   // Takes the ciphertext in[0..len) (valid only during the call, and any

@@ -13,7 +13,8 @@ struct TlsStats {
   http1::Counter resumed;            // of those, resumed from a ticket
   http1::Counter tls13;
   http1::Counter tls12;
-  http1::Counter offloaded;          // handshake steps run by a worker
+  http1::Counter offloaded;          // handshake steps given to a worker
+  http1::Counter steps_reclaimed;    // ... that waited too long: run on the ring
   // Failures, by reason.
   http1::Counter failed_timeout;     // no complete handshake within the timeout
   http1::Counter failed_plain_http;  // plain HTTP sent to the TLS port: 400

@@ -84,10 +84,44 @@ struct TaskBuffer {
 // user_data to `ring` like a handler's completion. `done` is stored with
 // release after run returns, for the ring's acquire load (what the job
 // wrote is then visible to the ring thread, and to ThreadSanitizer).
+//
+// The ring may give a job up while it waits in the queue (its connection
+// is gone, or the ring ran the step itself): `state` goes from kQueued to
+// kRunning (the worker, Claim) or to kAbandoned (the ring, Abandon), and
+// whichever compare-exchange comes first wins, so a worker never runs a
+// job the ring took back and the ring knows at once whether it may touch
+// what the job would have. An abandoned job still comes back (the worker
+// skips run, stores done and posts as usual): its memory is the ring's
+// again only then.
 struct WorkerJob {
+  enum State : uint32_t { kQueued = 0, kRunning = 1, kAbandoned = 2 };
+
   void (*run)(WorkerJob* job) = nullptr;
   RingAddress ring;
+  std::atomic<uint32_t> state{kQueued};
   std::atomic<uint32_t> done{0};
+
+  // The ring, before each Submit (the queue's push publishes both).
+  void Prepare() {
+    state.store(kQueued, std::memory_order_relaxed);
+    done.store(0, std::memory_order_relaxed);
+  }
+  // The worker, before run: false if the ring abandoned the job (skip it).
+  // Acquire: what the ring wrote before the push is the worker's to read
+  // (the queue already orders it; this keeps the claim self-contained).
+  bool Claim() {
+    uint32_t expected = kQueued;
+    return state.compare_exchange_strong(expected, kRunning, std::memory_order_acquire,
+                                         std::memory_order_relaxed);
+  }
+  // The ring: true if no worker has started the job and none will (what
+  // it would have touched is the ring's again now); false if one runs it
+  // (wait for done). acq_rel: ordered with the worker's Claim either way.
+  bool Abandon() {
+    uint32_t expected = kQueued;
+    return state.compare_exchange_strong(expected, kAbandoned, std::memory_order_acq_rel,
+                                         std::memory_order_acquire);
+  }
 };
 
 struct SlowTask {

@@ -190,7 +190,15 @@ void WorkerPool::WorkerMain(size_t index) {
     RingAddress ring;
     if (task.job != nullptr) {
       ring = task.job->ring;
-      task.job->run(task.job);
+      if (task.job->Claim()) {
+        task.job->run(task.job);
+      } else {
+        // Abandoned by its ring while it waited (its connection is gone, or
+        // the ring ran it itself): nothing to run, but the ring still waits
+        // for it to come back before it reuses the job's memory.
+        stats.jobs_skipped.store(stats.jobs_skipped.load(std::memory_order_relaxed) + 1,
+                                 std::memory_order_relaxed);
+      }
       task.job->done.store(1, std::memory_order_release);
     } else {
       // Read before the result is published: the ring may free the buffer
@@ -221,6 +229,7 @@ WorkerPoolStats WorkerPool::Stats() const {
     s.msg_ring_retries += w.msg_ring_retries.load(std::memory_order_relaxed);
     s.results_dropped += w.results_dropped.load(std::memory_order_relaxed);
     s.mailbox_posts += w.mailbox_posts.load(std::memory_order_relaxed);
+    s.jobs_skipped += w.jobs_skipped.load(std::memory_order_relaxed);
     s.running += w.running.load(std::memory_order_relaxed) ? 1 : 0;
   }
   s.queued = queue_.ApproxSize();

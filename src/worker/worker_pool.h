@@ -39,6 +39,7 @@ struct WorkerPoolStats {
   uint64_t msg_ring_retries = 0;  // target CQ was full; retried
   uint64_t results_dropped = 0;   // target ring gone (shutdown)
   uint64_t mailbox_posts = 0;     // MSG_RING refused: left in the ring's mailbox
+  uint64_t jobs_skipped = 0;      // WorkerJobs their ring abandoned in the queue: not run
 };
 
 class WorkerPool {
@@ -81,6 +82,7 @@ class WorkerPool {
     std::atomic<uint64_t> msg_ring_retries{0};
     std::atomic<uint64_t> results_dropped{0};
     std::atomic<uint64_t> mailbox_posts{0};
+    std::atomic<uint64_t> jobs_skipped{0};
     std::atomic<bool> running{false};
   };
 

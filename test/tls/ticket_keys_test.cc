@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -282,6 +283,122 @@ TEST_P(TicketKeysTest, ResumptionIsNotSuspendedByTheGate) {
   ASSERT_TRUE(Handshake(client, server));
   EXPECT_TRUE(SSL_session_reused(server.session.ssl()));
   EXPECT_EQ(server.suspensions, 0);
+}
+
+// A full handshake and a resumption through the offload gate (kOffloadAll)
+// of a server SSL: how often the handshake was suspended for a worker, and
+// whether it resumed.
+struct Gated {
+  bool ok = false;
+  bool reused = false;
+  int suspensions = 0;
+};
+
+Gated GatedHandshake(const TlsContext& context, SSL_CTX* client_ctx, SSL_SESSION* resume,
+                     const char* sni) {
+  Gated g;
+  ClientOptions options;
+  options.sni = sni;
+  options.session = resume;
+  Peer client(NewClientSsl(client_ctx, options));
+  HandshakeGate gate;
+  gate.mode = HandshakeGate::Mode::kOffloadAll;
+  Peer server(context.NewSsl());
+  TlsContext::SetGate(server.session.ssl(), &gate);
+  server.gate = &gate;
+  g.ok = Handshake(client, server);
+  g.reused = SSL_session_reused(server.session.ssl()) == 1;
+  g.suspensions = server.suspensions;
+  return g;
+}
+
+TEST_P(TicketKeysTest, TicketThatDoesNotOpenIsAFullHandshakeOnAWorker) {
+  // A ClientHello that carries a ticket (TLS 1.2) or a PSK (TLS 1.3) the
+  // server cannot open (sealed with other keys, or made up) is a full
+  // handshake, signature and all: the gate must send it to a worker like
+  // any other, not take the ticket's presence for a resumption.
+  std::shared_ptr<const TlsContext> other = MakeContext(std::make_shared<TicketKeys>(3600));
+  ASSERT_NE(other, nullptr);
+  Result foreign = Connect(*other, nullptr);
+  ASSERT_TRUE(foreign.ok);
+  ASSERT_TRUE(SSL_SESSION_has_ticket(foreign.session.get()));
+  Gated g = GatedHandshake(*context_, client_ctx_.get(), foreign.session.get(), "localhost");
+  ASSERT_TRUE(g.ok);
+  EXPECT_FALSE(g.reused);
+  EXPECT_EQ(g.suspensions, 1) << "a full handshake behind a bogus ticket ran on the ring";
+  // A ticket of ours still resumes on the ring (nothing to sign).
+  Result ours = Connect(*context_, nullptr);
+  ASSERT_TRUE(ours.ok);
+  g = GatedHandshake(*context_, client_ctx_.get(), ours.session.get(), "localhost");
+  ASSERT_TRUE(g.ok);
+  EXPECT_TRUE(g.reused);
+  EXPECT_EQ(g.suspensions, 0);
+  // And a handshake with no ticket at all goes to the worker.
+  g = GatedHandshake(*context_, client_ctx_.get(), nullptr, "localhost");
+  ASSERT_TRUE(g.ok);
+  EXPECT_FALSE(g.reused);
+  EXPECT_EQ(g.suspensions, 1);
+}
+
+TEST_P(TicketKeysTest, TicketDoesNotResumeUnderAnotherCertificate) {
+  // Each certificate has its own session id context: a session made
+  // under one SNI name's certificate is a full handshake (with the other
+  // certificate, which the client verifies) under another's, and the new
+  // session resumes there.
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"other.test", "localhost"},
+                                 {"localhost", "other.test"}}) {
+    SCOPED_TRACE(std::string(from) + " -> " + to);
+    Result first = Connect(*context_, nullptr, from);
+    ASSERT_TRUE(first.ok);
+    Result again = Connect(*context_, first.session.get(), to);
+    ASSERT_TRUE(again.ok);
+    EXPECT_FALSE(again.server_reused) << "a session resumed under another certificate";
+    Result third = Connect(*context_, again.session.get(), to);
+    ASSERT_TRUE(third.ok);
+    EXPECT_TRUE(third.server_reused);
+    // Through the gate, the full handshake goes to a worker.
+    Gated g = GatedHandshake(*context_, client_ctx_.get(), first.session.get(), to);
+    ASSERT_TRUE(g.ok);
+    EXPECT_FALSE(g.reused);
+    EXPECT_EQ(g.suspensions, 1);
+  }
+}
+
+// The tickets a client received, in order (its new-session callback).
+std::vector<SslSessionPtr>& ReceivedTickets() {
+  static auto* tickets = new std::vector<SslSessionPtr>();
+  return *tickets;
+}
+
+int OnNewTicket(SSL* /*ssl*/, SSL_SESSION* session) {
+  ReceivedTickets().emplace_back(session);
+  return 1;  // the reference is ours
+}
+
+TEST_P(TicketKeysTest, ClientUsingEachTicketOnceAlwaysResumes) {
+  // BoringSSL (Chrome) uses a TLS 1.3 ticket once (RFC 8446 C.4): a
+  // resumption must bring a fresh ticket, or every other connection is a
+  // full handshake. Five connections in a row, each resuming with the
+  // ticket the one before received, and nothing else.
+  if (!tls13()) GTEST_SKIP() << "TLS 1.2 clients use a ticket again";
+  SSL_CTX_set_session_cache_mode(client_ctx_.get(),
+                                 SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+  SSL_CTX_sess_set_new_cb(client_ctx_.get(), &OnNewTicket);
+  ReceivedTickets().clear();
+  Result first = Connect(*context_, nullptr);
+  ASSERT_TRUE(first.ok);
+  ASSERT_EQ(ReceivedTickets().size(), 1u) << "one ticket after a full handshake";
+  for (int i = 2; i <= 6; ++i) {
+    SCOPED_TRACE("connection " + std::to_string(i));
+    SslSessionPtr ticket = std::move(ReceivedTickets().back());
+    ReceivedTickets().clear();
+    Result next = Connect(*context_, ticket.get());
+    ASSERT_TRUE(next.ok);
+    EXPECT_TRUE(next.server_reused);
+    ASSERT_EQ(ReceivedTickets().size(), 1u) << "no fresh ticket after a resumption";
+    EXPECT_NE(Ticket(ReceivedTickets().back().get()), Ticket(ticket.get()));
+  }
+  ReceivedTickets().clear();
 }
 
 TEST_P(TicketKeysTest, ConcurrentHandshakesAndRotations) {

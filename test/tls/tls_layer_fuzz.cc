@@ -24,7 +24,8 @@
 //     9 close    the close completes (the receive and send end first)
 //    10 abort    the connection aborts (the drain's time is up)
 //    11 tick k   time passes (k ticks, or to the deadline); the deadline fires
-//    12 worker   the offloaded handshake step runs and comes back
+//    12 worker k the offloaded handshake step starts (k odd), or runs (or is
+//                skipped, if the ring took it back) and comes back
 //    13 file k   the file operation in flight completes (k odd: it fails)
 //    14 drain    the server starts draining
 //    15 notify   the client sends close_notify
@@ -359,11 +360,20 @@ class Rig {
     layer_->OnDeadline(0);
     return true;
   }
-  bool Worker() {
+  // The worker's part: `start_only` takes the job off the queue and starts
+  // it (the ring may then not take it back), else the job ends and its
+  // MSG_RING arrives. A job the ring abandoned is skipped, then comes back.
+  bool Worker(bool start_only) {
     if (job_ == nullptr) return false;
+    if (!job_started_) {
+      job_started_ = true;
+      job_claimed_ = job_->Claim();
+      if (start_only) return true;
+    }
     worker::WorkerJob* job = job_;
     job_ = nullptr;
-    job->run(job);
+    job_started_ = false;
+    if (job_claimed_) job->run(job);
     job->done.store(1, std::memory_order_release);
     layer_->OnJobDone(0);
     return true;
@@ -422,7 +432,7 @@ class Rig {
     for (int i = 0; i < 100000; ++i) {
       bool moved = Batch();
       moved |= File(false);
-      moved |= Worker();
+      moved |= Worker(false);
       moved |= Shutdown();
       moved |= Sent(SIZE_MAX);
       moved |= Cancelled();
@@ -474,6 +484,8 @@ class Rig {
   std::unique_ptr<TlsLayer> layer_;
   http1::Connection conn_;
   worker::WorkerJob* job_ = nullptr;
+  bool job_started_ = false;
+  bool job_claimed_ = false;
   TlsSession client_;
   std::unique_ptr<char[]> client_out_;
   std::string pending_plain_;
@@ -548,7 +560,7 @@ void Run(const uint8_t* data, size_t size) {
         rig.Deadline(arg() % 64);
         break;
       case 12:
-        rig.Worker();
+        rig.Worker(arg() % 2 == 1);
         break;
       case 13:
         rig.File(arg() % 8 == 1);

@@ -855,15 +855,34 @@ class TlsLayerOffloadTest : public TlsLayerTest {
  protected:
   void SetUp() override { Build(HandshakeGate::Mode::kOffloadAll, true); }
 
-  // The worker's part: run the job, publish, and the MSG_RING arrives.
-  void RunJob() {
-    ASSERT_EQ(jobs_.size(), 1u);
-    worker::WorkerJob* job = jobs_.front();
+  // A worker dequeues the job: it claims it, unless the ring abandoned it
+  // first (then it will skip it). Returns whether it claimed it.
+  bool StartJob() {
+    EXPECT_EQ(jobs_.size(), 1u);
+    if (jobs_.empty()) return false;
+    started_ = jobs_.front();
     jobs_.clear();
-    job->run(job);
+    claimed_ = started_->Claim();
+    return claimed_;
+  }
+  // ... runs it if it claimed it, publishes, and the MSG_RING arrives.
+  void FinishJob() {
+    ASSERT_NE(started_, nullptr);
+    worker::WorkerJob* job = started_;
+    started_ = nullptr;
+    if (claimed_) job->run(job);
     job->done.store(1, std::memory_order_release);
     layer_->OnJobDone(0);
   }
+  // Both, as WorkerPool does. Returns whether the step ran (not skipped).
+  bool RunJob() {
+    const bool ran = StartJob();
+    FinishJob();
+    return ran;
+  }
+
+  worker::WorkerJob* started_ = nullptr;
+  bool claimed_ = false;
 };
 
 TEST_F(TlsLayerOffloadTest, HandshakeStepRunsOnTheWorker) {
@@ -900,7 +919,80 @@ TEST_F(TlsLayerOffloadTest, BytesWhileOffloadedWaitForTheWorker) {
   EXPECT_EQ(ParseReplies(client_->received).size(), 1u);
 }
 
-TEST_F(TlsLayerOffloadTest, TimeoutWhileOffloadedClosesAfterTheWorker) {
+TEST_F(TlsLayerOffloadTest, TimeoutWhileTheWorkerRunsTheStepClosesAfterIt) {
+  Open();
+  const uint64_t handshake_deadline = below_.deadline;
+  client_->Feed("", 0);
+  ClientSends();
+  ASSERT_TRUE(StartJob()) << "a worker has the step";
+  // The queue's bound passes: too late to take the step back.
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  EXPECT_FALSE(below_.send.has_value());
+  EXPECT_EQ(below_.deadline, handshake_deadline);
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  Pump();
+  EXPECT_FALSE(below_.closed) << "the worker still holds the session";
+  EXPECT_FALSE(layer_->Freeable(0));
+  FinishJob();
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_EQ(stats_.failed_timeout.Get(), 1u);
+  EXPECT_TRUE(Finished());
+}
+
+TEST_F(TlsLayerOffloadTest, StepLeftInTheQueueRunsOnTheRingAfterTheBound) {
+  // No worker reaches the step (they are all busy): after the queue-wait
+  // bound, well before the handshake deadline, the ring takes it back and
+  // runs it itself, so that queue time alone does not fail the handshake.
+  Open();
+  const uint64_t handshake_deadline = below_.deadline;
+  client_->Feed("", 0);
+  ClientSends();
+  ASSERT_EQ(jobs_.size(), 1u);
+  ASSERT_LT(below_.deadline, handshake_deadline) << "the queue wait has a bound of its own";
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  EXPECT_TRUE(below_.send.has_value()) << "the flight, signed on the ring";
+  EXPECT_EQ(stats_.failed_timeout.Get(), 0u);
+  Pump();
+  ASSERT_TRUE(client_->session.handshake_done()) << client_->session.error();
+  Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  Pump();
+  EXPECT_EQ(ParseReplies(client_->received).size(), 1u);
+  // The worker that finally dequeues it skips it; until then the job's
+  // memory (the slot's) is out, and the slot is not freed.
+  ASSERT_TRUE(client_->session.CloseNotify());
+  Pump();
+  EXPECT_TRUE(below_.closed);
+  EXPECT_FALSE(Finished());
+  EXPECT_FALSE(RunJob()) << "a step the ring took back ran on the worker too";
+  EXPECT_TRUE(Finished());
+}
+
+TEST_F(TlsLayerOffloadTest, PeerGoneWhileQueuedClosesAtOnceAndTheWorkerSkips) {
+  Open();
+  client_->Feed("", 0);
+  ClientSends();
+  ASSERT_EQ(jobs_.size(), 1u);
+  // The client resets before any worker got to its step.
+  below_.recv_armed = false;
+  layer_->OnRecvEnd(0, -ECONNRESET);
+  Pump();
+  EXPECT_TRUE(below_.closed) << "the socket waited for a worker to sign for a dead connection";
+  EXPECT_FALSE(Finished()) << "the job is still in the queue";
+  EXPECT_FALSE(RunJob()) << "the worker signed for a connection that is gone";
+  EXPECT_TRUE(Finished());
+  EXPECT_EQ(stats_.steps_reclaimed.Get(), 0u);
+}
+
+TEST_F(TlsLayerOffloadTest, SecondStepWhileTheFirstJobIsQueuedRunsInline) {
+  // The client's only key share is for P-521: a HelloRetryRequest, and the
+  // second ClientHello goes through the gate again. The first step, taken
+  // back, is still in the queue: its job cannot carry the second.
+  ASSERT_EQ(SSL_CTX_set1_groups_list(client_ctx_.get(), "P-521:X25519"), 1);
+  client_ = std::make_unique<Peer>(NewClientSsl(client_ctx_.get()));
   Open();
   client_->Feed("", 0);
   ClientSends();
@@ -908,13 +1000,31 @@ TEST_F(TlsLayerOffloadTest, TimeoutWhileOffloadedClosesAfterTheWorker) {
   env_.now_tick = below_.deadline;
   layer_->OnDeadline(0);
   Pump();
-  EXPECT_FALSE(below_.closed) << "the worker still holds the session";
-  EXPECT_FALSE(layer_->Freeable(0));
-  RunJob();
+  EXPECT_EQ(jobs_.size(), 1u) << "one job submitted twice";
+  ASSERT_TRUE(client_->session.handshake_done()) << client_->session.error();
+  EXPECT_EQ(SSL_version(client_->session.ssl()), TLS1_3_VERSION);
+  EXPECT_FALSE(RunJob());
+  Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
   Pump();
-  EXPECT_TRUE(below_.closed);
-  EXPECT_EQ(stats_.failed_timeout.Get(), 1u);
-  EXPECT_TRUE(Finished());
+  EXPECT_EQ(ParseReplies(client_->received).size(), 1u);
+}
+
+TEST_F(TlsLayerOffloadTest, BytesStashedWhileQueuedAreFedAfterTheRingTakesTheStepBack) {
+  Open();
+  client_->Feed("", 0);
+  ClientSends();
+  ASSERT_EQ(jobs_.size(), 1u);
+  const std::string ccs("\x14\x03\x03\x00\x01\x01", 6);
+  layer_->OnRecv(0, ccs.data(), ccs.size(), true);
+  env_.now_tick = below_.deadline;
+  layer_->OnDeadline(0);
+  Pump();
+  ASSERT_TRUE(client_->session.handshake_done()) << client_->session.error();
+  EXPECT_EQ(stats_.steps_reclaimed.Get(), 1u);
+  Request("GET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+  Pump();
+  EXPECT_EQ(ParseReplies(client_->received).size(), 1u);
+  EXPECT_FALSE(RunJob());
 }
 
 TEST_F(TlsLayerOffloadTest, FullQueueRunsTheStepInline) {
