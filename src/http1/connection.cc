@@ -407,17 +407,10 @@ void Connection::OnDeadline() {
     linger_ = true;
   }
   if (due(body_deadline_) && input_ == Input::kBody) {
+    // No byte for --body-timeout. A worker's handler reading the body is
+    // told so; the answer is 408 unless the handler's has begun.
     env_->stats->timeouts.Add();
-    if (ex_.answer == Answer::kPending) {
-      BodyFailed(408);
-    } else {
-      // The handler has the body (or answered already): it ends with an
-      // error, and so does the connection.
-      PeerEndedBody();
-      phase_ = Phase::kFinishing;
-      input_ = Input::kDone;
-      linger_ = true;
-    }
+    BodyFailed(408, http::BodyError::kTimedOut);
   }
   if (due(idle_deadline_)) {
     StartClose(/*graceful=*/true);
@@ -458,7 +451,8 @@ void Connection::StartClose(bool graceful) {
   if (in_.len > 0 || (ex_.answer != Answer::kNone && !ex_.body_done)) linger_ = true;
   ReleaseBuffer(in_);
   head_scanned_ = 0;
-  // A worker blocked on one of this connection's pipes gives up now.
+  // A worker blocked on one of this connection's pipes gives up now (a
+  // reader of the request body is told the client is gone).
   const bool live_stream = (req_pipe() != nullptr && !req_pipe()->finished()) ||
                            (resp_pipe() != nullptr && !resp_pipe()->finished()) ||
                            sink() != nullptr || ex_.answer == Answer::kProducer;
@@ -466,7 +460,7 @@ void Connection::StartClose(bool graceful) {
   // A file answer stops here: a statx, open or read in flight still
   // completes (Freeable waits for it) and lets go of what it got.
   if (FileBusy()) st_->file.aborted = true;
-  if (req_pipe() != nullptr) req_pipe()->Abort();
+  if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   if (task_ != nullptr && !task_inflight_) FreeTask();
   if (sink() != nullptr) {
@@ -514,7 +508,7 @@ void Connection::IssueClose() {
   }
   phase_ = Phase::kCloseSubmitted;
   ReleaseBuffer(in_);
-  if (req_pipe() != nullptr) req_pipe()->Abort();
+  if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   out_.DiscardUnsent();
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;

@@ -36,6 +36,10 @@
 // and reading pauses once too many are). A request body is buffered for the
 // handler (up to the route's limit), streamed to it (a worker's pipe or a
 // FAST BodySink), or discarded (after an error answered before the body).
+// A body that fails (malformed, past its limit, cut short by the client's
+// FIN, late) is answered by the connection itself (400, 413, 408, with close),
+// whatever its handler did, unless the handler's own answer has begun; a
+// client that is gone gets nothing.
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP1_CONNECTION_H_
@@ -174,6 +178,9 @@ class Connection final : private ExternalOwner {
     bool head = false;               // HEAD: no body in the response
     bool body_done = true;
     bool body_failed = false;        // the body will never complete
+    // The body failed: what the connection answers for it (400, 408, 413,
+    // 431) unless the handler's answer has begun; 0: nothing to answer.
+    uint16_t body_status = 0;
     bool close_after = false;        // the response ends the connection
     bool head_kept = false;          // the head is in req_ (else: still in the source)
     bool slow = false;               // a worker answers it
@@ -196,7 +203,9 @@ class Connection final : private ExternalOwner {
   size_t FeedBody(const char* data, size_t len);
   bool DeliverBody(std::string_view piece);
   void BodyEnded();
-  void BodyFailed(int status);
+  // The body cannot complete: `status` is the answer, `reason` what a
+  // worker reading it is told (Request::body_error()).
+  void BodyFailed(int status, http::BodyError reason);
   void PeerEndedBody();
   bool KeepHead(const char* head, size_t len);
   // A request answered without its body: the body is read and dropped (or,

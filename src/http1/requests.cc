@@ -415,7 +415,8 @@ size_t Connection::FeedBody(const char* data, size_t len) {
         BodyEnded();
         break;
       case http::BodyDecoder::Status::kError:
-        BodyFailed(r.error_status);
+        BodyFailed(r.error_status, r.error_status == 413 ? http::BodyError::kTooLarge
+                                                         : http::BodyError::kMalformed);
         return len;
     }
   }
@@ -453,7 +454,7 @@ bool Connection::DeliverBody(std::string_view piece) {
       try {
         sink()->OnData(piece);
       } catch (...) {
-        BodyFailed(500);
+        BodyFailed(500, http::BodyError::kNone);
         return false;
       }
       return true;
@@ -509,26 +510,32 @@ void Connection::BodyEnded() {
   MaybeFinishExchange();
 }
 
-void Connection::BodyFailed(int status) {
-  env_->stats->bad_requests.Add();
+void Connection::BodyFailed(int status, http::BodyError reason) {
   ex_.body_failed = true;
   ex_.close_after = true;
   body_deadline_ = 0;
   linger_ = true;
   input_ = Input::kDone;
+  if (ex_.body != BodyMode::kDiscard) {
+    // Answered here, whatever the handler does: now, or for a worker's
+    // handler once it returns (OnTaskDone), unless its answer has begun.
+    env_->stats->bad_requests.Add();
+    ex_.body_status = static_cast<uint16_t>(status);
+  }
   switch (ex_.body) {
     case BodyMode::kBuffer:
       RespondError(status, /*close=*/true);
       break;
     case BodyMode::kSink:
+      env_->stats->aborted_streams.Add();
       if (sink() != nullptr) sink()->OnAbort();
       if (st_) st_->sink.reset();
       RespondError(status, /*close=*/true);
       break;
     case BodyMode::kPipe:
-      // The handler's next read fails; its answer then ends the connection.
       env_->stats->aborted_streams.Add();
-      if (req_pipe() != nullptr) req_pipe()->Abort();
+      // The handler's next read fails and says why (Request::body_error()).
+      if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(reason));
       break;
     case BodyMode::kDiscard:
       break;  // answered already
@@ -537,33 +544,9 @@ void Connection::BodyFailed(int status) {
 }
 
 void Connection::PeerEndedBody() {
-  // The peer's FIN: a request still arriving never will.
-  if (input_ == Input::kBody && !ex_.body_done) {
-    ex_.body_failed = true;
-    ex_.close_after = true;
-    body_deadline_ = 0;
-    input_ = Input::kDone;
-    switch (ex_.body) {
-      case BodyMode::kPipe:
-        env_->stats->aborted_streams.Add();
-        if (req_pipe() != nullptr) req_pipe()->Abort();
-        break;
-      case BodyMode::kSink:
-        env_->stats->aborted_streams.Add();
-        if (sink() != nullptr) sink()->OnAbort();
-        if (st_) st_->sink.reset();
-        [[fallthrough]];
-      case BodyMode::kBuffer:
-        // Nothing to answer: the request never completed.
-        ex_ = Exchange();
-        ReleaseBuffer(req_);
-        phase_ = Phase::kFinishing;
-        break;
-      case BodyMode::kDiscard:
-        break;
-    }
-    MaybeFinishExchange();
-  }
+  // The peer's FIN before the body's end: a request cut short, which the
+  // client may still read the answer to (it only half-closed).
+  if (input_ == Input::kBody && !ex_.body_done) BodyFailed(400, http::BodyError::kMalformed);
 }
 
 }  // namespace uring_http::http1
