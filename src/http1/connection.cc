@@ -155,6 +155,7 @@ void Connection::SendLastAndClose(unsigned iov_count) {
   phase_ = Phase::kCloseSubmitted;
   ReleaseBuffer(in_);
   head_deadline_ = body_deadline_ = idle_deadline_ = linger_deadline_ = producer_retry_ = 0;
+  rate_deadline_ = 0;
   send_deadline_ = After(env_->config->send_timeout_ms);
   if (send_deadline_ != armed_deadline_) {
     armed_deadline_ = send_deadline_;
@@ -342,10 +343,12 @@ void Connection::SyncDeadline() {
   if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty() && !FileOwnsSocket()) {
     send_deadline_ = 0;
   }
+  // A body's clocks run only while its bytes are read.
+  if (input_ != Input::kBody) StopBodyClocks();
   MaybeReleaseStreams();
   const uint64_t next =
       Earlier(Earlier(Earlier(head_deadline_, body_deadline_), Earlier(send_deadline_, idle_deadline_)),
-              Earlier(linger_deadline_, producer_retry_));
+              Earlier(Earlier(linger_deadline_, producer_retry_), rate_deadline_));
   if (next != armed_deadline_) {
     armed_deadline_ = next;
     env_->host->SetDeadline(slot_, next);
@@ -412,6 +415,7 @@ void Connection::OnDeadline() {
     env_->stats->timeouts.Add();
     BodyFailed(408, http::BodyError::kTimedOut);
   }
+  if (due(rate_deadline_) && input_ == Input::kBody) CheckBodyRate();
   if (due(idle_deadline_)) {
     StartClose(/*graceful=*/true);
     return;
@@ -421,6 +425,23 @@ void Connection::OnDeadline() {
     if (FileBusy()) PumpFile();  // a file buffer may be free now
   }
   Sync();
+}
+
+void Connection::CheckBodyRate() {
+  // Each window must bring the minimum rate's due: a connection trickling
+  // a byte now and then (each of which moves the body timeout on) would
+  // otherwise hold its slot, and a streamed SLOW body its worker, for ever.
+  // Counted per window, so a fast start buys at most one idle window.
+  const ConnectionConfig& config = *env_->config;
+  const uint64_t due = uint64_t{config.body_min_rate} * config.body_rate_window_ms / 1000;
+  if (rate_bytes_ >= due) {
+    rate_bytes_ = 0;
+    rate_deadline_ = After(RateWindowMs());
+    return;
+  }
+  env_->stats->timeouts.Add();
+  env_->stats->body_rate_timeouts.Add();
+  BodyFailed(408, http::BodyError::kTimedOut);
 }
 
 void Connection::OnBatchEnd() {
@@ -472,6 +493,7 @@ void Connection::StartClose(bool graceful) {
     st_->gzip.reset();
   }
   head_deadline_ = body_deadline_ = idle_deadline_ = producer_retry_ = 0;
+  StopBodyClocks();
   if (graceful && linger_ && !peer_eof_ && !recv_failed_) {
     // Lingering close, for a peer whose input we left unread: our FIN goes
     // now, but we keep reading and discarding until the peer's, because
@@ -512,6 +534,7 @@ void Connection::IssueClose() {
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   out_.DiscardUnsent();
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
+  StopBodyClocks();
   linger_deadline_ = producer_retry_ = 0;
   if (armed_deadline_ != 0) {
     armed_deadline_ = 0;
@@ -556,6 +579,7 @@ void Connection::Release() {
   head_line_checked_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
   linger_deadline_ = producer_retry_ = armed_deadline_ = 0;
+  StopBodyClocks();
 }
 
 // ---------------------------------------------------------------- buffers

@@ -36,8 +36,10 @@
 // and reading pauses once too many are). A request body is buffered for the
 // handler (up to the route's limit), streamed to it (a worker's pipe or a
 // FAST BodySink), or discarded (after an error answered before the body).
-// A body that fails (malformed, past its limit, cut short by the client's
-// FIN, late) is answered by the connection itself (400, 413, 408, with close),
+// A streamed SLOW body goes to a worker with its first bytes, not with its
+// head, so that a client that sends only a head holds no worker. A body
+// that fails (malformed, past its limit, cut short by the client's FIN, too
+// slow) is answered by the connection itself (400, 413, 408, with close),
 // whatever its handler did, unless the handler's own answer has begun; a
 // client that is gone gets nothing.
 //
@@ -207,6 +209,18 @@ class Connection final : private ExternalOwner {
   // worker reading it is told (Request::body_error()).
   void BodyFailed(int status, http::BodyError reason);
   void PeerEndedBody();
+  // A streamed SLOW body's first bytes (or its end) are here: the worker
+  // gets the request now. False if it was refused (answered 503).
+  bool DispatchStreamed();
+  // The body timeout and the minimum rate's window (--body-min-rate) run
+  // while the body's bytes are read, and stop while we do not read them.
+  void StartBodyClocks();
+  void StopBodyClocks() { body_deadline_ = rate_deadline_ = rate_bytes_ = 0; }
+  uint32_t RateWindowMs() const {
+    return env_->config->body_min_rate > 0 ? env_->config->body_rate_window_ms : 0;
+  }
+  // The window ended: 408 if it brought less than the minimum rate's due.
+  void CheckBodyRate();
   bool KeepHead(const char* head, size_t len);
   // A request answered without its body: the body is read and dropped (or,
   // after Expect: 100-continue, never asked for: the answer closes). False
@@ -359,6 +373,8 @@ class Connection final : private ExternalOwner {
   // Deadlines in ticks; 0: not running.
   uint64_t head_deadline_ = 0;
   uint64_t body_deadline_ = 0;
+  uint64_t rate_deadline_ = 0;    // the end of the body rate's window
+  uint64_t rate_bytes_ = 0;       // body bytes (framing included) in that window
   uint64_t send_deadline_ = 0;
   uint64_t idle_deadline_ = 0;
   uint64_t linger_deadline_ = 0;

@@ -1,7 +1,8 @@
 // Request bodies that fail, driven event by event without a kernel: the
 // server's own answer (400, 413, 408) whatever a streamed route's handler
 // did, the reason ReadBody() gives the handler, nothing for a client that
-// is gone.
+// is gone; when a streamed SLOW body reaches a worker (with its first
+// bytes, not its head); and the minimum body rate (--body-min-rate).
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -88,6 +89,7 @@ ConnectionConfig Config() {
   ConnectionConfig c;
   c.limits.max_body_bytes = 100000;
   c.request_pipe_bytes = 64 * 1024;
+  c.body_min_rate = 0;  // the rate has tests of its own
   return c;
 }
 
@@ -123,8 +125,8 @@ std::vector<Broken> BrokenChunkedBodies() {
 }
 
 // Item 2: a broken chunked body to a streamed route is the server's to
-// answer, with close, whatever the handler did after ReadBody() said -1,
-// before its first byte or after some of it.
+// answer, with close, whatever the handler did after ReadBody() said -1:
+// before its first byte (the worker never sees it) or after some of it.
 TEST(ConnectionBodyTest, BrokenChunkedBodiesToStreamedRoutesAreAnsweredByTheServer) {
   for (const char* path : {"/sink", "/count", "/sink-writes"}) {
     for (const bool data_first : {false, true}) {
@@ -242,6 +244,76 @@ TEST(ConnectionBodyTest, BodyTimeoutIsA408WithTheReason) {
   }
 }
 
+// Item 8: a streamed SLOW body goes to a worker with its first bytes, not
+// with its head: a client that sends only the head holds no worker.
+TEST(ConnectionBodyTest, StreamedSlowBodyIsDispatchedWithItsFirstBytes) {
+  {
+    Harness h(Routes(), Config());
+    h.Open();
+    h.Recv(Head("/sink", Length(10)));
+    EXPECT_TRUE(h.host.tasks.empty()) << "dispatched with the head alone";
+    EXPECT_EQ(h.stats.slow_dispatched.Get(), 0u);
+    h.Recv("0123");
+    ASSERT_EQ(h.host.tasks.size(), 1u);
+    h.Recv("456789");
+    Finish(h);
+    auto replies = h.Replies();
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_EQ(replies[0].body, "10");
+    ExpectClean(h);
+  }
+  {
+    // Chunked: a size line is not body bytes yet; an empty body ends at once.
+    Harness h(Routes(), Config());
+    h.Open();
+    h.Recv(Head("/sink", kChunked) + "3\r\n");
+    EXPECT_TRUE(h.host.tasks.empty());
+    h.Recv("abc\r\n0\r\n\r\n" + Head("/sink", kChunked) + "0\r\n\r\n");
+    Finish(h);
+    auto replies = h.Replies();
+    ASSERT_EQ(replies.size(), 2u);
+    EXPECT_EQ(replies[0].body, "3");
+    EXPECT_EQ(replies[1].body, "0");
+    EXPECT_TRUE(h.conn.open());
+    ExpectClean(h);
+  }
+  {
+    // The queue refuses it when the bytes come: 503, and the body (not
+    // read) ends the connection.
+    Harness h(Routes(), Config());
+    h.Open();
+    h.host.refuse_tasks = true;
+    h.Recv(Head("/sink", Length(10)));
+    h.Recv("01234");
+    h.Flush();
+    auto replies = h.Replies();
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_EQ(replies[0].status, 503);
+    EXPECT_EQ(replies[0].Header("connection"), "close");
+    ExpectClean(h);
+  }
+}
+
+// Item 8: with Expect: 100-continue the client sends nothing until told:
+// the ring answers 100 Continue at once, and the worker gets the request
+// with the first bytes that follow.
+TEST(ConnectionBodyTest, ExpectContinueIsAnsweredByTheRingBeforeTheWorkerRuns) {
+  Harness h(Routes(), Config());
+  h.Open();
+  h.Recv(Head("/sink", Length(4), "Expect: 100-continue\r\n"));
+  h.Flush();
+  EXPECT_EQ(h.wire, "HTTP/1.1 100 Continue\r\n\r\n");
+  EXPECT_TRUE(h.host.tasks.empty());
+  h.Recv("data");
+  ASSERT_EQ(h.host.tasks.size(), 1u);
+  Finish(h);
+  auto replies = h.Replies();
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[1].body, "4");
+  EXPECT_TRUE(h.conn.open());
+  ExpectClean(h);
+}
+
 // Item 2: the client's FIN ends the body short while the handler waits in
 // ReadBody() on its worker: it is woken with kMalformed, its late Write()
 // is refused, and the server answers 400. (A failure after the handler's
@@ -262,6 +334,121 @@ TEST(ConnectionBodyTest, BodyEndedShortUnderAWaitingHandlerIsAnswered400) {
   EXPECT_EQ(replies[0].status, 400);
   EXPECT_FALSE(replies[0].chunked);
   EXPECT_EQ(g_reason.load(), BodyError::kMalformed);
+  ExpectClean(h);
+}
+
+// ---------------------------------------------------------------- the rate
+
+ConnectionConfig RateConfig() {
+  ConnectionConfig c = Config();
+  c.body_min_rate = 1000;          // bytes a second
+  c.body_rate_window_ms = 1000;    // 10 ticks: 1000 bytes a window
+  c.body_timeout_ms = 60'000;      // never the body timeout here
+  return c;
+}
+
+// Item 8: a body trickling below --body-min-rate is cut with 408 once a
+// window ends short, however often a byte arrives; one above it is not.
+TEST(ConnectionBodyTest, BodyBelowTheMinimumRateIs408) {
+  for (const char* path : {"/echo", "/count", "/sink"}) {
+    SCOPED_TRACE(path);
+    g_reason.store(BodyError::kNone);
+    Harness h(Routes(), RateConfig());
+    h.Open();
+    h.Recv(Head(path, Length(50000)) + "x");
+    const bool slow = !h.host.tasks.empty();
+    if (slow) h.StartTaskThread();
+    // A byte every 2 ticks: 5 bytes a window, each re-arming the body
+    // timeout, for at most 100 windows.
+    for (int i = 0; i < 500 && h.conn.open() && h.host.recv_armed && h.wire.empty(); ++i) {
+      h.Tick(2);
+      if (h.host.recv_armed) h.Recv("x");
+      h.Flush();
+    }
+    if (slow) ASSERT_TRUE(h.PumpUntilDone());
+    h.Flush();
+    auto replies = h.Replies();
+    ASSERT_EQ(replies.size(), 1u) << "never cut off";
+    EXPECT_EQ(replies[0].status, 408);
+    EXPECT_EQ(replies[0].Header("connection"), "close");
+    EXPECT_EQ(h.stats.body_rate_timeouts.Get(), 1u);
+    EXPECT_EQ(h.stats.timeouts.Get(), 1u);
+    if (slow) EXPECT_EQ(g_reason.load(), BodyError::kTimedOut);
+    ExpectClean(h);
+  }
+  {
+    // 200 bytes a tick: twice the rate, for 60 windows.
+    Harness h(Routes(), RateConfig());
+    h.Open();
+    const size_t total = 200 * 600;
+    h.Recv(Head("/count", Length(total)));
+    for (size_t sent = 0; sent < total; sent += 200) {
+      h.Tick(1);
+      h.Recv(std::string(200, 'y'));
+    }
+    h.Flush();
+    auto replies = h.Replies();
+    ASSERT_EQ(replies.size(), 1u);
+    EXPECT_EQ(replies[0].status, 200);
+    EXPECT_EQ(replies[0].body, std::to_string(total));
+    EXPECT_EQ(h.stats.body_rate_timeouts.Get(), 0u);
+    ExpectClean(h);
+  }
+}
+
+// Item 8: a burst does not buy an idle connection more than a window: a
+// body that stops after a fast start is cut at the end of the next window.
+TEST(ConnectionBodyTest, BurstThenSilenceIsCutAfterAWindow) {
+  Harness h(Routes(), RateConfig());
+  h.Open();
+  h.Recv(Head("/echo", Length(50000)) + std::string(20000, 'b'));
+  h.Tick(11);  // the first window brought 20 times its due
+  h.Flush();
+  EXPECT_TRUE(h.wire.empty());
+  h.Tick(11);  // the second brought nothing
+  h.Flush();
+  auto replies = h.Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].status, 408);
+  EXPECT_EQ(h.stats.body_rate_timeouts.Get(), 1u);
+}
+
+// Item 8: the rate measures the client, not us: while a handler lags and
+// its pipe is full we do not read, and no window runs.
+TEST(ConnectionBodyTest, RateClockStopsWhileTheHandlerLags) {
+  Harness h(Routes(), RateConfig());
+  h.Open();
+  const size_t total = 600000;
+  h.Recv(Head("/sink", Length(total)));
+  size_t sent = 0;
+  while (sent < total && !h.host.cancel_pending) {
+    h.Recv(std::string(2048, 'p'));
+    sent += 2048;
+  }
+  ASSERT_TRUE(h.host.cancel_pending) << "never paused";
+  h.LandCancel();
+  ASSERT_EQ(h.host.tasks.size(), 1u);
+  h.Tick(100);  // ten windows with the handler not reading
+  EXPECT_TRUE(h.wire.empty()) << h.wire;
+  EXPECT_TRUE(h.conn.open());
+  h.StartTaskThread();
+  bool finished = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!finished && std::chrono::steady_clock::now() < until) {
+    if (h.host.recv_armed && sent < total) {
+      const size_t n = std::min<size_t>(2048, total - sent);
+      h.Recv(std::string(n, 'p'));
+      sent += n;
+      if (h.host.cancel_pending) h.LandCancel();
+    }
+    finished = h.Pump();
+  }
+  ASSERT_TRUE(finished);
+  h.Flush();
+  auto replies = h.Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].body, std::to_string(total));
+  EXPECT_EQ(h.stats.body_rate_timeouts.Get(), 0u);
   ExpectClean(h);
 }
 

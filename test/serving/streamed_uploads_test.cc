@@ -1,7 +1,9 @@
 // Streamed uploads from broken and hostile clients, over real sockets:
 // a malformed, cut or oversized body to a streamed route (a SLOW handler
 // reading with ReadBody() on its worker, or a FAST BodySink) is answered by
-// the server (400, 413) whatever the handler did.
+// the server (400, 413) whatever the handler did; an upload trickling below
+// --body-min-rate is cut with 408 and gives its worker back; a client that
+// has sent only its head holds no worker.
 #include <sys/socket.h>
 
 #include <chrono>
@@ -137,6 +139,72 @@ TEST_F(StreamedUploadsTest, ChunkedUploadPastAStreamedRoutesLimitIs413) {
     EXPECT_EQ(r->status, 413);
     EXPECT_TRUE(r->Closes());
   }
+}
+
+// Item 8, with one worker: an upload trickling a byte every 100 ms (far
+// below --body-min-rate) holds that worker only until its first window
+// ends short: it is answered 408 and closed, and another SLOW request is
+// answered. Before, every byte re-armed the body timeout and the worker
+// was held for ever.
+TEST_F(StreamedUploadsTest, TricklingUploadIsCutAndTheWorkerServesAgain) {
+  ServerConfig config = BaseConfig();
+  config.workers = 1;
+  config.body_min_rate = 1024;
+  config.body_rate_window_ms = 1000;
+  Start(config);
+  TestClient trickle(port(), 30000);
+  ASSERT_TRUE(trickle.Send(Head("/sink", "Content-Length: 1000000") + "x"));
+  ASSERT_TRUE(WaitFor([&] { return server_->Stats().workers.running == 1; }))
+      << "the upload never reached the worker";
+  TestClient other(port(), 30000);
+  ASSERT_TRUE(other.Send(Get("/slow?1-other")));
+  // Trickle until the server answers (it may be sent while we write).
+  bool cut = false;
+  for (int i = 0; i < 200 && !cut; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    char c;
+    const ssize_t n = recv(trickle.fd(), &c, 1, MSG_DONTWAIT | MSG_PEEK);
+    cut = n > 0 || n == 0 || !trickle.Send("x");
+  }
+  ASSERT_TRUE(cut) << "a byte every 100 ms was never cut off";
+  auto r = trickle.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 408);
+  EXPECT_TRUE(r->Closes());
+  auto o = other.ReadResponse();
+  ASSERT_TRUE(o.has_value()) << "the only worker was never given back";
+  EXPECT_EQ(o->body, "slow:other");
+  EXPECT_EQ(Metric("uring_http_body_rate_timeouts_total"), 1u);
+}
+
+// Item 8, with one worker: a streamed SLOW upload whose client has sent
+// only its head (with or without Expect: 100-continue) does not hold the
+// worker: another SLOW request is answered meanwhile, and the upload is
+// served once its body comes.
+TEST_F(StreamedUploadsTest, HeadOnlyUploadHoldsNoWorker) {
+  ServerConfig config = BaseConfig();
+  config.workers = 1;
+  Start(config);
+  TestClient plain(port());
+  ASSERT_TRUE(plain.Send(Head("/sink", "Content-Length: 10")));
+  TestClient expect(port());
+  ASSERT_TRUE(expect.Send(Head("/sink", "Content-Length: 5", "Expect: 100-continue\r\n")));
+  auto cont = expect.ReadResponse();
+  ASSERT_TRUE(cont.has_value());
+  EXPECT_EQ(cont->status, 100);
+  TestClient other(port());
+  ASSERT_TRUE(other.Send(Get("/slow?1-free")));
+  auto o = other.ReadResponse();
+  ASSERT_TRUE(o.has_value()) << "a head alone held the only worker";
+  EXPECT_EQ(o->body, "slow:free");
+  ASSERT_TRUE(plain.Send("0123456789"));
+  auto r = plain.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "10");
+  ASSERT_TRUE(expect.Send("01234"));
+  r = expect.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "5");
 }
 
 }  // namespace
