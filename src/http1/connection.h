@@ -23,8 +23,8 @@
 //           reconciled, so no order of completions can leave a connection
 //           that wants to read without a receive armed.
 // Output lives in an OutputQueue, which owns every buffer until the kernel is
-// done with it. Deadlines (head, body, send progress, idle, linger) are kept
-// apart and the loop is asked for the earliest.
+// done with it. Deadlines (head, body and its minimum rate, send progress,
+// idle, linger) are kept apart and the loop is asked for the earliest.
 //
 // On a --proxy-protocol listener (ConnectionConfig::proxy_protocol) the
 // connection first reads a PROXY header (proxy_header.h), under the head

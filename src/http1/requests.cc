@@ -573,6 +573,23 @@ bool Connection::DispatchStreamed() {
   return ex_.answer == Answer::kTask;
 }
 
+void Connection::CheckBodyRate() {
+  // Each window must bring the minimum rate's due: a connection trickling
+  // a byte now and then (each of which moves the body timeout on) would
+  // otherwise hold its slot, and a streamed SLOW body its worker, for ever.
+  // Counted per window, so a fast start buys at most one idle window.
+  const ConnectionConfig& config = *env_->config;
+  const uint64_t due = uint64_t{config.body_min_rate} * config.body_rate_window_ms / 1000;
+  if (rate_bytes_ >= due) {
+    rate_bytes_ = 0;
+    rate_deadline_ = After(RateWindowMs());
+    return;
+  }
+  env_->stats->timeouts.Add();
+  env_->stats->body_rate_timeouts.Add();
+  BodyFailed(408, http::BodyError::kTimedOut);
+}
+
 void Connection::StartBodyClocks() {
   body_deadline_ = After(env_->config->body_timeout_ms);
   rate_bytes_ = 0;
