@@ -54,12 +54,13 @@ void Echo(const Request& request, Response& response) {
   char buffer[64 * 1024];
   long n;
   while ((n = request.ReadBody(buffer, sizeof buffer)) > 0) {
-    // false: the client is gone; nobody is left to answer.
+    // false: the client is gone (or its body failed); nothing more to do.
     if (!response.Write(std::string_view(buffer, static_cast<size_t>(n)))) return;
   }
-  // n < 0: the client left or sent a malformed body (the server ends the
-  // connection after what was sent). n == 0: the end; a body that was never
-  // written is sent empty, with Content-Length: 0.
+  // n < 0: the body failed (request.body_error() says why): the server
+  // answers it (400, 408, 413) if nothing was echoed yet, else cuts the echo
+  // short and closes. n == 0: the end; a body that was never written is sent
+  // empty, with Content-Length: 0.
 }
 
 }  // namespace

@@ -152,7 +152,7 @@ int main(int argc, char** argv) {
         uint64_t total = 0;
         long n;
         while ((n = request.ReadBody(buffer, sizeof(buffer))) > 0) total += static_cast<uint64_t>(n);
-        if (n < 0) return;  // the client left or sent a broken body: nobody to answer
+        if (n < 0) return;  // the body failed (request.body_error()): the server answers
         response.set_content_type("text/plain");
         response.set_body(std::to_string(total) + "\n");
       },

@@ -35,7 +35,8 @@
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
-//                          HeaderElements, ReadBody, client_address),
+//                          HeaderElements, ReadBody, body_error,
+//                          client_address), BodyError, BodyErrorName,
 //                          Method, Version,
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,

@@ -439,6 +439,26 @@ long Request::ReadBody(char* buf, size_t len) const {
   return static_cast<long>(n);
 }
 
+BodyError Request::body_error() const {
+  return body_reader != nullptr ? body_reader->error() : BodyError::kNone;
+}
+
+const char* BodyErrorName(BodyError error) {
+  switch (error) {
+    case BodyError::kNone:
+      return "none";
+    case BodyError::kClientGone:
+      return "client gone";
+    case BodyError::kMalformed:
+      return "malformed";
+    case BodyError::kTooLarge:
+      return "too large";
+    case BodyError::kTimedOut:
+      return "timed out";
+  }
+  return "unknown";
+}
+
 size_t FindHeadEnd(std::string_view data, size_t* scanned) {
   const char* const begin = data.data();
   const size_t size = data.size();

@@ -68,6 +68,26 @@ enum class BodyFraming : uint8_t {
 class BodyReader;
 struct ParseResult;
 
+// Why a streamed request body could not be read to its end (what
+// Request::body_error() says after ReadBody() returned -1). Whatever the
+// reason, the handler need not answer: the server does (400, 413 or 408,
+// with Connection: close) as long as nothing of the response has been sent,
+// and sends nothing to a client that is gone.
+enum class BodyError : uint8_t {
+  kNone,        // no failure (yet)
+  kClientGone,  // the connection ended: the client reset it, stopped taking
+                // our output, or the server's shutdown ran out of time
+  kMalformed,   // broken chunked framing (a bad size line, CRLF, extension
+                // or trailer, a bare LF or CR), trailers over the limits, or
+                // the client ended its side before the body's end (a
+                // Content-Length body cut short): answered 400 (431)
+  kTooLarge,    // a chunked body past the route's max_body_bytes: 413
+  kTimedOut,    // no byte for --body-timeout, or slower than
+                // --body-min-rate: 408
+};
+// "none", "client gone", "malformed", "too large", "timed out": for logs.
+const char* BodyErrorName(BodyError error);
+
 struct Request {
   std::string_view method;   // raw token
   Method method_id = Method::kOther;
@@ -140,8 +160,13 @@ struct Request {
   // read from `body`, a streamed one (SLOW routes with a streamed body)
   // blocks on the worker until bytes arrive. Returns the count, 0 at the
   // end of the body, -1 if the body cannot be completed (the client left,
-  // sent a malformed chunk, or exceeded the route's limit).
+  // sent a malformed chunk, exceeded the route's limit, or was too slow):
+  // body_error() says which. After -1 the handler may simply return; the
+  // server answers the failure itself (see BodyError).
   long ReadBody(char* buf, size_t len) const;
+  // Why the last ReadBody() returned -1; kNone if it has not. A buffered
+  // body never fails (a failed one never reaches its handler).
+  BodyError body_error() const;
 
  private:
   friend ParseResult ParseRequestHead(std::string_view, const ParseLimits&, Request*,
@@ -149,10 +174,13 @@ struct Request {
   mutable size_t body_read_ = 0;  // how much of a buffered body ReadBody() gave
 };
 
-// What Request::ReadBody() reads a streamed body from (src/http1/ implements it).
+// What Request::ReadBody() reads a streamed body from (src/worker/
+// implements it).
 class BodyReader {
  public:
   virtual long Read(char* buf, size_t len) = 0;
+  // Why the last Read() returned -1 (kNone if it has not).
+  virtual BodyError error() const { return BodyError::kNone; }
 
  protected:
   ~BodyReader() = default;

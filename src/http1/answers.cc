@@ -193,6 +193,17 @@ void Connection::OnTaskDone() {
     FreePipes();
     return;
   }
+  if (ex_.body_status != 0 && ex_.response_bytes == 0) {
+    // Its body failed and nothing of the handler's answer has been queued:
+    // the connection answers for it, whatever the handler did (a handler
+    // that returned on ReadBody()'s -1 left the default 200).
+    FreeTask();  // an answer it began streaming is dropped with its pipe
+    if (resp_pipe() != nullptr) resp_pipe()->Abort();
+    ex_.answer = Answer::kPending;
+    RespondError(ex_.body_status, /*close=*/true);
+    Sync();
+    return;
+  }
   if (resp_pipe() != nullptr || task_->response_body.load(std::memory_order_acquire) != nullptr) {
     PumpPipe();  // the stream ends once the pipe is drained
   } else {
@@ -219,6 +230,12 @@ void Connection::PumpPipe() {
     env_->stats->streamed_responses.Add();
   }
   if (ex_.answer != Answer::kPipe) return;
+  if (ex_.body_status != 0 && ex_.response_bytes == 0) {
+    // The request body failed before any of this answer was queued: it
+    // will not be (the worker's writes fail), the error goes instead.
+    resp_pipe()->Abort();
+    return;
+  }
   for (;;) {
     while (out_.room() >= 2) {
       const std::string_view piece = resp_pipe()->PeekAt(S().pipe_queued);

@@ -155,6 +155,7 @@ void Connection::SendLastAndClose(unsigned iov_count) {
   phase_ = Phase::kCloseSubmitted;
   ReleaseBuffer(in_);
   head_deadline_ = body_deadline_ = idle_deadline_ = linger_deadline_ = producer_retry_ = 0;
+  rate_deadline_ = 0;
   send_deadline_ = After(env_->config->send_timeout_ms);
   if (send_deadline_ != armed_deadline_) {
     armed_deadline_ = send_deadline_;
@@ -342,10 +343,12 @@ void Connection::SyncDeadline() {
   if (send_deadline_ != 0 && !out_.send_inflight() && out_.empty() && !FileOwnsSocket()) {
     send_deadline_ = 0;
   }
+  // A body's clocks run only while its bytes are read.
+  if (input_ != Input::kBody) StopBodyClocks();
   MaybeReleaseStreams();
   const uint64_t next =
       Earlier(Earlier(Earlier(head_deadline_, body_deadline_), Earlier(send_deadline_, idle_deadline_)),
-              Earlier(linger_deadline_, producer_retry_));
+              Earlier(Earlier(linger_deadline_, producer_retry_), rate_deadline_));
   if (next != armed_deadline_) {
     armed_deadline_ = next;
     env_->host->SetDeadline(slot_, next);
@@ -407,18 +410,12 @@ void Connection::OnDeadline() {
     linger_ = true;
   }
   if (due(body_deadline_) && input_ == Input::kBody) {
+    // No byte for --body-timeout. A worker's handler reading the body is
+    // told so; the answer is 408 unless the handler's has begun.
     env_->stats->timeouts.Add();
-    if (ex_.answer == Answer::kPending) {
-      BodyFailed(408);
-    } else {
-      // The handler has the body (or answered already): it ends with an
-      // error, and so does the connection.
-      PeerEndedBody();
-      phase_ = Phase::kFinishing;
-      input_ = Input::kDone;
-      linger_ = true;
-    }
+    BodyFailed(408, http::BodyError::kTimedOut);
   }
+  if (due(rate_deadline_) && input_ == Input::kBody) CheckBodyRate();
   if (due(idle_deadline_)) {
     StartClose(/*graceful=*/true);
     return;
@@ -458,7 +455,8 @@ void Connection::StartClose(bool graceful) {
   if (in_.len > 0 || (ex_.answer != Answer::kNone && !ex_.body_done)) linger_ = true;
   ReleaseBuffer(in_);
   head_scanned_ = 0;
-  // A worker blocked on one of this connection's pipes gives up now.
+  // A worker blocked on one of this connection's pipes gives up now (a
+  // reader of the request body is told the client is gone).
   const bool live_stream = (req_pipe() != nullptr && !req_pipe()->finished()) ||
                            (resp_pipe() != nullptr && !resp_pipe()->finished()) ||
                            sink() != nullptr || ex_.answer == Answer::kProducer;
@@ -466,7 +464,7 @@ void Connection::StartClose(bool graceful) {
   // A file answer stops here: a statx, open or read in flight still
   // completes (Freeable waits for it) and lets go of what it got.
   if (FileBusy()) st_->file.aborted = true;
-  if (req_pipe() != nullptr) req_pipe()->Abort();
+  if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   if (task_ != nullptr && !task_inflight_) FreeTask();
   if (sink() != nullptr) {
@@ -478,6 +476,7 @@ void Connection::StartClose(bool graceful) {
     st_->gzip.reset();
   }
   head_deadline_ = body_deadline_ = idle_deadline_ = producer_retry_ = 0;
+  StopBodyClocks();
   if (graceful && linger_ && !peer_eof_ && !recv_failed_) {
     // Lingering close, for a peer whose input we left unread: our FIN goes
     // now, but we keep reading and discarding until the peer's, because
@@ -514,10 +513,11 @@ void Connection::IssueClose() {
   }
   phase_ = Phase::kCloseSubmitted;
   ReleaseBuffer(in_);
-  if (req_pipe() != nullptr) req_pipe()->Abort();
+  if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   out_.DiscardUnsent();
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
+  StopBodyClocks();
   linger_deadline_ = producer_retry_ = 0;
   if (armed_deadline_ != 0) {
     armed_deadline_ = 0;
@@ -562,6 +562,7 @@ void Connection::Release() {
   head_line_checked_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
   linger_deadline_ = producer_retry_ = armed_deadline_ = 0;
+  StopBodyClocks();
 }
 
 // ---------------------------------------------------------------- buffers

@@ -23,8 +23,8 @@
 //           reconciled, so no order of completions can leave a connection
 //           that wants to read without a receive armed.
 // Output lives in an OutputQueue, which owns every buffer until the kernel is
-// done with it. Deadlines (head, body, send progress, idle, linger) are kept
-// apart and the loop is asked for the earliest.
+// done with it. Deadlines (head, body and its minimum rate, send progress,
+// idle, linger) are kept apart and the loop is asked for the earliest.
 //
 // On a --proxy-protocol listener (ConnectionConfig::proxy_protocol) the
 // connection first reads a PROXY header (proxy_header.h), under the head
@@ -36,6 +36,12 @@
 // and reading pauses once too many are). A request body is buffered for the
 // handler (up to the route's limit), streamed to it (a worker's pipe or a
 // FAST BodySink), or discarded (after an error answered before the body).
+// A streamed SLOW body goes to a worker with its first bytes, not with its
+// head, so that a client that sends only a head holds no worker. A body
+// that fails (malformed, past its limit, cut short by the client's FIN, too
+// slow) is answered by the connection itself (400, 413, 408, with close),
+// whatever its handler did, unless the handler's own answer has begun; a
+// client that is gone gets nothing.
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP1_CONNECTION_H_
@@ -178,6 +184,9 @@ class Connection final : private ExternalOwner {
     bool head = false;               // HEAD: no body in the response
     bool body_done = true;
     bool body_failed = false;        // the body will never complete
+    // The body failed: what the connection answers for it (400, 408, 413,
+    // 431) unless the handler's answer has begun; 0: nothing to answer.
+    uint16_t body_status = 0;
     bool close_after = false;        // the response ends the connection
     bool head_kept = false;          // the head is in req_ (else: still in the source)
     bool slow = false;               // a worker answers it
@@ -200,8 +209,22 @@ class Connection final : private ExternalOwner {
   size_t FeedBody(const char* data, size_t len);
   bool DeliverBody(std::string_view piece);
   void BodyEnded();
-  void BodyFailed(int status);
+  // The body cannot complete: `status` is the answer, `reason` what a
+  // worker reading it is told (Request::body_error()).
+  void BodyFailed(int status, http::BodyError reason);
   void PeerEndedBody();
+  // A streamed SLOW body's first bytes (or its end) are here: the worker
+  // gets the request now. False if it was refused (answered 503).
+  bool DispatchStreamed();
+  // The body timeout and the minimum rate's window (--body-min-rate) run
+  // while the body's bytes are read, and stop while we do not read them.
+  void StartBodyClocks();
+  void StopBodyClocks() { body_deadline_ = rate_deadline_ = rate_bytes_ = 0; }
+  uint32_t RateWindowMs() const {
+    return env_->config->body_min_rate > 0 ? env_->config->body_rate_window_ms : 0;
+  }
+  // The window ended: 408 if it brought less than the minimum rate's due.
+  void CheckBodyRate();
   bool KeepHead(const char* head, size_t len);
   // A request answered without its body: the body is read and dropped (or,
   // after Expect: 100-continue, never asked for: the answer closes). False
@@ -354,6 +377,8 @@ class Connection final : private ExternalOwner {
   // Deadlines in ticks; 0: not running.
   uint64_t head_deadline_ = 0;
   uint64_t body_deadline_ = 0;
+  uint64_t rate_deadline_ = 0;    // the end of the body rate's window
+  uint64_t rate_bytes_ = 0;       // body bytes (framing included) in that window
   uint64_t send_deadline_ = 0;
   uint64_t idle_deadline_ = 0;
   uint64_t linger_deadline_ = 0;

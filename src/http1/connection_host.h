@@ -146,6 +146,12 @@ struct ConnectionConfig {
   // Milliseconds; 0 turns one off.
   uint32_t header_timeout_ms = 10'000;  // first byte of a head to its end: 408
   uint32_t body_timeout_ms = 60'000;    // no body byte for this long: 408
+  // A request body must bring at least body_min_rate bytes a second,
+  // counted over each window of body_rate_window_ms from the end of its
+  // head (the first window is its grace), else 408 (0: no minimum). The
+  // clock stops while we do not read (a worker's pipe is full).
+  uint32_t body_min_rate = 1024;
+  uint32_t body_rate_window_ms = 10'000;
   uint32_t idle_timeout_ms = 60'000;    // keep-alive, between requests
   uint32_t send_timeout_ms = 30'000;    // no progress on our output for this long
   uint32_t linger_timeout_ms = 5'000;   // after our FIN, wait for the peer's
@@ -195,6 +201,7 @@ struct ConnectionStats {
   Counter slow_completed;   // their completions
   Counter slow_rejected;    // queue full: 503
   Counter timeouts;         // deadlines that ended a connection or a request
+  Counter body_rate_timeouts;  // of those, request bodies below body_min_rate
   Counter chunked_bodies;   // request bodies with chunked framing
   Counter streamed_requests;   // request bodies streamed to a handler
   Counter streamed_responses;  // responses streamed (worker pipe or producer)

@@ -280,12 +280,14 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   S().decoder.Start(request.framing, request.content_length, limit);
   ex_.body_done = false;
   input_ = Input::kBody;
-  body_deadline_ = After(config.body_timeout_ms);
+  StartBodyClocks();
   const bool none_here = request.framing == http::BodyFraming::kChunked
                              ? available == 0
                              : available < request.content_length;
   if (request.expect_continue && none_here) {
-    // The handler will read the body: ask the client for it.
+    // The handler will read the body: ask the client for it. (A SLOW
+    // handler is not asked first: its worker gets the request only with
+    // the body's first bytes, which the client sends after this.)
     out_.Append(kContinue);
   }
   if (streamed) {
@@ -294,9 +296,11 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
       ex_.body = BodyMode::kSink;
       MakeSink(request);
     } else {
+      // The worker gets the request with the body's first bytes
+      // (DispatchStreamed): a client that sends a head and then nothing
+      // holds no worker, only its slot, until the body's clocks run out.
       ex_.body = BodyMode::kPipe;
       S().req_pipe = std::make_unique<worker::BodyPipe>(config.request_pipe_bytes);
-      Dispatch(request, head, {});
     }
     return;
   }
@@ -323,7 +327,7 @@ bool Connection::SkipBody(const http::Request& request, uint64_t limit) {
       return false;
     }
     input_ = Input::kBody;
-    body_deadline_ = After(env_->config->body_timeout_ms);
+    StartBodyClocks();
     return true;
   }
   // With Expect: 100-continue the client holds its body back for our
@@ -391,9 +395,10 @@ size_t Connection::FeedBody(const char* data, size_t len) {
       if (req_pipe()->aborted()) return len;  // nobody reads it any more: dropped
       if (room == 0) {
         // The handler has not caught up: wait for it to read half the pipe
-        // (its message wakes us). Not the peer's fault: no body deadline.
+        // (its message wakes us). Not the peer's fault: no body deadline,
+        // no rate window (a new one starts when we read again).
         if (req_pipe()->ArmWriteNotify(req_pipe()->capacity() / 2)) {
-          body_deadline_ = 0;
+          StopBodyClocks();
           return pos;
         }
         continue;
@@ -404,6 +409,7 @@ size_t Connection::FeedBody(const char* data, size_t len) {
     }
     const http::BodyDecoder::Result r = S().decoder.Decode(in);
     pos += r.consumed;
+    rate_bytes_ += r.consumed;
     switch (r.status) {
       case http::BodyDecoder::Status::kData:
         if (!DeliverBody(r.data)) return len;
@@ -415,11 +421,16 @@ size_t Connection::FeedBody(const char* data, size_t len) {
         BodyEnded();
         break;
       case http::BodyDecoder::Status::kError:
-        BodyFailed(r.error_status);
+        BodyFailed(r.error_status, r.error_status == 413 ? http::BodyError::kTooLarge
+                                                         : http::BodyError::kMalformed);
         return len;
     }
   }
-  if (pos > 0 && input_ == Input::kBody) body_deadline_ = After(env_->config->body_timeout_ms);
+  if (pos > 0 && input_ == Input::kBody) {
+    body_deadline_ = After(env_->config->body_timeout_ms);
+    // Reading again after a pause of ours (a full pipe): a new window.
+    if (rate_deadline_ == 0) rate_deadline_ = After(RateWindowMs());
+  }
   if (!ex_.bulk && input_ == Input::kBody) {
     // A Content-Length body with much still to come, or a chunked one that
     // has grown large: its receives move to the bulk buffers (SyncRecv).
@@ -441,6 +452,7 @@ bool Connection::DeliverBody(std::string_view piece) {
       req_.len += static_cast<uint32_t>(piece.size());
       return true;
     case BodyMode::kPipe:
+      if (ex_.answer == Answer::kPending && !DispatchStreamed()) return false;
       // It fits (see FeedBody). The write wakes the worker only once it has
       // what it waits for; at the end of this batch it gets what there is.
       URING_CHECK(req_pipe()->Write(piece.data(), piece.size()) == piece.size());
@@ -453,7 +465,7 @@ bool Connection::DeliverBody(std::string_view piece) {
       try {
         sink()->OnData(piece);
       } catch (...) {
-        BodyFailed(500);
+        BodyFailed(500, http::BodyError::kNone);
         return false;
       }
       return true;
@@ -465,7 +477,7 @@ bool Connection::DeliverBody(std::string_view piece) {
 
 void Connection::BodyEnded() {
   ex_.body_done = true;
-  body_deadline_ = 0;
+  StopBodyClocks();
   if (input_ == Input::kBody) input_ = Input::kWait;
   switch (ex_.body) {
     case BodyMode::kBuffer: {
@@ -480,6 +492,8 @@ void Connection::BodyEnded() {
       break;
     }
     case BodyMode::kPipe:
+      // An empty body (or one whole in its first receive) is dispatched here.
+      if (ex_.answer == Answer::kPending && !DispatchStreamed()) break;
       if (req_pipe() != nullptr) req_pipe()->Finish();
       break;
     case BodyMode::kSink: {
@@ -509,26 +523,37 @@ void Connection::BodyEnded() {
   MaybeFinishExchange();
 }
 
-void Connection::BodyFailed(int status) {
-  env_->stats->bad_requests.Add();
+void Connection::BodyFailed(int status, http::BodyError reason) {
   ex_.body_failed = true;
   ex_.close_after = true;
-  body_deadline_ = 0;
+  StopBodyClocks();
   linger_ = true;
   input_ = Input::kDone;
+  if (ex_.body != BodyMode::kDiscard) {
+    // Answered here, whatever the handler does: now, or for a worker's
+    // handler once it returns (OnTaskDone), unless its answer has begun.
+    env_->stats->bad_requests.Add();
+    ex_.body_status = static_cast<uint16_t>(status);
+  }
   switch (ex_.body) {
     case BodyMode::kBuffer:
       RespondError(status, /*close=*/true);
       break;
     case BodyMode::kSink:
+      env_->stats->aborted_streams.Add();
       if (sink() != nullptr) sink()->OnAbort();
       if (st_) st_->sink.reset();
       RespondError(status, /*close=*/true);
       break;
     case BodyMode::kPipe:
-      // The handler's next read fails; its answer then ends the connection.
       env_->stats->aborted_streams.Add();
-      if (req_pipe() != nullptr) req_pipe()->Abort();
+      // The handler's next read fails and says why (Request::body_error()).
+      if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(reason));
+      if (ex_.answer == Answer::kPending) {
+        // No byte of it had come: no worker ever had it.
+        if (st_) st_->req_pipe.reset();
+        RespondError(status, /*close=*/true);
+      }
       break;
     case BodyMode::kDiscard:
       break;  // answered already
@@ -537,33 +562,38 @@ void Connection::BodyFailed(int status) {
 }
 
 void Connection::PeerEndedBody() {
-  // The peer's FIN: a request still arriving never will.
-  if (input_ == Input::kBody && !ex_.body_done) {
-    ex_.body_failed = true;
-    ex_.close_after = true;
-    body_deadline_ = 0;
-    input_ = Input::kDone;
-    switch (ex_.body) {
-      case BodyMode::kPipe:
-        env_->stats->aborted_streams.Add();
-        if (req_pipe() != nullptr) req_pipe()->Abort();
-        break;
-      case BodyMode::kSink:
-        env_->stats->aborted_streams.Add();
-        if (sink() != nullptr) sink()->OnAbort();
-        if (st_) st_->sink.reset();
-        [[fallthrough]];
-      case BodyMode::kBuffer:
-        // Nothing to answer: the request never completed.
-        ex_ = Exchange();
-        ReleaseBuffer(req_);
-        phase_ = Phase::kFinishing;
-        break;
-      case BodyMode::kDiscard:
-        break;
-    }
-    MaybeFinishExchange();
+  // The peer's FIN before the body's end: a request cut short, which the
+  // client may still read the answer to (it only half-closed).
+  if (input_ == Input::kBody && !ex_.body_done) BodyFailed(400, http::BodyError::kMalformed);
+}
+
+bool Connection::DispatchStreamed() {
+  // (The request itself is not needed: the worker parses the head again.)
+  Dispatch(http::Request(), std::string_view(req_.data, ex_.head_len), {});
+  return ex_.answer == Answer::kTask;
+}
+
+void Connection::CheckBodyRate() {
+  // Each window must bring the minimum rate's due: a connection trickling
+  // a byte now and then (each of which moves the body timeout on) would
+  // otherwise hold its slot, and a streamed SLOW body its worker, for ever.
+  // Counted per window, so a fast start buys at most one idle window.
+  const ConnectionConfig& config = *env_->config;
+  const uint64_t due = uint64_t{config.body_min_rate} * config.body_rate_window_ms / 1000;
+  if (rate_bytes_ >= due) {
+    rate_bytes_ = 0;
+    rate_deadline_ = After(RateWindowMs());
+    return;
   }
+  env_->stats->timeouts.Add();
+  env_->stats->body_rate_timeouts.Add();
+  BodyFailed(408, http::BodyError::kTimedOut);
+}
+
+void Connection::StartBodyClocks() {
+  body_deadline_ = After(env_->config->body_timeout_ms);
+  rate_bytes_ = 0;
+  rate_deadline_ = After(RateWindowMs());
 }
 
 }  // namespace uring_http::http1

@@ -33,6 +33,10 @@ struct ServerConfig {
   // Timeouts in milliseconds (0 disables one).
   uint32_t header_timeout_ms = 10'000;    // first byte to end of headers: 408
   uint32_t body_timeout_ms = 60'000;      // no byte of a request body for this long: 408
+  // A request body slower than body_min_rate bytes a second over a window
+  // of body_rate_window_ms (the first is its grace): 408 (0: no minimum).
+  uint32_t body_min_rate = 1024;
+  uint32_t body_rate_window_ms = 10'000;
   uint32_t idle_timeout_ms = 60'000;      // keep-alive between requests
   uint32_t send_timeout_ms = 30'000;      // peer not reading our response
   uint32_t shutdown_timeout_ms = 30'000;  // drain on stop

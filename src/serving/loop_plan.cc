@@ -97,6 +97,8 @@ http1::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const Lo
   c.chunked.max_trailers = config.limits.max_headers;
   c.header_timeout_ms = config.header_timeout_ms;
   c.body_timeout_ms = config.body_timeout_ms;
+  c.body_min_rate = config.body_min_rate;
+  c.body_rate_window_ms = config.body_rate_window_ms;
   c.idle_timeout_ms = config.idle_timeout_ms;
   c.send_timeout_ms = config.send_timeout_ms;
   c.linger_timeout_ms = config.linger_timeout_ms;

@@ -46,6 +46,9 @@ std::string Seconds(uint64_t us) {
 
 std::string Server::RenderMetrics() const {
   const ServerStats s = Stats();
+  // Summed here, not kept in ServerStats: nothing but /metrics reads it.
+  uint64_t body_rate_timeouts = 0;
+  for (const auto& loop : loops_) body_rate_timeouts += loop->stats().conn.body_rate_timeouts.Get();
   std::string out;
   out.reserve(8192);
   struct Simple {
@@ -65,6 +68,10 @@ std::string Server::RenderMetrics() const {
       {"uring_http_timeouts_total", "counter",
        "Requests or connections ended by a timeout (header, body, idle, send, linger).",
        s.timeouts},
+      {"uring_http_body_rate_timeouts_total", "counter",
+       "Request bodies answered 408 for arriving slower than --body-min-rate (also in "
+       "uring_http_timeouts_total).",
+       body_rate_timeouts},
       {"uring_http_recv_enobufs_total", "counter",
        "Receives that found the provided-buffer ring empty (re-armed).", s.recv_nobufs},
       {"uring_http_accept_errors_total", "counter", "Accept failures (EMFILE, ENFILE, ...).",

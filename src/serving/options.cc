@@ -20,6 +20,8 @@ enum LongOnly {
   kMaxBodyBytes,
   kHeaderTimeout,
   kBodyTimeout,
+  kBodyMinRate,
+  kBodyRateWindow,
   kIdleTimeout,
   kSendTimeout,
   kShutdownTimeout,
@@ -72,6 +74,8 @@ const option kLongOptions[] = {
     {"max-body-bytes", required_argument, nullptr, kMaxBodyBytes},
     {"header-timeout", required_argument, nullptr, kHeaderTimeout},
     {"body-timeout", required_argument, nullptr, kBodyTimeout},
+    {"body-min-rate", required_argument, nullptr, kBodyMinRate},
+    {"body-rate-window", required_argument, nullptr, kBodyRateWindow},
     {"idle-timeout", required_argument, nullptr, kIdleTimeout},
     {"send-timeout", required_argument, nullptr, kSendTimeout},
     {"shutdown-timeout", required_argument, nullptr, kShutdownTimeout},
@@ -211,6 +215,11 @@ std::string UsageText(const char* program) {
       "Timeouts (seconds, or with a unit: 500ms, 30s, 2m; 0 disables):\n"
       "      --header-timeout=t     10s: first byte to end of headers (408, close)\n"
       "      --body-timeout=t       60s: no byte of a request body for this long (408, close)\n"
+      "      --body-min-rate=bytes  1024: a request body must bring this many bytes a second,\n"
+      "                             counted over each --body-rate-window from its head's\n"
+      "                             end, else 408 and close; 0: no minimum\n"
+      "      --body-rate-window=t   10s: the window the rate is counted over (1s..1h); the\n"
+      "                             first one is a new body's grace\n"
       "      --idle-timeout=t       60s: keep-alive connection between requests (close)\n"
       "      --send-timeout=t       30s: peer taking none of our output for this long (close)\n"
       "      --shutdown-timeout=t   30s: drain on SIGTERM/SIGINT, then close the rest\n"
@@ -366,6 +375,23 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
                            : code == kSendTimeout ? &options.config.send_timeout_ms
                                                   : &options.config.shutdown_timeout_ms;
         *target = *ms;
+        break;
+      }
+      case kBodyMinRate:
+        n = ParseNumber(code, optarg, 0, 1u << 30);
+        if (!n.ok()) return n.status();
+        options.config.body_min_rate = static_cast<uint32_t>(*n);
+        break;
+      case kBodyRateWindow: {
+        absl::StatusOr<uint32_t> ms = ParseDurationMs(code, optarg);
+        if (!ms.ok()) return ms.status();
+        // Shorter windows would judge a client by a scheduling hiccup (and
+        // the loop's clock ticks every 100 ms).
+        if (*ms < 1000 || *ms > 3'600'000) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --body-rate-window: expected 1s to 1h"));
+        }
+        options.config.body_rate_window_ms = *ms;
         break;
       }
       case kWorkerSched: {

@@ -84,7 +84,12 @@ void BodyPipe::Consume(size_t n) {
   Wake();
 }
 
-void BodyPipe::Abort() {
+void BodyPipe::Abort(uint8_t reason) {
+  uint8_t none = 0;
+  if (reason != 0) {
+    // Before the abort's own (seq_cst) store: whoever sees that sees this.
+    abort_reason_.compare_exchange_strong(none, reason, std::memory_order_acq_rel);
+  }
   aborted_.store(true, std::memory_order_seq_cst);
   Wake();
 }

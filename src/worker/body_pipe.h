@@ -17,7 +17,10 @@
 // send round trip, not one per write.
 //
 // Either side may Abort(): every later or blocked Write/Read on the other
-// side then fails at once (the peer left, or the handler gave up).
+// side then fails at once (the peer left, or the handler gave up). An abort
+// may carry a reason (the ring's http::BodyError for a request body), which
+// the other side reads after it has seen the abort; the first reason given
+// stays.
 //
 // Thread-safety: one producer thread and one consumer thread, plus Abort()
 // from either. ArmNotify() is the ring thread's; TakeNotify() the worker's.
@@ -64,8 +67,11 @@ class BodyPipe {
   bool finished() const { return finished_.load(std::memory_order_acquire); }
 
   // ---- either side
-  void Abort();
+  void Abort(uint8_t reason = 0);
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  // The first non-zero reason an Abort() gave; 0 if none. Stored before
+  // the abort is published, so a side that saw aborted() sees it too.
+  uint8_t abort_reason() const { return abort_reason_.load(std::memory_order_acquire); }
 
   // ---- blocking, for the worker side
   // Until readable() >= min(n, capacity()) (and > 0), finished() or
@@ -111,6 +117,7 @@ class BodyPipe {
   alignas(64) std::atomic<uint64_t> read_pos_{0};
   alignas(64) std::atomic<bool> finished_{false};
   std::atomic<bool> aborted_{false};
+  std::atomic<uint8_t> abort_reason_{0};
   // Futex word: bumped when a sleeper is woken.
   std::atomic<uint32_t> seq_{0};
   std::atomic<uint32_t> waiting_{0};

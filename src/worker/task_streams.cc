@@ -16,12 +16,19 @@ void Notify(TaskBuffer* task) { PostToRing(task->ring, task->notify_user_data); 
 
 }  // namespace
 
+long PipeBodyReader::Fail() {
+  // The ring gave its reason before it published the abort we saw.
+  const uint8_t reason = task_->request_body->abort_reason();
+  error_ = reason != 0 ? static_cast<http::BodyError>(reason) : http::BodyError::kClientGone;
+  return -1;
+}
+
 long PipeBodyReader::Read(char* buf, size_t len) {
   BodyPipe* pipe = task_->request_body;
   if (pipe == nullptr) return -1;
   if (len == 0) return 0;
   for (;;) {
-    if (pipe->aborted()) return -1;
+    if (pipe->aborted()) return Fail();
     const size_t n = pipe->Read(buf, len);
     if (n > 0) {
       // The ring may be waiting for room to feed more of the body.
@@ -30,7 +37,7 @@ long PipeBodyReader::Read(char* buf, size_t len) {
     }
     if (pipe->finished()) {
       // Bytes written just before Finish() are read above on the next turn.
-      if (pipe->readable() == 0) return pipe->aborted() ? -1 : 0;
+      if (pipe->readable() == 0) return pipe->aborted() ? Fail() : 0;
       continue;
     }
     // Asks for a good share of the pipe, so that a body arriving in small
@@ -106,7 +113,7 @@ bool PipeResponseStream::Put(std::string_view bytes) {
 
 bool PipeResponseStream::Write(http::Response& response, std::string_view data) {
   if (broken_) return false;
-  if (!started() && !Start(response)) return false;
+  if (!started() && (RequestBodyFailed() || !Start(response))) return false;
   if (pipe_->aborted()) return false;
   if (discard_body_ || data.empty()) return true;
   if (gzip_) {
@@ -179,11 +186,12 @@ void PipeResponseStream::RunProducer(http::Response& response) {
   PipeBodyOutput out(this, &response);
   for (;;) {
     if (response.producer()(out)) break;
-    if (started() && pipe_->aborted()) break;
+    if (started() ? pipe_->aborted() : RequestBodyFailed()) break;
     // Nothing to write yet: a producer on a worker may simply wait.
     if (!out.TakeWrote()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (!started()) Start(response);  // an empty streamed body still has a head
+  // An empty streamed body still has a head (unless the server answers).
+  if (!started() && !RequestBodyFailed()) Start(response);
 }
 
 void PipeResponseStream::Finish(http::Response& response) {

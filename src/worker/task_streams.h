@@ -2,9 +2,12 @@
 //
 // PipeBodyReader is what Request::ReadBody() reads a streamed request body
 // from: it blocks on the task's request pipe until the ring has fed bytes.
+// When the ring aborts the pipe (the body failed, or the connection ended)
+// a read returns -1 and error() gives the ring's reason (http::BodyError).
 //
 // PipeResponseStream is what Response::Write() streams through: the first
-// write creates the response pipe and puts the head in it; every write adds
+// write creates the response pipe and puts the head in it (unless the
+// request body has failed: the server answers that one); every write adds
 // its bytes with their framing (chunked, Content-Length or close-delimited),
 // blocking while the pipe is full; Finish() ends the body when the handler
 // returns.
@@ -42,9 +45,13 @@ class PipeBodyReader final : public http::BodyReader {
  public:
   explicit PipeBodyReader(TaskBuffer* task) : task_(task) {}
   long Read(char* buf, size_t len) override;
+  http::BodyError error() const override { return error_; }
 
  private:
+  long Fail();
+
   TaskBuffer* task_;
+  http::BodyError error_ = http::BodyError::kNone;
 };
 
 class PipeResponseStream final : public http::ResponseStream {
@@ -66,6 +73,11 @@ class PipeResponseStream final : public http::ResponseStream {
   bool started() const { return pipe_ != nullptr; }
 
  private:
+  // The streamed request body failed: no response of the handler's starts
+  // any more (the ring answers 400, 408 or 413 itself).
+  bool RequestBodyFailed() const {
+    return task_->request_body != nullptr && task_->request_body->aborted();
+  }
   bool Start(http::Response& response);
   // Decides on gzip and adds its headers, before the head is serialized;
   // true when the response says Content-Encoding: gzip.

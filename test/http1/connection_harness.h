@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -631,6 +632,18 @@ class Harness {
     conn.OnStreamNotify();
     CompleteSend(send_bytes);
     Notify();
+    return false;
+  }
+  // Pump() until the task finishes, for at most `limit` of wall time (a
+  // count of rounds would assume how fast the worker thread gets a CPU).
+  bool PumpUntilDone(std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 1000; ++i) {
+        if (Pump()) return true;
+      }
+      std::this_thread::yield();
+    }
     return false;
   }
   void JoinTaskThread() {

@@ -2,7 +2,10 @@
 POST /test/echo (the body back, either framing), POST /test/sink and
 POST /test/count (a streamed body of any size, counted on a worker or on
 the ring), GET /test/stream?bytes=N&chunk=M (streamed from a worker:
-chunked, or close-delimited for HTTP/1.0; bad parameters are a 400).
+chunked, or close-delimited for HTTP/1.0; bad parameters are a 400). A
+broken or cut body to /test/sink or /test/count is the server's 400 (the
+issue 19 reproduction), and with -w 1 an upload trickling below
+--body-min-rate is cut with 408 while GET /test/slow is still answered.
 
 Usage: endpoints_test.py PATH_TO_SERVER
 """
@@ -11,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 
 def read_response(sock, buf=b""):
@@ -72,7 +76,61 @@ def chunked(body, piece):
     return out + b"0\r\n\r\n"
 
 
+def broken_bodies(port):
+    """Each broken body of issue 19 item 2, after three good bytes: 400, close."""
+    head = b"POST %s HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+    bodies = [b"zz\r\n", b"10000000000000000\r\nx\r\n", b"5\r\nhelloXY", b"5\nhello\r\n0\r\n\r\n",
+              b"5\rhello\r\n0\r\n\r\n", b"5;=x\r\nhello\r\n0\r\n\r\n", b"0\r\nX : y\r\n\r\n"]
+    for path in (b"/test/sink", b"/test/count"):
+        for body in bodies:
+            c = connect(port)
+            c.sendall(head % path)
+            c.sendall(body)
+            status, headers, _, _ = read_response(c)
+            assert status == 400 and headers.get("connection") == "close", (path, body, status)
+            c.close()
+        # A Content-Length body the client's FIN cuts short.
+        c = connect(port)
+        c.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc")
+        c.shutdown(socket.SHUT_WR)
+        status, headers, _, _ = read_response(c)
+        assert status == 400 and headers.get("connection") == "close", (path, status)
+        c.close()
+
+
+def trickle(binary):
+    """-w 1: a byte every 100 ms to /test/sink is cut with 408 after the
+    first 1 s window, and the worker answers GET /test/slow again."""
+    server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "1",
+                               "-D", "1", "--body-min-rate=1024", "--body-rate-window=1s"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(re.search(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1))
+        t = connect(port)
+        t.sendall(b"POST /test/sink HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\nx")
+        other = connect(port)
+        other.sendall(b"GET /test/slow HTTP/1.1\r\nHost: t\r\n\r\n")
+        t.setblocking(False)
+        got = b""
+        for _ in range(300):  # 30 s at most
+            time.sleep(0.1)
+            try:
+                got = t.recv(65536)
+                break
+            except BlockingIOError:
+                t.send(b"x")
+        assert got.startswith(b"HTTP/1.1 408 "), got[:100]
+        status, _, _, _ = read_response(other)
+        assert status == 200, status
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=20) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+
 def main():
+    trickle(sys.argv[1])
     server = subprocess.Popen([sys.argv[1], "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "2"],
                               stdout=subprocess.PIPE, text=True)
     try:
@@ -137,6 +195,7 @@ def main():
                         break
                 assert rest == b"", (size, rest[:100])
                 c.close()
+        broken_bodies(port)
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=20) == 0
     finally:

@@ -73,6 +73,8 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(c.send_zc_min_bytes, 131072u);  // zero-copy send from 128 KiB
   EXPECT_EQ(c.header_timeout_ms, 10'000u);
   EXPECT_EQ(c.body_timeout_ms, 60'000u);
+  EXPECT_EQ(c.body_min_rate, 1024u);
+  EXPECT_EQ(c.body_rate_window_ms, 10'000u);
   EXPECT_EQ(c.idle_timeout_ms, 60'000u);
   EXPECT_EQ(c.send_timeout_ms, 30'000u);
   EXPECT_EQ(c.shutdown_timeout_ms, 30'000u);
@@ -255,6 +257,22 @@ TEST(OptionsTest, ProxyProtocolIsOffUnlessGiven) {
   EXPECT_TRUE(Parse({"--proxy-protocol"})->config.proxy_protocol);
   // A switch: it takes no value.
   ExpectError({"--proxy-protocol=v2"}, "proxy-protocol");
+}
+
+TEST(OptionsTest, BodyMinimumRate) {
+  absl::StatusOr<Options> options = Parse({"--body-min-rate=500", "--body-rate-window=30s"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.body_min_rate, 500u);
+  EXPECT_EQ(options->config.body_rate_window_ms, 30'000u);
+  options = Parse({"--body-min-rate", "0", "--body-rate-window=1000ms"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.body_min_rate, 0u);  // off
+  EXPECT_EQ(options->config.body_rate_window_ms, 1000u);
+  ExpectError({"--body-min-rate=1k"}, "--body-min-rate");
+  ExpectError({"--body-min-rate=-1"}, "--body-min-rate");
+  ExpectError({"--body-rate-window=500ms"}, "--body-rate-window");
+  ExpectError({"--body-rate-window=0"}, "--body-rate-window");
+  ExpectError({"--body-rate-window=2h"}, "--body-rate-window");
 }
 
 TEST(OptionsTest, BadDurations) {

@@ -87,6 +87,30 @@ inline router::Router MakeTestRouter(std::shared_ptr<RouteLog> log = nullptr) {
     }
     resp.set_body(std::to_string(total));
   }, streamed);
+  // POST /sink-limited: the same within 64 KiB, answering nothing itself
+  // when ReadBody() fails (as the README tells a handler): the server must.
+  router::RouteOptions limited = streamed;
+  limited.max_body_bytes = 64 * 1024;
+  (void)r.Slow("POST", "/sink-limited", [](const Request& req, Response& resp) {
+    char buf[65536];
+    uint64_t total = 0;
+    long n;
+    while ((n = req.ReadBody(buf, sizeof buf)) > 0) total += static_cast<uint64_t>(n);
+    if (n < 0) return;
+    resp.set_body(std::to_string(total));
+  }, limited);
+  // POST /count, /count-limited (64 KiB): the body's length from a FAST sink.
+  struct CountingSink : router::BodySink {
+    uint64_t total = 0;
+    void OnData(std::string_view piece) override { total += piece.size(); }
+    void OnEnd(const Request&, Response& resp) override { resp.set_body(std::to_string(total)); }
+  };
+  (void)r.FastStream("POST", "/count", [](const Request&) {
+    return std::make_unique<CountingSink>();
+  });
+  (void)r.FastStream("POST", "/count-limited", [](const Request&) {
+    return std::make_unique<CountingSink>();
+  }, 64 * 1024);
   // GET /stream?<n>: n bytes written from a worker in 64 KiB pieces.
   (void)r.Slow("GET", "/stream", [](const Request& req, Response& resp) {
     uint64_t n = std::strtoull(std::string(req.query).c_str(), nullptr, 10);
