@@ -185,7 +185,8 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     loops_[0]->Run();
   }
   for (std::thread& t : threads) t.join();
-  if (control_ != nullptr) control_->Shutdown();
+  // Before the listeners go: a handshake under way reads them.
+  if (control_ != nullptr) control_->Close();
   // Every connection is closed, so no task is queued any more.
   if (workers_ != nullptr) workers_->Stop();
   if (tls_workers_ != nullptr) tls_workers_->Stop();
@@ -252,6 +253,7 @@ absl::Status Server::SetUpListeners(std::optional<takeover::Successor>* successo
     if (absl::Status s = BindListeners(config_.port, &listeners_); !s.ok()) return s;
   }
   port_.store(listeners_[0].port(), std::memory_order_release);
+  listen_address_ = listeners_[0].address();
   if (config_.plain_port >= 0 && plain_listeners_.empty()) {
     if (absl::Status s = BindListeners(static_cast<uint16_t>(config_.plain_port),
                                        &plain_listeners_);
@@ -261,6 +263,7 @@ absl::Status Server::SetUpListeners(std::optional<takeover::Successor>* successo
   }
   if (!plain_listeners_.empty()) {
     plain_port_.store(plain_listeners_[0].port(), std::memory_order_release);
+    plain_address_ = plain_listeners_[0].address();
   }
   return absl::OkStatus();
 }
@@ -356,7 +359,7 @@ std::vector<int> Server::ListenersOf(const std::vector<io::Listener>& listeners,
 void Server::StartControlSocket() {
   if (config_.control_socket.empty() && keep_default_) return;  // systemd's sockets
   const std::string name = config_.control_socket.empty()
-                               ? takeover::DefaultControlSocket(listeners_[0].address(), port())
+                               ? takeover::DefaultControlSocket(listen_address_, port())
                                : config_.control_socket;
   takeover::ControlServer::Hooks hooks;
   hooks.offer = [this] { return OfferListeners(); };
@@ -482,7 +485,7 @@ void Server::Wait() {
 std::string Server::ReadyLine() const {
   const EventLoop& first = *loops_[0];
   return absl::StrCat(
-      "uring-http ready: listening on ", listeners_[0].address(), ":", port(), ", ",
+      "uring-http ready: listening on ", listen_address_, ":", port(), ", ",
       listeners_.size(), " socket(s) ", listeners_origin_, ", ", config_.accept_threads,
       " accept thread(s), ", config_.workers, " worker(s), ",
       first.capacity(), " connections per thread (fixed-file table ", first.file_table_size(),
@@ -491,8 +494,7 @@ std::string Server::ReadyLine() const {
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
       "), io_uring: ", first.Features(),
       config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
-      plain_port() != 0 ? absl::StrCat(", plain HTTP on ", plain_listeners_[0].address(), ":",
-                                       plain_port())
+      plain_port() != 0 ? absl::StrCat(", plain HTTP on ", plain_address_, ":", plain_port())
                         : "");
 }
 

@@ -125,6 +125,9 @@ class Server {
   // Where the listeners came from, for the ready line: "bound", "from
   // systemd", "inherited from PID n".
   std::string listeners_origin_ = "bound";
+  // The listeners' addresses, for the ready line (fixed before ready).
+  std::string listen_address_;
+  std::string plain_address_;
   // The loops leave the listeners listening when they stop (Acceptor::Stop):
   // always with systemd's sockets (keep_default_), and while a successor
   // holds them too, from the offer on.

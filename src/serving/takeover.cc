@@ -188,7 +188,9 @@ void ControlServer::Serve() {
   thread_ = std::thread([this] { Run(); });
 }
 
-ControlServer::~ControlServer() {
+ControlServer::~ControlServer() { Close(); }
+
+void ControlServer::Close() {
   Shutdown();
   if (thread_.joinable()) thread_.join();
 }

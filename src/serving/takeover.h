@@ -108,6 +108,9 @@ class ControlServer {
   // handshake under way is dropped: the successor sees the connection
   // close). Any thread, the control thread too; idempotent.
   void Shutdown();
+  // Shutdown() and waits for the thread to end: the hooks are not called
+  // any more once it returns. Not from the control thread.
+  void Close();
   const std::string& name() const { return name_; }
 
  private:
