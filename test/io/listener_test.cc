@@ -323,7 +323,9 @@ TEST(ListenerTest, AdoptRefusesWhatIsNotAListeningIpv4TcpSocket) {
   for (int fd : {pipe_fds[0], udp, unix_stream, v6, not_listening, 9999}) {
     auto listener = Listener::Adopt(fd);
     EXPECT_EQ(listener.status().code(), absl::StatusCode::kInvalidArgument) << fd;
-    if (fd != 9999) EXPECT_TRUE(IsOpen(fd)) << "a refused descriptor stays the caller's";
+    if (fd != 9999) {
+      EXPECT_TRUE(IsOpen(fd)) << "a refused descriptor stays the caller's";
+    }
   }
   for (int fd : {pipe_fds[0], pipe_fds[1], udp, unix_stream, v6, not_listening}) close(fd);
 }
