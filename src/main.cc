@@ -203,7 +203,12 @@ int main(int argc, char** argv) {
   uring_http::serving::ServerConfig config = options->config;
   config.handle_signals = true;
   uring_http::serving::Server server(config, std::move(router));
-  server.set_on_stop([] { uring_http::serving::SystemdNotify("STOPPING=1"); });
+  // A server whose sockets a successor took over is no longer the service:
+  // the successor says READY=1 and MAINPID= (systemd must not see the
+  // service stopping).
+  server.set_on_stop([&server] {
+    if (!server.handed_over()) uring_http::serving::SystemdNotify("STOPPING=1");
+  });
   const std::string pid_file = options->pid_file;
   bool pid_written = false;
   absl::Status status = server.Run([&](const uring_http::serving::Server& s) {
@@ -221,7 +226,16 @@ int main(int argc, char** argv) {
     }
     uring_http::serving::SystemdNotify("READY=1\nMAINPID=" + std::to_string(getpid()));
   });
-  if (pid_written) std::remove(pid_file.c_str());
+  // Removed only while it names this process: after a takeover it names the
+  // successor, which wrote it once serving.
+  if (pid_written) {
+    if (FILE* f = std::fopen(pid_file.c_str(), "r")) {
+      long pid = 0;
+      const bool ours = std::fscanf(f, "%ld", &pid) == 1 && pid == static_cast<long>(getpid());
+      std::fclose(f);
+      if (ours) std::remove(pid_file.c_str());
+    }
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "uring-http: %s\n", std::string(status.message()).c_str());
     return 1;

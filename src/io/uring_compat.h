@@ -31,4 +31,10 @@
 #define IORING_NOTIF_USAGE_ZC_COPIED (1U << 31)
 #endif
 
+// Linux 6.10: an accept that returns -EAGAIN at once instead of waiting
+// (sqe->ioprio flag); older kernels refuse it with -EINVAL.
+#ifndef IORING_ACCEPT_DONTWAIT
+#define IORING_ACCEPT_DONTWAIT (1U << 1)
+#endif
+
 #endif  // URING_HTTP_SRC_IO_URING_COMPAT_H_

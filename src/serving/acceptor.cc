@@ -8,16 +8,20 @@
 #include <cstring>
 #include <string_view>
 
+#include "src/io/uring_compat.h"
 #include "src/serving/user_data.h"
 
 namespace uring_http::serving {
 namespace {
 
-// Single-shot accepts in flight when the table is nearly full.
-constexpr uint32_t kMaxSingleAccepts = 16;
 // The slot field of an accept's user_data says which kind it is.
 constexpr uint32_t kAcceptMultishot = 0;
 constexpr uint32_t kAcceptSingle = 1;
+constexpr uint32_t kAcceptSweep = 2;
+// Connections a sweep accepts at most: it is for those whose wake-up was
+// lost, not for a queue that a steady load keeps full (the process that
+// accepts from it now empties it).
+constexpr uint32_t kMaxSweep = 64;
 
 constexpr std::string_view kRefusal =
     "HTTP/1.1 503 Service Unavailable\r\nServer: uring-http\r\nContent-Type: text/plain\r\n"
@@ -26,8 +30,10 @@ constexpr std::string_view kRefusal =
 }  // namespace
 
 void Acceptor::Init(io::Ring* ring, int listen_fd, uint32_t table_size, int listen_backlog,
-                    int thread_index, uint32_t* table_used, uint32_t listener, bool multishot) {
+                    int thread_index, uint32_t* table_used, uint32_t listener, bool multishot,
+                    uint32_t max_single) {
   ring_ = ring;
+  max_single_ = std::max<uint32_t>(max_single, 1);
   table_used_ = table_used;
   listener_ = listener;
   listen_fd_ = listen_fd;
@@ -43,7 +49,7 @@ void Acceptor::Init(io::Ring* ring, int listen_fd, uint32_t table_size, int list
 }
 
 void Acceptor::Ensure() {
-  if (stopped_ || backoff_pending_) return;
+  if (stopped_ || backoff_pending_ || listener_closed_) return;
   const uint32_t free_entries = table_size_ - *table_used_;
   if (free_entries >= multishot_headroom_) {
     if (!multishot_armed_) {
@@ -68,7 +74,7 @@ void Acceptor::Ensure() {
     }
     return;  // single-shot accepts start once the multishot has ended
   }
-  while (single_accepts_ < kMaxSingleAccepts && single_accepts_ < free_entries) {
+  while (single_accepts_ < max_single_ && single_accepts_ < free_entries) {
     io_uring_sqe* sqe = Sqe();
     // Not io_uring_prep_accept_direct(..., IORING_FILE_INDEX_ALLOC): liburing
     // 2.3 stores index + 1, which wraps ALLOC to 0, a plain accept.
@@ -81,18 +87,34 @@ void Acceptor::Ensure() {
 
 int Acceptor::OnAccept(const io_uring_cqe* cqe, LoopStats& stats) {
   const int res = cqe->res;
-  if (UserDataSlot(cqe->user_data) == kAcceptSingle) {
+  const uint32_t kind = UserDataSlot(cqe->user_data);
+  if (kind == kAcceptSweep) {
+    sweeping_ = false;
+    if (res < 0) {
+      sweep_pending_ = false;  // the queue is empty (EAGAIN), or no sweep here
+      return -1;
+    }
+  } else if (kind == kAcceptSingle) {
     --single_accepts_;
   } else if (!(cqe->flags & IORING_CQE_F_MORE)) {
     multishot_armed_ = false;  // ended (error, cancel, overflow): re-armed by Ensure()
     multishot_cancelling_ = false;
   }
+  MaybeSweep();
   if (res >= 0) {
     ++*table_used_;
     error_logged_ = false;
     return res;
   }
   if (res == -ECANCELED) return -1;
+  if (res == -EINVAL && !Listening()) {
+    // The socket no longer listens: shut down at stop by another ring that
+    // accepts from it too (fewer sockets taken over than accept threads).
+    // Nothing to retry, nothing to report; this ring's own stop is on its
+    // way.
+    listener_closed_ = true;
+    return -1;
+  }
   stats.accept_errors.Add();
   if (!error_logged_) {
     // Once per episode: a flood of EMFILE must not become a flood of logs.
@@ -109,6 +131,12 @@ int Acceptor::OnAccept(const io_uring_cqe* cqe, LoopStats& stats) {
     backoff_pending_ = true;
   }
   return -1;
+}
+
+bool Acceptor::Listening() const {
+  int value = 0;
+  socklen_t len = sizeof(value);
+  return getsockopt(listen_fd_, SOL_SOCKET, SO_ACCEPTCONN, &value, &len) == 0 && value != 0;
 }
 
 void Acceptor::OnBackoffDone() {
@@ -134,8 +162,24 @@ void Acceptor::Refuse(int file_index) {
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kRefuseClosed, 0, 0));
 }
 
-void Acceptor::Stop() {
+void Acceptor::MaybeSweep() {
+  if (!sweep_pending_ || sweeping_ || multishot_armed_ || single_accepts_ > 0) return;
+  if (swept_ == kMaxSweep) {
+    sweep_pending_ = false;
+    return;
+  }
+  ++swept_;
+  io_uring_sqe* sqe = Sqe();
+  io_uring_prep_accept(sqe, listen_fd_, nullptr, nullptr, SOCK_NONBLOCK);
+  sqe->file_index = IORING_FILE_INDEX_ALLOC;
+  sqe->ioprio |= IORING_ACCEPT_DONTWAIT;
+  io_uring_sqe_set_data64(sqe, PackUserData(Op::kAccept, kAcceptSweep, listener_));
+  sweeping_ = true;
+}
+
+void Acceptor::Stop(bool shutdown_listener) {
   stopped_ = true;
+  sweep_pending_ = !shutdown_listener && !listener_closed_;
   ring_->ReserveSqes(3);
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptMultishot, listener_),
@@ -144,8 +188,12 @@ void Acceptor::Stop() {
   sqe = Sqe();
   io_uring_prep_cancel64(sqe, PackUserData(Op::kAccept, kAcceptSingle, listener_),
                          IORING_ASYNC_CANCEL_ALL);
-  sqe->flags |= IOSQE_IO_HARDLINK;
+  if (shutdown_listener) sqe->flags |= IOSQE_IO_HARDLINK;
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
+  if (!shutdown_listener) {
+    MaybeSweep();  // at once if nothing was armed
+    return;
+  }
   // Shutting the listener down takes it out of the SO_REUSEPORT group at
   // once: new connections go to the other listeners (or another process on
   // the same port) instead of waiting in a queue nobody accepts from.

@@ -98,6 +98,25 @@ struct ServerConfig {
   // redirect); -1: none, 0: a free port (tests). Same routes.
   int plain_port = -1;
 
+  // Where the listening sockets come from, and where they go on a restart
+  // (src/serving/takeover.h). With none of these, the server binds its
+  // listeners, and refuses a port another process listens on.
+  // systemd_sockets: use the sockets of systemd's socket activation
+  // (LISTEN_FDS) when it passed any; with plain_port, those on that port
+  // are the plain-HTTP ones.
+  bool systemd_sockets = false;
+  // takeover: receive the listening sockets of the server whose control
+  // socket is takeover_from ("": the default one of address:port), which
+  // then drains; if nobody answers there, start as usual.
+  bool takeover = false;
+  std::string takeover_from;
+  // accept_takeover: listen on control_socket ("": the default one of the
+  // listeners' address and port, see takeover::DefaultControlSocket) so
+  // that a successor can take the sockets over. With systemd's sockets only
+  // if control_socket is named: systemd keeps them across restarts itself.
+  bool accept_takeover = false;
+  std::string control_socket;
+
   bool verbose = false;
   bool handle_signals = false;  // SIGINT/SIGTERM stop the server (the binary)
   bool sqpoll = false;          // kernel submission-queue polling thread

@@ -29,9 +29,6 @@ namespace {
 constexpr uint16_t kBufferGroup = 0;
 constexpr uint16_t kBulkBufferGroup = 1;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
-// Acceptor numbers (Acceptor::Listener).
-constexpr uint32_t kMainListener = 0;
-constexpr uint32_t kPlainListener = 1;
 
 int64_t SteadyNs() {
   timespec ts;
@@ -51,19 +48,20 @@ void Debug(const ServerConfig& config, const char* fmt, ...) {
 }  // namespace
 
 EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router& router,
-                     worker::WorkerPool* workers, int listen_fd, int signal_fd,
+                     worker::WorkerPool* workers, std::vector<int> listen_fds, int signal_fd,
                      std::function<void(int)> on_signal, int access_log_fd,
-                     const tls::TlsContextSource* tls, int plain_listen_fd,
-                     worker::WorkerPool* tls_workers)
+                     const tls::TlsContextSource* tls, std::vector<int> plain_listen_fds,
+                     worker::WorkerPool* tls_workers, const std::atomic<bool>* keep_listeners)
     : index_(index),
       config_(config),
       router_(router),
       workers_(workers),
-      listen_fd_(listen_fd),
       signal_fd_(signal_fd),
       on_signal_(std::move(on_signal)),
-      plain_listen_fd_(plain_listen_fd),
+      listen_fds_(std::move(listen_fds)),
+      plain_listen_fds_(std::move(plain_listen_fds)),
       tls_workers_(tls_workers),
+      keep_listeners_(keep_listeners),
       tls_source_(tls),
       access_log_fd_(access_log_fd) {}
 
@@ -188,13 +186,25 @@ absl::Status EventLoop::Init() {
   timers_.Init(capacity_, kTimerBuckets, env_.now_tick);
   tick_interval_.tv_sec = 0;
   tick_interval_.tv_nsec = kTickMs * 1000000LL;
-  acceptor_.Init(ring_.get(), listen_fd_, file_table_size_, config_.listen_backlog, index_,
-                 &table_used_, kMainListener);
-  acceptor_.Ensure();
-  if (plain_listen_fd_ >= 0) {
-    plain_acceptor_.Init(ring_.get(), plain_listen_fd_, file_table_size_, config_.listen_backlog,
-                         index_, &table_used_, kPlainListener, /*multishot=*/false);
-    plain_acceptor_.Ensure();
+  // The first listener takes connections with a multishot accept. Any
+  // others (a takeover gave this server more listeners than accept
+  // threads) and the plain-HTTP ones accept one at a time, and share the
+  // table's reserve for refusals: those beside the first split its
+  // single-shot budget, the plain ones another.
+  acceptors_.resize(listen_fds_.size() + plain_listen_fds_.size());
+  plain_begin_ = static_cast<uint32_t>(listen_fds_.size());
+  const auto share = [](size_t n) {
+    return static_cast<uint32_t>(Acceptor::kMaxSingleAccepts / std::max<size_t>(n, 1));
+  };
+  for (uint32_t i = 0; i < acceptors_.size(); ++i) {
+    const bool plain = i >= plain_begin_;
+    acceptors_[i].Init(ring_.get(), plain ? plain_listen_fds_[i - plain_begin_] : listen_fds_[i],
+                       file_table_size_, config_.listen_backlog, index_, &table_used_, i,
+                       /*multishot=*/i == 0,
+                       i == 0  ? Acceptor::kMaxSingleAccepts
+                       : plain ? share(plain_listen_fds_.size())
+                               : share(listen_fds_.size() - 1));
+    acceptors_[i].Ensure();
   }
   ArmTimerTick();
   if (signal_fd_ >= 0) ArmSignalRead();
@@ -256,7 +266,9 @@ void EventLoop::ArmSignalRead() {
 void EventLoop::Run() {
   io_uring* r = ring_->raw();
   for (;;) {
-    if (stopping_ && stats_.active.Get() == 0) break;
+    // Not before every accept has ended: one still armed when the ring is
+    // left would take a connection's wake-up with it (see Acceptor).
+    if (stopping_ && stats_.active.Get() == 0 && AcceptorsIdle()) break;
     int ret;
     if (after_batch_count_ > 0) {
       // Workers are owed the bytes of a streamed body that came in small
@@ -327,7 +339,7 @@ void EventLoop::Run() {
           OnTimerTick();
           break;
         case Op::kAcceptRetry:
-          (Acceptor::Listener(ud) == kPlainListener ? plain_acceptor_ : acceptor_).OnBackoffDone();
+          acceptors_[Acceptor::Listener(ud)].OnBackoffDone();
           break;
         case Op::kRefuseClosed:
           OnEntryClosed();
@@ -502,8 +514,9 @@ void EventLoop::RunAfterBatch() {
 // ---------------------------------------------------------------- accept
 
 void EventLoop::OnAccept(const io_uring_cqe* cqe) {
-  const bool plain = Acceptor::Listener(cqe->user_data) == kPlainListener;
-  Acceptor& acceptor = plain ? plain_acceptor_ : acceptor_;
+  const uint32_t listener = Acceptor::Listener(cqe->user_data);
+  const bool plain = listener >= plain_begin_;
+  Acceptor& acceptor = acceptors_[listener];
   const int file_index = acceptor.OnAccept(cqe, stats_);
   if (file_index >= 0) {
     SSL* ssl = nullptr;
@@ -538,9 +551,16 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
   acceptor.Ensure();
 }
 
+bool EventLoop::AcceptorsIdle() const {
+  for (const Acceptor& acceptor : acceptors_) {
+    if (!acceptor.idle()) return false;
+  }
+  return true;
+}
+
 void EventLoop::OnEntryClosed() {
-  acceptor_.OnEntryClosed();
-  if (plain_listen_fd_ >= 0) plain_acceptor_.Ensure();
+  acceptors_[0].OnEntryClosed();
+  for (size_t i = 1; i < acceptors_.size(); ++i) acceptors_[i].Ensure();
 }
 
 void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
@@ -741,8 +761,8 @@ void EventLoop::OnStop() {
   env_.draining = true;
   stop_deadline_tick_ = env_.now_tick + (config_.shutdown_timeout_ms + kTickMs - 1) / kTickMs;
   // Stop accepting; connections already accepted are answered below.
-  acceptor_.Stop();
-  if (plain_listen_fd_ >= 0) plain_acceptor_.Stop();
+  const bool keep = keep_listeners_ != nullptr && keep_listeners_->load();
+  for (Acceptor& acceptor : acceptors_) acceptor.Stop(/*shutdown_listener=*/!keep);
   // Idle connections get the drain's short grace; the rest finish their
   // current request, answered with "Connection: close".
   for (uint32_t slot = 0; slot < capacity_; ++slot) {

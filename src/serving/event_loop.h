@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "src/http/parser.h"
@@ -55,14 +56,19 @@ namespace uring_http::serving {
 
 class EventLoop final : private http1::ConnectionHost {
  public:
+  // `listen_fds`: the loop's listeners (at least one; the first is accepted
+  // from with a multishot accept, any others one at a time).
   // `signal_fd` >= 0: this loop reads it and calls on_signal with the
   // signal's number (one loop only). `tls`: the listener speaks TLS, with
   // the context this source has when a connection arrives.
+  // `keep_listeners`, read when the loop stops: true leaves the listeners
+  // listening (their sockets are another process's too), see Acceptor::Stop.
   EventLoop(int index, const ServerConfig& config, const router::Router& router,
-            worker::WorkerPool* workers, int listen_fd, int signal_fd,
+            worker::WorkerPool* workers, std::vector<int> listen_fds, int signal_fd,
             std::function<void(int)> on_signal, int access_log_fd = -1,
-            const tls::TlsContextSource* tls = nullptr, int plain_listen_fd = -1,
-            worker::WorkerPool* tls_workers = nullptr);
+            const tls::TlsContextSource* tls = nullptr, std::vector<int> plain_listen_fds = {},
+            worker::WorkerPool* tls_workers = nullptr,
+            const std::atomic<bool>* keep_listeners = nullptr);
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
@@ -147,6 +153,7 @@ class EventLoop final : private http1::ConnectionHost {
   void OnAccept(const io_uring_cqe* cqe);
   // A fixed-file entry came free: every acceptor may accept again.
   void OnEntryClosed();
+  bool AcceptorsIdle() const;
   void OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe);
   void OnWorkerMessage(Op op, uint32_t slot, uint32_t generation);
   void OnTimerTick();
@@ -186,7 +193,6 @@ class EventLoop final : private http1::ConnectionHost {
   const ServerConfig& config_;
   const router::Router& router_;
   worker::WorkerPool* const workers_;
-  const int listen_fd_;
   const int signal_fd_;
   std::function<void(int)> on_signal_;
 
@@ -209,13 +215,17 @@ class EventLoop final : private http1::ConnectionHost {
   std::unique_ptr<http1::StreamStatePool> streams_;
   http1::ConnectionEnv env_;
   std::unique_ptr<worker::Mailbox> mailbox_;
-  Acceptor acceptor_;
-  // With TLS, an optional plain-HTTP listener beside it (--plain-port):
-  // its connections are never attached to the TLS layer.
-  const int plain_listen_fd_;
+  // One acceptor per listener, numbered as Acceptor::Listener() says: the
+  // loop's listeners first, then, with TLS, the plain-HTTP ones beside them
+  // (--plain-port) from plain_begin_ on: their connections are never
+  // attached to the TLS layer.
+  const std::vector<int> listen_fds_;
+  const std::vector<int> plain_listen_fds_;
+  std::vector<Acceptor> acceptors_;
+  uint32_t plain_begin_ = 0;
   worker::WorkerPool* const tls_workers_;  // handshake steps (null: on the ring)
-  Acceptor plain_acceptor_;
-  uint32_t table_used_ = 0;  // fixed-file entries holding a socket (both acceptors)
+  const std::atomic<bool>* const keep_listeners_;
+  uint32_t table_used_ = 0;  // fixed-file entries holding a socket (all acceptors)
   TimerWheel timers_;
   __kernel_timespec tick_interval_{};
   std::unique_ptr<uint32_t[]> starved_;  // slots whose receive hit ENOBUFS

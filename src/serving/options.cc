@@ -55,6 +55,8 @@ enum LongOnly {
   kTlsOffload,
   kPlainPort,
   kTlsWorkers,
+  kTakeover,
+  kControlSocket,
 };
 
 const option kLongOptions[] = {
@@ -108,6 +110,8 @@ const option kLongOptions[] = {
     {"tls-offload", required_argument, nullptr, kTlsOffload},
     {"plain-port", required_argument, nullptr, kPlainPort},
     {"tls-workers", required_argument, nullptr, kTlsWorkers},
+    {"takeover", optional_argument, nullptr, kTakeover},
+    {"control-socket", required_argument, nullptr, kControlSocket},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -193,6 +197,14 @@ std::string UsageText(const char* program) {
       "      --metrics-path=path     Prometheus metrics endpoint (/metrics); empty: off\n"
       "      --health-path=path      Health endpoint (/healthz): 200, or 503 while\n"
       "                              draining; empty: off\n"
+      "      --takeover[=socket]     Take the listening sockets over from the server\n"
+      "                              running on this port (its control socket: the\n"
+      "                              default one of --address and -p) and make it drain:\n"
+      "                              a restart that loses no connection. Nobody there:\n"
+      "                              start as usual\n"
+      "      --control-socket=socket Where this server hands its sockets to a --takeover\n"
+      "                              (@uring-http/ADDRESS:PORT; @name: abstract, else a\n"
+      "                              path); none: nowhere\n"
       "  -h, --help                  This text\n\n"
       "Static files (GET and HEAD, through the ring: openat2 beneath the root, statx, reads):\n"
       "      --root=dir             Serve dir for every path no route claims (off)\n"
@@ -273,6 +285,10 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   options.config.accept_threads = static_cast<int>(cpus);
   bool workers_set = false;
+  // The shipped server takes systemd's sockets when given some, and can be
+  // taken over (--control-socket=none turns that off).
+  options.config.systemd_sockets = true;
+  options.config.accept_takeover = true;
   opterr = 0;  // we print our own messages
   // 0, not 1: glibc then also forgets where it stopped inside the previous
   // argv (a pointer into memory that may be gone), so parsing twice works.
@@ -558,6 +574,28 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         if (!n.ok()) return n.status();
         options.config.file_splice_pipe_bytes = static_cast<uint32_t>(*n);
         break;
+      case kTakeover:
+        options.config.takeover = true;
+        if (optarg != nullptr) {
+          if (optarg[0] == '\0' || std::string_view(optarg).size() > 107) {
+            return absl::InvalidArgumentError(absl::StrCat(
+                "invalid value '", optarg, "' for --takeover: expected a control socket "
+                "(@name or a path, at most 107 bytes)"));
+          }
+          options.config.takeover_from = optarg;
+        }
+        break;
+      case kControlSocket: {
+        const std::string_view name(optarg);
+        if (name.empty() || name == "@" || name.size() > 107) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --control-socket: expected @name, a path "
+              "(at most 107 bytes) or none"));
+        }
+        options.config.accept_takeover = name != "none";
+        options.config.control_socket = name == "none" ? "" : std::string(name);
+        break;
+      }
       case kPidFile:
         if (optarg[0] == '\0') return absl::InvalidArgumentError("--pid-file needs a path");
         options.pid_file = optarg;

@@ -13,6 +13,7 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
+#include "src/io/listen_fds.h"
 #include "src/io/msg_ring_sender.h"
 #include "src/worker/ring_post.h"
 
@@ -93,30 +94,11 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     tls_source_.Set(*std::move(context));
   }
 
-  // Listeners first, on this thread: with port 0 the first one picks the
-  // port and the others join it.
-  uint16_t port = config_.port;
-  for (int i = 0; i < config_.accept_threads; ++i) {
-    auto listener = io::Listener::Bind(config_.address, port, config_.listen_backlog,
-                                       static_cast<int>(config_.defer_accept_s));
-    if (!listener.ok()) return listener.status();
-    port = listener->port();
-    listeners_.push_back(*std::move(listener));
-  }
-  port_.store(port, std::memory_order_release);
-  if (config_.plain_port >= 0) {
-    if (!config_.tls.enabled()) {
-      return absl::InvalidArgumentError("a plain-HTTP port (--plain-port) goes with TLS");
-    }
-    uint16_t plain = static_cast<uint16_t>(config_.plain_port);
-    for (int i = 0; i < config_.accept_threads; ++i) {
-      auto listener = io::Listener::Bind(config_.address, plain, config_.listen_backlog,
-                                         static_cast<int>(config_.defer_accept_s));
-      if (!listener.ok()) return listener.status();
-      plain = listener->port();
-      plain_listeners_.push_back(*std::move(listener));
-    }
-    plain_port_.store(plain, std::memory_order_release);
+  // Listeners first, on this thread.
+  std::optional<takeover::Successor> successor;
+  if (absl::Status s = SetUpListeners(&successor); !s.ok()) {
+    if (successor.has_value()) successor->Abort(std::string(s.message()));
+    return s;
   }
 
   if (config_.workers > 0) {
@@ -145,10 +127,10 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
 
   for (int i = 0; i < config_.accept_threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
-        i, config_, router_, workers_.get(), listeners_[i].fd(), i == 0 ? signal_fd_ : -1,
-        [this](int signo) { OnSignal(signo); }, access_log_fd_,
-        config_.tls.enabled() ? &tls_source_ : nullptr,
-        plain_listeners_.empty() ? -1 : plain_listeners_[i].fd(), tls_workers_.get()));
+        i, config_, router_, workers_.get(), ListenersOf(listeners_, i),
+        i == 0 ? signal_fd_ : -1, [this](int signo) { OnSignal(signo); }, access_log_fd_,
+        config_.tls.enabled() ? &tls_source_ : nullptr, ListenersOf(plain_listeners_, i),
+        tls_workers_.get(), &keep_listeners_));
   }
 
   if (config_.tls.enabled() && config_.handle_signals) {
@@ -183,20 +165,257 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     if (!s.ok() && first_error.ok()) first_error = s;
   }
   go_promise.set_value(first_error.ok());
+  if (successor.has_value()) {
+    if (!first_error.ok()) {
+      successor->Abort(std::string(first_error.message()));
+    } else {
+      // Every other loop accepts already; loop 0 does once this thread runs
+      // it, and connections wait in the shared queues meanwhile: nothing
+      // is lost while the old server is told to drain.
+      absl::Status s = successor->Complete();
+      if (!s.ok()) {
+        std::fprintf(stderr,
+                     "uring-http: --takeover: PID %lld did not confirm that it drains (%s); "
+                     "serving on its sockets all the same\n",
+                     static_cast<long long>(successor->pid()), std::string(s.message()).c_str());
+      }
+      keep_listeners_.store(keep_default_);  // ours alone from now on
+    }
+    successor.reset();
+  }
   if (first_error.ok()) {
+    if (config_.accept_takeover) StartControlSocket();
     ready_.store(true, std::memory_order_release);
     if (on_ready) on_ready(*this);
-    if (stop_requested_.load(std::memory_order_acquire)) SendStop();
+    if (stop_requested_.load(std::memory_order_acquire)) {
+      if (control_ != nullptr) control_->Shutdown();
+      SendStop();
+    }
     loops_[0]->Run();
   }
   for (std::thread& t : threads) t.join();
   StopReloadThread();
+  // Before the listeners go: a handshake under way reads them.
+  if (control_ != nullptr) control_->Close();
   // Every connection is closed, so no task is queued any more.
   if (workers_ != nullptr) workers_->Stop();
   if (tls_workers_ != nullptr) tls_workers_->Stop();
-  for (io::Listener& l : listeners_) l.Close();
-  for (io::Listener& l : plain_listeners_) l.Close();
+  // Sockets a successor (or systemd) holds too lose this descriptor only.
+  const bool keep = keep_listeners_.load();
+  for (io::Listener& l : listeners_) keep ? l.CloseDescriptor() : l.Close();
+  for (io::Listener& l : plain_listeners_) keep ? l.CloseDescriptor() : l.Close();
   return first_error;
+}
+
+absl::Status Server::SetUpListeners(std::optional<takeover::Successor>* successor) {
+  if (config_.plain_port >= 0 && !config_.tls.enabled()) {
+    return absl::InvalidArgumentError("a plain-HTTP port (--plain-port) goes with TLS");
+  }
+  const int defer_accept_s = static_cast<int>(config_.defer_accept_s);
+  if (config_.systemd_sockets) {
+    auto fds = io::TakeListenFds();
+    if (!fds.ok()) return fds.status();
+    if (!fds->empty() && config_.takeover) {
+      return absl::InvalidArgumentError(
+          "--takeover with systemd's sockets (LISTEN_FDS): systemd keeps them across restarts "
+          "itself");
+    }
+    for (int fd : *fds) {
+      auto listener = io::Listener::Adopt(fd);
+      if (!listener.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("systemd's socket (LISTEN_FDS): ", listener.status().message()));
+      }
+      if (absl::Status s = listener->SetOptions(defer_accept_s); !s.ok()) return s;
+      const bool plain = config_.plain_port > 0 && listener->port() == config_.plain_port;
+      (plain ? plain_listeners_ : listeners_).push_back(*std::move(listener));
+    }
+    if (!fds->empty()) {
+      if (listeners_.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "systemd passed sockets on the plain-HTTP port ", config_.plain_port, " only"));
+      }
+      listeners_origin_ = "from systemd";
+      keep_default_ = true;
+      keep_listeners_.store(true);
+    }
+  }
+  if (listeners_.empty() && config_.takeover) {
+    const std::string name = config_.takeover_from.empty()
+                                 ? takeover::DefaultControlSocket(config_.address, config_.port)
+                                 : config_.takeover_from;
+    auto connected = takeover::Successor::Connect(name);
+    if (absl::IsNotFound(connected.status())) {
+      // Nobody to take over from: a first start with the same command line
+      // as every restart. The port check below still refuses a port that
+      // some other program listens on.
+      std::fprintf(stderr, "uring-http: --takeover: no server answers on %s: starting afresh\n",
+                   name.c_str());
+    } else if (!connected.ok()) {
+      return absl::Status(connected.status().code(),
+                          absl::StrCat("--takeover: ", connected.status().message()));
+    } else {
+      *successor = *std::move(connected);
+      if (absl::Status s = TakeOver(**successor); !s.ok()) return s;
+    }
+  }
+  if (listeners_.empty()) {
+    if (absl::Status s = BindListeners(config_.port, &listeners_); !s.ok()) return s;
+  }
+  port_.store(listeners_[0].port(), std::memory_order_release);
+  listen_address_ = listeners_[0].address();
+  if (config_.plain_port >= 0 && plain_listeners_.empty()) {
+    if (absl::Status s = BindListeners(static_cast<uint16_t>(config_.plain_port),
+                                       &plain_listeners_);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (!plain_listeners_.empty()) {
+    plain_port_.store(plain_listeners_[0].port(), std::memory_order_release);
+    plain_address_ = plain_listeners_[0].address();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Server::TakeOver(takeover::Successor& successor) {
+  // From now on the sockets are the old server's too: stopping (a failed
+  // start, a signal) must not shut them down under it.
+  keep_listeners_.store(true);
+  const std::string from = absl::StrCat("PID ", successor.pid());
+  for (size_t i = 0; i < successor.fds().size(); ++i) {
+    const char role = successor.roles()[i];
+    auto listener = io::Listener::Adopt(successor.fds()[i].get());
+    if (!listener.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--takeover: a socket from ", from, ": ", listener.status().message()));
+    }
+    successor.fds()[i].Release();  // the Listener's now
+    const std::string address = listener->address();
+    const uint16_t port = listener->port();
+    if (role == takeover::kRoleMain) {
+      if (address != config_.address || (config_.port != 0 && port != config_.port)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--takeover: ", from, " listens on ", address, ":", port, ", this server would on ",
+            config_.address, ":", config_.port));
+      }
+      listeners_.push_back(*std::move(listener));
+    } else {
+      // Its queue would be lost with the old server if nobody took it.
+      if (config_.plain_port < 0 || (config_.plain_port != 0 && port != config_.plain_port)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "--takeover: ", from, " also serves plain HTTP on ", address, ":", port,
+            ": start this one with --plain-port=", port, " (and TLS) to take that over too"));
+      }
+      plain_listeners_.push_back(*std::move(listener));
+    }
+  }
+  if (listeners_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("--takeover: ", from, " sent no listener"));
+  }
+  // They fit: this server's options on them (its --defer-accept may differ).
+  for (std::vector<io::Listener>* group : {&listeners_, &plain_listeners_}) {
+    for (io::Listener& l : *group) {
+      if (absl::Status s = l.SetOptions(static_cast<int>(config_.defer_accept_s)); !s.ok()) {
+        return s;
+      }
+    }
+  }
+  listeners_origin_ = absl::StrCat("inherited from ", from);
+  return absl::OkStatus();
+}
+
+absl::Status Server::BindListeners(uint16_t port, std::vector<io::Listener>* listeners) {
+  // Our own listeners join each other's SO_REUSEPORT group, and so would
+  // another process's of the same user: a server started by mistake while
+  // the old one still runs would silently share its traffic. Refuse that.
+  if (absl::Status s = io::Listener::CheckNotListening(config_.address, port); !s.ok()) {
+    if (!absl::IsAlreadyExists(s)) return s;
+    return absl::FailedPreconditionError(absl::StrCat(
+        s.message(),
+        ". Is a server still running there? Stop it first, or start this one with --takeover "
+        "to take its listening sockets over without losing a connection"));
+  }
+  // With port 0 the first one picks the port and the others join it.
+  for (int i = 0; i < config_.accept_threads; ++i) {
+    auto listener = io::Listener::Bind(config_.address, port, config_.listen_backlog,
+                                       static_cast<int>(config_.defer_accept_s));
+    if (!listener.ok()) return listener.status();
+    port = listener->port();
+    listeners->push_back(*std::move(listener));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int> Server::ListenersOf(const std::vector<io::Listener>& listeners,
+                                     int loop) const {
+  // N listeners over M loops. Bound, N = M: one each. Taken over from a
+  // server with another -A: every listener must be accepted from (its
+  // queue would be lost otherwise), so with N > M loop i takes listeners
+  // i, i + M, ...; with N < M (or systemd's one socket) loops share them,
+  // each accepting from the same socket through its own ring.
+  std::vector<int> fds;
+  const size_t n = listeners.size();
+  const size_t m = static_cast<size_t>(config_.accept_threads);
+  if (n == 0) return fds;
+  if (n >= m) {
+    for (size_t j = static_cast<size_t>(loop); j < n; j += m) fds.push_back(listeners[j].fd());
+  } else {
+    fds.push_back(listeners[static_cast<size_t>(loop) % n].fd());
+  }
+  return fds;
+}
+
+void Server::StartControlSocket() {
+  if (config_.control_socket.empty() && keep_default_) return;  // systemd's sockets
+  const std::string name = config_.control_socket.empty()
+                               ? takeover::DefaultControlSocket(listen_address_, port())
+                               : config_.control_socket;
+  takeover::ControlServer::Hooks hooks;
+  hooks.offer = [this] { return OfferListeners(); };
+  hooks.handed_over = [this](int64_t pid) { HandOver(pid); };
+  hooks.withdrawn = [this] { Withdrawn(); };
+  auto control = takeover::ControlServer::Listen(name, std::move(hooks));
+  if (!control.ok()) {
+    std::fprintf(stderr, "uring-http: no control socket (%s): --takeover cannot replace this "
+                 "server\n", std::string(control.status().message()).c_str());
+    return;
+  }
+  control_ = *std::move(control);
+  control_->Serve();  // its hooks may use control_ from now on
+}
+
+absl::StatusOr<takeover::ControlServer::Offer> Server::OfferListeners() {
+  // Kept before the check: a stop that comes after the check reads it and
+  // leaves the sockets listening for the successor (both are seq_cst).
+  keep_listeners_.store(true);
+  if (stop_requested_.load()) {
+    keep_listeners_.store(keep_default_);
+    return absl::FailedPreconditionError("it is draining already");
+  }
+  takeover::ControlServer::Offer offer;
+  for (const io::Listener& l : listeners_) {
+    offer.roles.push_back(takeover::kRoleMain);
+    offer.fds.push_back(l.fd());
+  }
+  for (const io::Listener& l : plain_listeners_) {
+    offer.roles.push_back(takeover::kRolePlain);
+    offer.fds.push_back(l.fd());
+  }
+  return offer;
+}
+
+void Server::HandOver(int64_t pid) {
+  std::fprintf(stderr, "uring-http: PID %lld took the listening sockets over: draining\n",
+               static_cast<long long>(pid));
+  handed_over_.store(true, std::memory_order_release);
+  Stop();
+}
+
+void Server::Withdrawn() {
+  // A stop that already read "keep" keeps the sockets open until exit;
+  // harmless, the successor is gone.
+  if (!stop_requested_.load()) keep_listeners_.store(keep_default_);
 }
 
 absl::Status Server::Start() {
@@ -223,7 +442,11 @@ absl::Status Server::Start() {
 void Server::Stop() {
   if (stop_requested_.exchange(true)) return;
   if (on_stop_) on_stop_();
-  if (ready_.load(std::memory_order_acquire)) SendStop();
+  if (ready_.load(std::memory_order_acquire)) {
+    // A draining server hands nothing over: its control socket goes first.
+    if (control_ != nullptr) control_->Shutdown();
+    SendStop();
+  }
 }
 
 void Server::OnSignal(int signo) {
@@ -303,15 +526,16 @@ void Server::Wait() {
 std::string Server::ReadyLine() const {
   const EventLoop& first = *loops_[0];
   return absl::StrCat(
-      "uring-http ready: listening on ", config_.address, ":", port(), ", ",
-      config_.accept_threads, " accept thread(s), ", config_.workers, " worker(s), ",
+      "uring-http ready: listening on ", listen_address_, ":", port(), ", ",
+      listeners_.size(), " socket(s) ", listeners_origin_, ", ", config_.accept_threads,
+      " accept thread(s), ", config_.workers, " worker(s), ",
       first.capacity(), " connections per thread (fixed-file table ", first.file_table_size(),
       router_.mount_count() > 0
           ? " = min(accept-capacity + 64 reserve + open-file cache + 1024, hard RLIMIT_NOFILE)"
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
       "), io_uring: ", first.Features(),
       config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
-      plain_port() != 0 ? absl::StrCat(", plain HTTP on ", config_.address, ":", plain_port())
+      plain_port() != 0 ? absl::StrCat(", plain HTTP on ", plain_address_, ":", plain_port())
                         : "");
 }
 

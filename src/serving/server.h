@@ -1,6 +1,8 @@
 // Server: ties the pieces together. It binds one SO_REUSEPORT listener per
-// accept thread, starts the worker pool, runs one EventLoop per accept thread
-// (the calling thread is one of them), and stops them all on request.
+// accept thread (or takes systemd's sockets, or a running server's: see
+// ServerConfig::takeover), starts the worker pool, runs one EventLoop per
+// accept thread (the calling thread is one of them), and stops them all on
+// request, or when a successor has taken its sockets over.
 //
 // Embedding it:
 //   router::Router router;
@@ -21,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -31,6 +34,7 @@
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/event_loop.h"
+#include "src/serving/takeover.h"
 #include "src/tls/tls_context.h"
 #include "src/worker/worker_pool.h"
 
@@ -89,6 +93,9 @@ class Server {
   // Every counter in the Prometheus text exposition format (GET /metrics).
   std::string RenderMetrics() const;
   bool draining() const { return stop_requested_.load(std::memory_order_relaxed); }
+  // The drain began because a successor took the listening sockets over
+  // (it then also reports to systemd and owns the pid file).
+  bool handed_over() const { return handed_over_.load(std::memory_order_acquire); }
   // Loads the TLS certificates and keys again (SIGHUP does this, on a
   // thread of its own named uring-reload): new connections get the new
   // ones, connections already open keep theirs. On an error the old ones
@@ -102,12 +109,37 @@ class Server {
   void ReloadMain();
   void StopReloadThread();
   absl::Status AddBuiltinRoutes();
+  // listeners_ and plain_listeners_ from systemd, a predecessor (then
+  // *successor is the handshake to finish once serving) or bind().
+  absl::Status SetUpListeners(std::optional<takeover::Successor>* successor);
+  absl::Status TakeOver(takeover::Successor& successor);
+  absl::Status BindListeners(uint16_t port, std::vector<io::Listener>* listeners);
+  // The loop's share of `listeners` (see SetUpListeners).
+  std::vector<int> ListenersOf(const std::vector<io::Listener>& listeners, int loop) const;
+  void StartControlSocket();
+  // The control socket's hooks (on its thread).
+  absl::StatusOr<takeover::ControlServer::Offer> OfferListeners();
+  void HandOver(int64_t pid);
+  void Withdrawn();
 
   const ServerConfig config_;
   router::Router router_;  // fixed once Run() starts the threads
   absl::Status builtin_routes_;
   std::vector<io::Listener> listeners_;
   std::vector<io::Listener> plain_listeners_;
+  // Where the listeners came from, for the ready line: "bound", "from
+  // systemd", "inherited from PID n".
+  std::string listeners_origin_ = "bound";
+  // The listeners' addresses, for the ready line (fixed before ready).
+  std::string listen_address_;
+  std::string plain_address_;
+  // The loops leave the listeners listening when they stop (Acceptor::Stop):
+  // always with systemd's sockets (keep_default_), and while a successor
+  // holds them too, from the offer on.
+  bool keep_default_ = false;
+  std::atomic<bool> keep_listeners_{false};
+  std::atomic<bool> handed_over_{false};
+  std::unique_ptr<takeover::ControlServer> control_;
   std::atomic<uint16_t> plain_port_{0};
   std::unique_ptr<worker::WorkerPool> workers_;
   std::unique_ptr<worker::WorkerPool> tls_workers_;  // handshake steps

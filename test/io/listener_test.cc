@@ -1,6 +1,9 @@
 // Tests for Listener: ephemeral ports, SO_REUSEPORT sharing, address and bind
 // errors (without leaking the socket), TCP_NODELAY inherited by accepted
-// sockets, and ownership of the descriptor through moves and Close().
+// sockets, and ownership of the descriptor through moves and Close(); the
+// check for a port another socket listens on (the kernel's overlap rules,
+// what does not count); adopting a socket from elsewhere; and closing a
+// descriptor without ending the listening for another holder.
 #include "src/io/listener.h"
 
 #include <arpa/inet.h>
@@ -196,6 +199,168 @@ TEST(ListenerTest, CloseStopsListeningWhileTheSocketIsStillReferenced) {
   EXPECT_EQ(ConnectTo(port), -1);
   EXPECT_EQ(errno, ECONNREFUSED);
   close(other_reference);
+}
+
+// A plain listening socket (no SO_REUSEPORT) on `address`:`port`.
+int PlainListener(const char* address, uint16_t port, bool listening = true) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, address, &addr.sin_addr);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << strerror(errno);
+  if (listening) EXPECT_EQ(listen(fd, 16), 0);
+  return fd;
+}
+
+uint16_t PortOf(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+TEST(ListenerTest, CheckNotListeningSeesOurOwnKindOfListener) {
+  auto listener = Listener::Bind("127.0.0.1", 0, 16);
+  ASSERT_TRUE(listener.ok());
+  // Bind() would join it (SO_REUSEPORT, same user); the check does not.
+  absl::Status s = Listener::CheckNotListening("127.0.0.1", listener->port());
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists) << s;
+  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(listener->port())),
+            absl::string_view::npos)
+      << s;
+  EXPECT_TRUE(Listener::Bind("127.0.0.1", listener->port(), 16).ok());
+}
+
+TEST(ListenerTest, CheckNotListeningFollowsTheKernelsOverlaps) {
+  // Specific under wildcard, and wildcard over specific.
+  int specific = PlainListener("127.0.0.1", 0);
+  const uint16_t p1 = PortOf(specific);
+  EXPECT_EQ(Listener::CheckNotListening("0.0.0.0", p1).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(Listener::CheckNotListening("127.0.0.1", p1).code(),
+            absl::StatusCode::kAlreadyExists);
+  close(specific);
+  int wildcard = PlainListener("0.0.0.0", 0);
+  const uint16_t p2 = PortOf(wildcard);
+  EXPECT_EQ(Listener::CheckNotListening("127.0.0.1", p2).code(),
+            absl::StatusCode::kAlreadyExists);
+  close(wildcard);
+  // Closed: free again.
+  EXPECT_TRUE(Listener::CheckNotListening("127.0.0.1", p2).ok());
+  EXPECT_TRUE(Listener::CheckNotListening("0.0.0.0", p1).ok());
+}
+
+TEST(ListenerTest, CheckNotListeningIgnoresWhatDoesNotListen) {
+  // Port 0 is always free.
+  EXPECT_TRUE(Listener::CheckNotListening("127.0.0.1", 0).ok());
+  // Bound, not listening, SO_REUSEADDR (a draining server's listener after
+  // its shutdown looks like this).
+  int bound = PlainListener("127.0.0.1", 0, /*listening=*/false);
+  EXPECT_TRUE(Listener::CheckNotListening("127.0.0.1", PortOf(bound)).ok());
+  close(bound);
+  // A listener shut down while another reference keeps it open.
+  auto listener = Listener::Bind("127.0.0.1", 0, 16);
+  ASSERT_TRUE(listener.ok());
+  const uint16_t port = listener->port();
+  const int other = dup(listener->fd());
+  listener->Close();
+  EXPECT_TRUE(Listener::CheckNotListening("127.0.0.1", port).ok());
+  close(other);
+  // Connections in TIME_WAIT on the port: the server closed first.
+  auto server = Listener::Bind("127.0.0.1", 0, 16);
+  ASSERT_TRUE(server.ok());
+  const uint16_t tw_port = server->port();
+  int client = ConnectTo(tw_port);
+  ASSERT_GE(client, 0);
+  int accepted = accept4(server->fd(), nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(accepted, 0);
+  close(accepted);  // our side goes to TIME_WAIT once the client closes too
+  char c;
+  EXPECT_EQ(recv(client, &c, 1, 0), 0);
+  close(client);
+  server->Close();
+  EXPECT_TRUE(Listener::CheckNotListening("127.0.0.1", tw_port).ok());
+  EXPECT_TRUE(Listener::Bind("127.0.0.1", tw_port, 16).ok());
+}
+
+TEST(ListenerTest, CheckNotListeningRefusesABadAddress) {
+  EXPECT_EQ(Listener::CheckNotListening("localhost", 80).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Listener::CheckNotListening("192.0.2.1", 8080).code(),
+            absl::StatusCode::kUnavailable);  // not an address of this host
+}
+
+TEST(ListenerTest, AdoptTakesAListeningSocketThenSetsItsOptions) {
+  int fd = PlainListener("127.0.0.1", 0);
+  auto listener = Listener::Adopt(fd);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  EXPECT_EQ(listener->fd(), fd);
+  EXPECT_EQ(listener->port(), PortOf(fd));
+  EXPECT_EQ(listener->address(), "127.0.0.1");
+  EXPECT_EQ(IntOption(fd, IPPROTO_TCP, TCP_NODELAY), 0);  // untouched until asked
+  ASSERT_TRUE(listener->SetOptions(/*defer_accept_s=*/2).ok());
+  EXPECT_NE(IntOption(fd, IPPROTO_TCP, TCP_NODELAY), 0);
+  EXPECT_GT(IntOption(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT), 0);
+  EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+  // Adopted: the socket may be another process's too, so Close() only
+  // closes the descriptor.
+  const int other = dup(fd);
+  listener->Close();
+  EXPECT_FALSE(IsOpen(fd));
+  EXPECT_EQ(IntOption(other, SOL_SOCKET, SO_ACCEPTCONN), 1);
+  close(other);
+}
+
+TEST(ListenerTest, AdoptRefusesWhatIsNotAListeningIpv4TcpSocket) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  int udp = socket(AF_INET, SOCK_DGRAM, 0);
+  int unix_stream = socket(AF_UNIX, SOCK_STREAM, 0);
+  int v6 = socket(AF_INET6, SOCK_STREAM, 0);
+  int not_listening = PlainListener("127.0.0.1", 0, /*listening=*/false);
+  for (int fd : {pipe_fds[0], udp, unix_stream, v6, not_listening, 9999}) {
+    auto listener = Listener::Adopt(fd);
+    EXPECT_EQ(listener.status().code(), absl::StatusCode::kInvalidArgument) << fd;
+    if (fd != 9999) {
+      EXPECT_TRUE(IsOpen(fd)) << "a refused descriptor stays the caller's";
+    }
+  }
+  for (int fd : {pipe_fds[0], pipe_fds[1], udp, unix_stream, v6, not_listening}) close(fd);
+}
+
+TEST(ListenerTest, CloseDescriptorLeavesTheQueueToAnotherHolder) {
+  auto listener = Listener::Bind("127.0.0.1", 0, 16);
+  ASSERT_TRUE(listener.ok());
+  int waiting = ConnectTo(listener->port());  // in the accept queue
+  ASSERT_GE(waiting, 0);
+  const int successor = dup(listener->fd());
+  listener->CloseDescriptor();
+  int accepted = accept4(successor, nullptr, nullptr, SOCK_CLOEXEC);
+  EXPECT_GE(accepted, 0) << strerror(errno);
+  ASSERT_EQ(send(waiting, "x", 1, MSG_NOSIGNAL), 1);
+  char c = 0;
+  EXPECT_EQ(recv(accepted, &c, 1, 0), 1);
+  close(accepted);
+  close(waiting);
+  close(successor);
+}
+
+TEST(ListenerTest, CloseResetsTheQueueEvenForAnotherHolder) {
+  // Why a server handing its sockets over must not Close() them: shutdown()
+  // ends the listening for every holder and resets what waits in the queue.
+  auto listener = Listener::Bind("127.0.0.1", 0, 16);
+  ASSERT_TRUE(listener.ok());
+  int waiting = ConnectTo(listener->port());
+  ASSERT_GE(waiting, 0);
+  const int successor = dup(listener->fd());
+  listener->Close();
+  char c;
+  EXPECT_EQ(recv(waiting, &c, 1, 0), -1);
+  EXPECT_EQ(errno, ECONNRESET);
+  close(waiting);
+  close(successor);
 }
 
 TEST(ListenerTest, DestructorCloses) {

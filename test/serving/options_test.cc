@@ -539,5 +539,37 @@ TEST(OptionsTest, ParsingTwiceStartsAfresh) {
   EXPECT_EQ(options->config.port, 9000);
 }
 
+TEST(OptionsTest, RestartFlags) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok());
+  // The shipped server takes systemd's sockets and can be taken over.
+  EXPECT_TRUE(options->config.systemd_sockets);
+  EXPECT_TRUE(options->config.accept_takeover);
+  EXPECT_TRUE(options->config.control_socket.empty());  // the default name
+  EXPECT_FALSE(options->config.takeover);
+
+  options = Parse({"--takeover"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->config.takeover);
+  EXPECT_TRUE(options->config.takeover_from.empty());
+  options = Parse({"--takeover=@old", "--control-socket=/run/uring-http.sock"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->config.takeover);
+  EXPECT_EQ(options->config.takeover_from, "@old");
+  EXPECT_TRUE(options->config.accept_takeover);
+  EXPECT_EQ(options->config.control_socket, "/run/uring-http.sock");
+  options = Parse({"--control-socket", "none"});
+  ASSERT_TRUE(options.ok());
+  EXPECT_FALSE(options->config.accept_takeover);
+
+  // An optional value goes with '=': a separate word is an operand.
+  ExpectError({"--takeover", "@old"}, "'@old'");
+  ExpectError({"--takeover="}, "--takeover");
+  ExpectError({"--takeover=" + std::string(108, 'x')}, "--takeover");
+  ExpectError({"--control-socket="}, "--control-socket");
+  ExpectError({"--control-socket=@"}, "--control-socket");
+  ExpectError({"--control-socket"}, "needs a value");
+}
+
 }  // namespace
 }  // namespace uring_http::serving
