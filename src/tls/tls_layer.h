@@ -24,7 +24,8 @@
 //
 // Slots of the loop not on a TLS listener pass straight through.
 //
-// tls_layer.cc: life, input, closing; tls_layer_output.cc: output;
+// tls_layer.cc: life and input; tls_layer_output.cc: output and what the
+// connection is owed; tls_layer_close.cc: failures, closing, deadlines;
 // tls_layer_offload.cc: handshake steps on the TLS workers.
 //
 // Thread-safety: the loop's ring thread.

@@ -1,6 +1,7 @@
 // The TLS layer's output: what the connection sends, encrypted into the
-// link's output chunk and handed to the ring one kernel send at a time, and
-// our FIN after close_notify (tls_layer.h has the whole picture).
+// link's output chunk and handed to the ring one kernel send at a time, our
+// FIN after close_notify, and the completions the connection is owed
+// (tls_layer.h has the whole picture).
 #include <poll.h>
 
 #include <cerrno>
@@ -284,6 +285,55 @@ void TlsLayer::ShutdownWrite(uint32_t slot) {
   }
   Flush(slot);
   MaybeShutdown(slot);
+}
+
+// ---------------------------------------------------------------- owed completions
+
+void TlsLayer::Owe(uint32_t slot) {
+  Link& l = links_[slot];
+  if (l.owed_queued) return;
+  l.owed_queued = true;
+  owed_[owed_count_++] = slot;
+}
+
+uint32_t TlsLayer::DeliverOwed() {
+  URING_CHECK(owed_count_ > 0);
+  // Last in, first out: each slot is in the list once, so a delivery that
+  // owes again (the connection sends more, encrypted at once) goes back
+  // on the list, bounded by the room in its output.
+  const uint32_t slot = owed_[--owed_count_];
+  Link& l = links_[slot];
+  l.owed_queued = false;
+  DeliverOwedTo(slot);
+  if (l.close_asked) FinishClose(slot);
+  return slot;
+}
+
+void TlsLayer::DeliverOwedTo(uint32_t slot) {
+  Link& l = links_[slot];
+  switch (l.csend) {
+    case ConnSend::kEncrypted:
+      if (!l.conn_last) {
+        l.csend = ConnSend::kNone;
+        l.conn->OnSend(static_cast<int>(l.conn_taken), false);  // may send again
+      }
+      break;
+    case ConnSend::kAgain:
+      l.csend = ConnSend::kNone;
+      l.conn->OnSend(-EAGAIN, false);
+      break;
+    case ConnSend::kFailed:
+      l.csend = ConnSend::kNone;
+      l.conn->OnSend(-EPIPE, false);
+      break;
+    case ConnSend::kNone:
+    case ConnSend::kWaiting:
+      break;
+  }
+  if (l.poll == Poll::kOwed) {
+    l.poll = Poll::kNone;
+    l.conn->OnFileWritable(l.poll_res);
+  }
 }
 
 }  // namespace uring_http::tls
