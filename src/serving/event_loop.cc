@@ -21,29 +21,13 @@
 #include "src/io/msg_ring_sender.h"
 #include "src/io/socket_ops.h"
 #include "src/io/uring_compat.h"
+#include "src/serving/loop_internal.h"
 #include "src/serving/loop_plan.h"
 
 namespace uring_http::serving {
 namespace {
 
-constexpr uint16_t kBufferGroup = 0;
-constexpr uint16_t kBulkBufferGroup = 1;
 constexpr uint32_t kTimerBuckets = 1024;  // 102 s per lap
-
-int64_t SteadyNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-void Debug(const ServerConfig& config, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-void Debug(const ServerConfig& config, const char* fmt, ...) {
-  if (!config.verbose) return;
-  va_list args;
-  va_start(args, fmt);
-  std::vfprintf(stderr, fmt, args);
-  va_end(args);
-}
 
 }  // namespace
 
@@ -120,13 +104,13 @@ absl::Status EventLoop::Init() {
   if (!arena.ok()) return arena.status();
   arena_ = *std::move(arena);
   if (absl::Status s =
-          buffers_.Init(r, arena_, kBufferGroup, plan.recv_buffers, plan.recv_buffer_size);
+          buffers_.Init(r, arena_, internal::kBufferGroup, plan.recv_buffers, plan.recv_buffer_size);
       !s.ok()) {
     return s;
   }
   // The bulk group's pages are touched only when a large body arrives.
   if (plan.bulk_buffers > 0) {
-    if (absl::Status s = bulk_buffers_.Init(r, arena_, kBulkBufferGroup, plan.bulk_buffers,
+    if (absl::Status s = bulk_buffers_.Init(r, arena_, internal::kBulkBufferGroup, plan.bulk_buffers,
                                             plan.bulk_buffer_size);
         !s.ok()) {
       return s;
@@ -470,7 +454,7 @@ void EventLoop::MaybeFree(uint32_t slot) {
   }
   s.conn.Release();
   timers_.Cancel(slot);
-  Debug(config_, "uring-http: thread %d: closed slot %u\n", index_, slot);
+  internal::Debug(config_, "uring-http: thread %d: closed slot %u\n", index_, slot);
   s.in_use = false;
   ++s.generation;
   s.next_free = free_head_;
@@ -508,198 +492,6 @@ void EventLoop::RunAfterBatch() {
       }
       MaybeFree(slot);
     }
-  }
-}
-
-// ---------------------------------------------------------------- accept
-
-void EventLoop::OnAccept(const io_uring_cqe* cqe) {
-  const uint32_t listener = Acceptor::Listener(cqe->user_data);
-  const bool plain = listener >= plain_begin_;
-  Acceptor& acceptor = acceptors_[listener];
-  const int file_index = acceptor.OnAccept(cqe, stats_);
-  if (file_index >= 0) {
-    SSL* ssl = nullptr;
-    if (tls_ != nullptr && !plain && free_count_ > 0 && (ssl = NewSsl()) == nullptr) {
-      // OpenSSL is out of memory: refused like a full pool.
-      stats_.refused.Add();
-      acceptor.Refuse(file_index);
-    } else if (free_count_ == 0) {
-      // Accepted while the pool is full: a clean 503 rather than silence.
-      // (Connections accepted while draining are served like the others:
-      // their request is answered with Connection: close.)
-      stats_.refused.Add();
-      acceptor.Refuse(file_index);
-    } else {
-      const uint32_t slot = free_head_;
-      Slot& s = slots_[slot];
-      free_head_ = s.next_free;
-      --free_count_;
-      s.in_use = true;
-      s.file_index = static_cast<uint32_t>(file_index);
-      stats_.accepted.Add();
-      stats_.active.Add();
-      Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
-            slot, file_index);
-      FetchPeerAddress(slot, s.file_index);
-      if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl);
-      // A TLS connection's PROXY header (if the listener expects one) comes
-      // in clear before its ClientHello: the TLS layer reads it.
-      s.conn.Open(&env_, slot, /*proxy_header_below=*/ssl != nullptr);
-    }
-  }
-  acceptor.Ensure();
-}
-
-bool EventLoop::AcceptorsIdle() const {
-  for (const Acceptor& acceptor : acceptors_) {
-    if (!acceptor.idle()) return false;
-  }
-  return true;
-}
-
-void EventLoop::OnEntryClosed() {
-  acceptors_[0].OnEntryClosed();
-  for (size_t i = 1; i < acceptors_.size(); ++i) acceptors_[i].Ensure();
-}
-
-void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
-  // A direct descriptor has no fd for getpeername(): ask through the ring,
-  // getsockopt(SOL_SOCKET, SO_PEERNAME) as an IORING_OP_URING_CMD (Linux
-  // 6.7+). On an older kernel it fails and the log shows "-".
-  // Handlers see it as Request::client_address, the access log logs it.
-  // It completes as it is issued (a socket's getsockopt never waits), so
-  // it is written before the receive issued after it can complete.
-  http::ClientAddress* peer = slots_[slot].conn.peer_address();
-  *peer = http::ClientAddress();
-  io_uring_sqe* sqe = Sqe();
-  io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(file_index), nullptr, 0, 0);
-  // CQE_SKIP_SUCCESS: a success has nothing to say (the address is in
-  // place); only a failure (an older kernel) posts a completion.
-  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
-  sqe->off = SOCKET_URING_OP_GETSOCKOPT;                          // cmd_op
-  sqe->addr = uint64_t{SOL_SOCKET} | (uint64_t{SO_PEERNAME} << 32);  // level, optname
-  // optlen: the listener is IPv4, and SO_PEERNAME refuses a length longer
-  // than the address.
-  sqe->splice_fd_in = sizeof(sockaddr_in);
-  sqe->addr3 = reinterpret_cast<uint64_t>(peer->raw());  // optval
-  io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
-}
-
-// ---------------------------------------------------------------- host
-
-void EventLoop::ArmRecv(uint32_t slot, bool bulk, bool once) {
-  Slot& s = slots_[slot];
-  s.recv_bulk = bulk;
-  if (once) {
-    io::PrepRecvOnce(Sqe(), s.file_index, bulk ? kBulkBufferGroup : kBufferGroup,
-                     RecvUserData(slot));
-  } else {
-    io::PrepRecvMultishot(Sqe(), s.file_index, bulk ? kBulkBufferGroup : kBufferGroup,
-                          RecvUserData(slot));
-  }
-}
-
-void EventLoop::CancelRecv(uint32_t slot) {
-  io::PrepCancel(Sqe(), RecvUserData(slot), PackUserData(Op::kIgnore, 0, 0));
-}
-
-void EventLoop::Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
-                     msghdr* msg, bool dont_wait) {
-  Slot& s = slots_[slot];
-  if (zero_copy) {
-    URING_CHECK(count == 1);
-    io::PrepSendZc(Sqe(), s.file_index, iov[0], UserData(Op::kSend, slot));
-  } else {
-    io::PrepSend(Sqe(), s.file_index, iov, count, msg, dont_wait, UserData(Op::kSend, slot));
-  }
-}
-
-void EventLoop::SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count,
-                                 msghdr* msg) {
-  const uint32_t file_index = slots_[slot].file_index;
-  // A linked chain is never split by GetSqe()'s flush on a full SQ.
-  ring_->ReserveSqes(2);
-  io_uring_sqe* sqe = Sqe();
-  io::PrepSendWhole(sqe, file_index, iov, count, msg, UserData(Op::kSend, slot));
-  // HARDLINK: the close runs however the send ends (a plain link would
-  // cancel it on a failed send, leaving the entry open).
-  sqe->flags |= IOSQE_IO_HARDLINK;
-  io::PrepCloseDirect(Sqe(), file_index, UserData(Op::kClose, slot));
-}
-
-void EventLoop::CancelSend(uint32_t slot) {
-  io::PrepCancel(Sqe(), UserData(Op::kSend, slot), PackUserData(Op::kIgnore, 0, 0));
-}
-
-void EventLoop::ShutdownWrite(uint32_t slot) {
-  io::PrepShutdownWrite(Sqe(), slots_[slot].file_index, UserData(Op::kShutdown, slot));
-}
-
-void EventLoop::Close(uint32_t slot, bool recv_armed, bool send_inflight) {
-  const uint32_t file_index = slots_[slot].file_index;
-  // A linked chain is never split by GetSqe()'s flush on a full SQ.
-  ring_->ReserveSqes(2);
-  if (recv_armed || send_inflight) {
-    // A close alone would not end the multishot receive or a pending send
-    // (each holds its own reference to the socket), so they are cancelled
-    // first; the cancel runs inline, unlike a shutdown. HARDLINK: the close
-    // runs whatever the cancel finds.
-    io_uring_sqe* sqe = Sqe();
-    if (send_inflight) {
-      io::PrepCancelAll(sqe, file_index, PackUserData(Op::kIgnore, 0, 0));
-    } else {
-      // Only the receive is left, the common case (every close after an
-      // answer): matched by user_data, one hash lookup.
-      io::PrepCancel(sqe, RecvUserData(slot), PackUserData(Op::kIgnore, 0, 0));
-    }
-    sqe->flags |= IOSQE_IO_HARDLINK;
-  }
-  io::PrepCloseDirect(Sqe(), file_index, UserData(Op::kClose, slot));
-}
-
-void EventLoop::SetDeadline(uint32_t slot, uint64_t tick) {
-  if (tick == 0) {
-    timers_.Cancel(slot);
-  } else {
-    // Later than before: one store (the keep-alive hot path); earlier: moved.
-    timers_.Extend(slot, tick);
-  }
-}
-
-bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
-                         int64_t started_ns) {
-  if (workers_ == nullptr) return false;
-  task->ring.ring_fd = ring_->fd();
-  task->ring.mailbox = mailbox_.get();
-  task->notify_user_data = UserData(Op::kStreamNotify, slot);
-  worker::SlowTask t;
-  t.route = &route;
-  t.pipeline = &router_.pipeline();
-  t.buffer = task;
-  t.user_data = UserData(Op::kTaskDone, slot);
-  t.enqueued_ns = started_ns;
-  if (!workers_->Submit(t)) {
-    Debug(config_, "uring-http: thread %d: worker queue full: 503\n", index_);
-    return false;
-  }
-  return true;
-}
-
-void EventLoop::ExchangeDone(uint32_t slot, const Exchange& exchange) {
-  const int64_t elapsed_ns = SteadyNs() - exchange.started_ns;
-  route_stats_[exchange.route_id].Record(
-      exchange.status, elapsed_ns > 0 ? static_cast<uint64_t>(elapsed_ns) / 1000 : 0);
-  if (exchange.status < 400) {
-    stats_.responses_2xx.Add();
-  } else if (exchange.status < 500) {
-    stats_.responses_4xx.Add();
-  } else {
-    stats_.responses_5xx.Add();
-  }
-  if (access_log_.enabled()) {
-    access_log_.Append(exchange.client, exchange.request_line, exchange.status,
-                       exchange.body_bytes, exchange.request_id);
   }
 }
 

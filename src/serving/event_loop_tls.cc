@@ -10,15 +10,11 @@
 #include <ctime>
 
 #include "src/serving/event_loop.h"
+#include "src/serving/loop_internal.h"
 
 namespace uring_http::serving {
 namespace {
 
-int64_t SteadyNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // Asks for a scheduler slice of `us` for the calling thread (EEVDF's custom
 // slice, Linux 6.12+: sched_attr.sched_runtime of a SCHED_OTHER thread).
@@ -77,7 +73,7 @@ absl::Status EventLoop::InitTls() {
       worker::SlowTask t;
       t.job = job;
       t.user_data = UserData(Op::kTlsJob, slot);
-      t.enqueued_ns = SteadyNs();
+      t.enqueued_ns = internal::SteadyNs();
       return tls_workers_->Submit(t);
     };
   }

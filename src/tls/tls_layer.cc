@@ -38,10 +38,10 @@ TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPoo
       links_(std::make_unique<Link[]>(capacity)),
       sessions_(std::make_unique<TlsSession[]>(capacity)),
       jobs_(std::make_unique<HandshakeJob[]>(capacity)),
-      owed_(std::make_unique<uint32_t[]>(capacity)),
       gate_mode_(submit ? gate : HandshakeGate::Mode::kInline),
       submit_(std::move(submit)),
       adaptive_(adaptive),
+      owed_(std::make_unique<uint32_t[]>(capacity)),
       scratch_(std::make_unique<char[]>(kScratchBytes)),
       scratch_bytes_(kScratchBytes),
       gather_(std::make_unique<char[]>(kGatherBytes)) {
