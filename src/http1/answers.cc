@@ -261,6 +261,7 @@ void Connection::ReleaseOutput(size_t bytes) {
 }
 
 void Connection::Respond(http::Response& response, bool close) {
+  if (response.header_refused()) return RespondRefused(response, close);
   if (env_->access_log) NoteRequestId(response.header_lines());
   http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   const int status = response.status();
@@ -310,6 +311,10 @@ void Connection::BadRequest(int status) {
 }
 
 void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
+  if (response.header_refused()) {
+    response.Stream(nullptr);
+    return RespondRefused(response, /*close=*/false);
+  }
   env_->stats->streamed_responses.Add();
   if (env_->access_log) NoteRequestId(response.header_lines());
   const bool sends_body = !ex_.head && http::StatusHasBody(response.status());

@@ -188,7 +188,8 @@ void Connection::RedirectToDirectory() {
     location.push_back('?');
     location.append(request.query);
   }
-  response.AddHeader("Location", location);
+  // A Location past the header limit is refused: Respond answers 500.
+  (void)response.AddHeader("Location", location);
   response.set_content_type("text/plain; charset=utf-8");
   response.set_body("301 Moved Permanently\n");
   EndFile();
@@ -249,14 +250,16 @@ void Connection::ServeFile(const http::Request* request) {
 
   http::Response response;
   response.set_status(plan.status);
-  response.AddHeader("ETag", plan.etag_view());
-  response.AddHeader("Last-Modified", plan.last_modified_view());
+  // Short, valid fields: refused only under a limit below them, which
+  // fails the response (checked before its head is written below).
+  (void)response.AddHeader("ETag", plan.etag_view());
+  (void)response.AddHeader("Last-Modified", plan.last_modified_view());
   if (plan.status == 304) {
     EndFile();
     return Respond(response);
   }
   if (plan.status == 412 || plan.status == 416) {
-    if (plan.status == 416) response.AddHeader("Content-Range", plan.content_range_view());
+    if (plan.status == 416) (void)response.AddHeader("Content-Range", plan.content_range_view());
     response.set_content_type("text/plain; charset=utf-8");
     response.set_static_body(plan.status == 416 ? "416 Range Not Satisfiable\n"
                                                 : "412 Precondition Failed\n");
@@ -264,8 +267,12 @@ void Connection::ServeFile(const http::Request* request) {
     return Respond(response);
   }
   response.set_content_type(files::ContentTypeFor(f.path_view()));
-  response.AddHeader("Accept-Ranges", "bytes");
-  if (plan.status == 206) response.AddHeader("Content-Range", plan.content_range_view());
+  (void)response.AddHeader("Accept-Ranges", "bytes");
+  if (plan.status == 206) (void)response.AddHeader("Content-Range", plan.content_range_view());
+  if (response.header_refused()) {
+    EndFile();
+    return RespondRefused(response, /*close=*/false);
+  }
 
   const http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
   size_t room = 0;

@@ -43,7 +43,8 @@ absl::Status Pipeline::SetErrorHandler(int status, ErrorHandler handler) {
 }
 
 void Pipeline::Fail(const http::Request& request, http::Response& response) const {
-  response = http::Response();
+  // Clear(), not a new Response: the server's header limit stays.
+  response.Clear();
   response.set_status(500);
   if (server_error_ == nullptr) return;
   try {
@@ -51,7 +52,7 @@ void Pipeline::Fail(const http::Request& request, http::Response& response) cons
     // The page may not turn the failure into a success.
     if (response.status() < 500) response.set_status(500);
   } catch (...) {
-    response = http::Response();
+    response.Clear();
     response.set_status(500);
   }
 }
@@ -65,8 +66,9 @@ void Pipeline::AnswerUnmatched(int status, std::string_view allow, const http::R
   RunChain(*this, kNone, request, response,
            [&](const http::Request& r, http::Response& out) {
              out.set_status(status);
-             // Before the page runs, so that it cannot be left out.
-             if (!allow.empty()) out.AddHeader("Allow", allow);
+             // Before the page runs, so that it cannot be left out. (A
+             // refusal, were the limit tiny, fails the answer: a 500.)
+             if (!allow.empty() && !out.AddHeader("Allow", allow)) return;
              if (status == 204) return;
              if (page == nullptr) return DefaultPage(status, out);
              page(r, out);

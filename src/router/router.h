@@ -49,6 +49,7 @@
 #include "src/http/parser.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
+#include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
 #include "src/router/route_tree.h"
@@ -107,6 +108,9 @@ struct Route {
   uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
   // Set for a Static() mount: no handler, the server serves its files.
   const FileMount* mount = nullptr;
+
+  // For the failure log (failure_log.h).
+  RouteName name() const { return {method, path}; }
 };
 
 struct Match {

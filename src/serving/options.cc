@@ -18,6 +18,7 @@ enum LongOnly {
   kMaxHeaderBytes,
   kMaxHeaders,
   kMaxBodyBytes,
+  kMaxResponseHeaderBytes,
   kHeaderTimeout,
   kBodyTimeout,
   kIdleTimeout,
@@ -70,6 +71,7 @@ const option kLongOptions[] = {
     {"max-header-bytes", required_argument, nullptr, kMaxHeaderBytes},
     {"max-headers", required_argument, nullptr, kMaxHeaders},
     {"max-body-bytes", required_argument, nullptr, kMaxBodyBytes},
+    {"max-response-header-bytes", required_argument, nullptr, kMaxResponseHeaderBytes},
     {"header-timeout", required_argument, nullptr, kHeaderTimeout},
     {"body-timeout", required_argument, nullptr, kBodyTimeout},
     {"idle-timeout", required_argument, nullptr, kIdleTimeout},
@@ -207,7 +209,11 @@ std::string UsageText(const char* program) {
       "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
       "      --max-headers=num          100 (431)\n"
       "      --max-body-bytes=bytes     1048576: a buffered request body, Content-Length\n"
-      "                                 or chunked (413); routes may set their own\n\n"
+      "                                 or chunked (413); routes may set their own\n"
+      "      --max-response-header-bytes=bytes  65536: a handler's response header lines\n"
+      "                                 (and, apart, its trailers); a header past it is\n"
+      "                                 refused: the response is answered 500 (the\n"
+      "                                 connection stays) and logged (1024..16777216)\n\n"
       "Timeouts (seconds, or with a unit: 500ms, 30s, 2m; 0 disables):\n"
       "      --header-timeout=t     10s: first byte to end of headers (408, close)\n"
       "      --body-timeout=t       60s: no byte of a request body for this long (408, close)\n"
@@ -352,6 +358,11 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         n = ParseNumber(code, optarg, 0, 1ull << 30);
         if (!n.ok()) return n.status();
         options.config.limits.max_body_bytes = *n;
+        break;
+      case kMaxResponseHeaderBytes:
+        n = ParseNumber(code, optarg, 1024, 16u << 20);
+        if (!n.ok()) return n.status();
+        options.config.max_response_header_bytes = *n;
         break;
       case kHeaderTimeout:
       case kBodyTimeout:

@@ -14,6 +14,7 @@
 
 #include "src/http/compress.h"
 #include "src/http/response.h"
+#include "src/router/failure_log.h"
 #include "src/router/router.h"
 #include "src/worker/ring_post.h"
 #include "src/worker/task_streams.h"
@@ -132,13 +133,19 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
     if (stream.started()) {
       stream.Break();
     } else {
-      response = http::Response();
+      response.Clear();  // (keeps the server's header limit)
       response.set_status(500);
     }
   }
   response.AttachStream(nullptr);
   if (stream.started()) {
     stream.Finish(response);
+    // A trailer refused after the head went: the stream was cut (Finish).
+    // (Before the head, the ring answers 500 and logs it.)
+    if (response.header_refused()) {
+      router::LogFailure(router::ContextOf(task.route->name(), request, &response),
+                         response.HeaderRefusal() + ": the stream was cut short");
+    }
   } else if (compression.enabled) {
     // Here rather than on the ring: the ring thread serializes the result
     // but spends no CPU on compressing it.
