@@ -102,7 +102,14 @@ class OpenFileCache {
   // The entry for `path` under mount `mount`, made most recently used;
   // null if there is none. *fresh: checked within the valid interval.
   Entry* Find(uint32_t mount, std::string_view path, uint64_t now_tick, bool* fresh);
-  // A statx found the entry's file unchanged.
+  // A statx of the entry's path says `now`: if that is the file cached
+  // (SameFile), the entry is fresh again and true; otherwise it is removed
+  // (as Remove) and false: the path is opened afresh.
+  bool Revalidate(Entry* e, const FileVersion& now, uint64_t now_tick);
+  // Whether `b` (a statx now) is still the file `a` was cached as: same
+  // inode, size and modification time.
+  static bool SameFile(const FileVersion& a, const FileVersion& b);
+  // The entry's file is unchanged (its check is fresh again).
   void Revalidated(Entry* e, uint64_t now_tick) { e->validated_tick_ = now_tick; }
   // The entry's file changed or vanished: out of the table now; closed when
   // its last reader is done.

@@ -20,12 +20,15 @@
 
 namespace uring_http::files {
 
-// What identifies one version of a file's content (from statx).
+// What identifies one version of a file's content (from statx), and, for
+// the open-file cache, of the file itself (its inode and status change time).
 struct FileVersion {
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   uint32_t mtime_nsec = 0;
   uint64_t inode = 0;
+  int64_t ctime_sec = 0;
+  uint32_t ctime_nsec = 0;
 };
 
 // ---- ETag

@@ -49,12 +49,9 @@ files::FileVersion VersionOf(const struct statx& stx) {
   v.mtime_sec = stx.stx_mtime.tv_sec;
   v.mtime_nsec = stx.stx_mtime.tv_nsec;
   v.inode = stx.stx_ino;
+  v.ctime_sec = stx.stx_ctime.tv_sec;
+  v.ctime_nsec = stx.stx_ctime.tv_nsec;
   return v;
-}
-
-bool SameVersion(const files::FileVersion& a, const files::FileVersion& b) {
-  return a.size == b.size && a.mtime_sec == b.mtime_sec && a.mtime_nsec == b.mtime_nsec &&
-         a.inode == b.inode;
 }
 
 // Percent-encodes a decoded path for a Location field: unreserved bytes,
@@ -156,16 +153,13 @@ void Connection::OnFileStat(int res) {
     return FileError(404);
   }
   f.version = VersionOf(f.stx);
-  if (e != nullptr) {
-    if (SameVersion(e->version(), f.version)) {
-      cache->Revalidated(e, env_->now_tick);
-      cache->Ref(e);
-      f.entry = e;
-      ServeFile(nullptr);
-      Sync();
-      return;
-    }
-    cache->Remove(e);  // changed: the new content needs a new descriptor
+  // Changed: the new content (or permissions) need a new open.
+  if (e != nullptr && cache->Revalidate(e, f.version, env_->now_tick)) {
+    cache->Ref(e);
+    f.entry = e;
+    ServeFile(nullptr);
+    Sync();
+    return;
   }
   f.step = FileStream::Step::kOpen;
   f.inflight = true;
