@@ -33,8 +33,10 @@ content and for /etc/passwd's first line. The cases (see main()):
       root;
   13. pipelined GETs and a HEAD of files: in order, bodies intact;
   14. no --root: nothing is served from the disk;
-  15. 403 for an unreadable file or directory (as root: the server runs
-      without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, through setpriv);
+  15. 403 for an unreadable file or directory, and for a cached file made
+      unreadable (chmod 000 keeps size and mtime: the change time tells)
+      (as root: the server runs without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH,
+      through setpriv);
   16. a file that shrinks while it is sent: the connection closes short;
   17. concurrent first requests of new files, a first request with Range;
   18. small or no caches (--open-file-cache=10 / 0, --file-cache-bytes=0):
@@ -1466,7 +1468,7 @@ def no_root(binary, t):
 
 # --------------------------------------------------------------- 15. 403
 
-def forbidden(srv, t, can_test):
+def forbidden(srv, t, can_test, valid_s):
     if not can_test:
         log("15. 403 NOT TESTED: %s" % can_test.reason)
         return
@@ -1474,7 +1476,23 @@ def forbidden(srv, t, can_test):
         r = srv.get(target)
         check(r.status == 403 and r.names() == ERROR and r.body == b"403 Forbidden\n",
               "15. %s (mode 000): expected 403, got %r" % (target, r))
-    log("15. unreadable file and directory (chmod 000): 403 (%s)" % can_test.reason)
+    # A hot file made unreadable keeps its inode, size and mtime; its status
+    # change time tells (issue 19 item 11).
+    path = t.R("hot-locked.txt")
+    t.write(path, b"readable for now\n")
+    try:
+        for what in ("first", "cached"):
+            expect_file(srv.get("/hot-locked.txt"), path, "15. hot-locked.txt %s" % what)
+        os.chmod(path, 0)
+        time.sleep(valid_s + 0.6)  # past the validity interval, with a margin for the tick
+        r = srv.get("/hot-locked.txt")
+        check(r.status == 403 and r.body == b"403 Forbidden\n",
+              "15. a cached file made unreadable (chmod 000) %.1f s ago: expected 403, got %r" % (
+                  valid_s + 0.6, r))
+    finally:
+        os.chmod(path, 0o644)
+    log("15. unreadable file and directory (chmod 000): 403, also for a cached file made "
+        "unreadable (%s)" % can_test.reason)
 
 
 class Capability:
@@ -1578,7 +1596,7 @@ def main():
             ("cold page cache", lambda: cold_page_cache(a, t)),
             ("methods", lambda: methods_and_routes(a, t)),
             ("pipelining", lambda: pipelining(a, t)),
-            ("403", lambda: forbidden(a, t, can_403)),
+            ("403", lambda: forbidden(a, t, can_403, valid_s)),
             ("shrinking", lambda: shrinking_file(a, t)),
             ("concurrent first requests", lambda: concurrent_first_requests(a, t)),
             ("leaving clients", lambda: leaving_clients(a, t)),
