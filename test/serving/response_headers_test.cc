@@ -42,7 +42,9 @@ router::Router MakeRouter() {
   cors.allowed_origins = {"https://app.example"};
   cors.allow_credentials = true;
   cors.exposed_headers = "X-Request-Id";
-  r.Use(middleware::Cors(cors));
+  absl::StatusOr<router::Middleware> cors_middleware = middleware::Cors(cors);
+  EXPECT_TRUE(cors_middleware.ok()) << cors_middleware.status();
+  if (cors_middleware.ok()) r.Use(*cors_middleware);
   r.Use(middleware::RequestId());
   EXPECT_TRUE(r.Fast("GET", "/fast", AddHeaders).ok());
   EXPECT_TRUE(r.Slow("GET", "/slow", AddHeaders).ok());
