@@ -83,6 +83,11 @@ void Connection::StartFile(const http::Request& request) {
     return RespondError(resolved.status == files::PathStatus::kBadRequest ? 400 : 404,
                         /*close=*/false);
   }
+  // Dotfiles (.env, .git/...) answer as if absent: a 404, not a 403 that
+  // would say they exist, nor a 301 for a hidden directory.
+  if (!mount.options.serve_dotfiles && files::IsHiddenPath(resolved.relative, mount.prefix)) {
+    return RespondError(404, /*close=*/false);
+  }
   if (env_->file_buffers == nullptr) return RespondError(500, /*close=*/false);
   FileStream& f = S().file;
   URING_CHECK(f.idle() && !f.inflight);
@@ -185,6 +190,7 @@ void Connection::RedirectToDirectory() {
   // A Location past the header limit is refused: Respond answers 500.
   (void)response.AddHeader("Location", location);
   response.set_content_type("text/plain; charset=utf-8");
+  (void)response.AddHeader("X-Content-Type-Options", "nosniff");
   response.set_body("301 Moved Permanently\n");
   EndFile();
   Respond(response);
@@ -248,6 +254,9 @@ void Connection::ServeFile(const http::Request* request) {
   // fails the response (checked before its head is written below).
   (void)response.AddHeader("ETag", plan.etag_view());
   (void)response.AddHeader("Last-Modified", plan.last_modified_view());
+  // The Content-Type is the file name's guess: a browser must not second-
+  // guess it (an uploaded .txt run as HTML or script).
+  (void)response.AddHeader("X-Content-Type-Options", "nosniff");
   if (plan.status == 304) {
     EndFile();
     return Respond(response);

@@ -41,6 +41,7 @@ enum LongOnly {
   kFileCacheBytes,
   kFileSplice,
   kFileSplicePipe,
+  kStaticDotfiles,
   kDeferAccept,
   kWorkerSched,
   kProxyProtocol,
@@ -93,6 +94,7 @@ const option kLongOptions[] = {
     {"file-cache-bytes", required_argument, nullptr, kFileCacheBytes},
     {"file-splice", required_argument, nullptr, kFileSplice},
     {"file-splice-pipe", required_argument, nullptr, kFileSplicePipe},
+    {"static-dotfiles", required_argument, nullptr, kStaticDotfiles},
     {"defer-accept", required_argument, nullptr, kDeferAccept},
     {"worker-sched", required_argument, nullptr, kWorkerSched},
     {"proxy-protocol", no_argument, nullptr, kProxyProtocol},
@@ -203,7 +205,10 @@ std::string UsageText(const char* program) {
       "      --file-splice=bytes    Bodies at least this large go file -> pipe -> socket\n"
       "                             by splice, never through user space (65536; 0: off)\n"
       "      --file-splice-pipe=bytes  Pipe size for splicing (1048576; 4096..the\n"
-      "                             system's /proc/sys/fs/pipe-max-size)\n\n"
+      "                             system's /proc/sys/fs/pipe-max-size)\n"
+      "      --static-dotfiles=deny|allow  Paths with a segment starting with '.'\n"
+      "                             (/.env, /.git/config): 404 as if absent, except\n"
+      "                             /.well-known/ (deny), or served like any file\n\n"
       "Limits (exceeded: the status shown, then the connection is closed):\n"
       "      --max-request-line=bytes   8192 (414)\n"
       "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
@@ -386,6 +391,15 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
               "invalid value '", optarg, "' for --worker-sched: expected batch or normal"));
         }
         options.config.workers_batch_sched = policy == "batch";
+        break;
+      }
+      case kStaticDotfiles: {
+        const std::string_view v(optarg);
+        if (v != "deny" && v != "allow") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --static-dotfiles: expected deny or allow"));
+        }
+        options.static_dotfiles = v == "allow";
         break;
       }
       case kGzip: {
