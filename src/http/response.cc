@@ -236,8 +236,6 @@ void HeaderBytes::Erase(size_t at, size_t n) {
 
 namespace {
 
-thread_local size_t t_max_header_bytes = Response::kDefaultMaxHeaderBytes;
-
 // Why a field is refused, if it is (see AddHeader).
 enum class FieldCheck : uint8_t { kOk, kName, kValue, kServerOwned };
 
@@ -254,11 +252,6 @@ FieldCheck CheckField(std::string_view name, std::string_view value) {
 }
 
 }  // namespace
-
-Response::Response() : max_header_bytes_(t_max_header_bytes) {}
-
-void Response::SetThreadMaxHeaderBytes(size_t n) { t_max_header_bytes = n; }
-size_t Response::ThreadMaxHeaderBytes() { return t_max_header_bytes; }
 
 void Response::Clear() {
   const size_t max = max_header_bytes_;

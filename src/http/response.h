@@ -121,7 +121,7 @@ class Response {
   // shipped server's --max-response-header-bytes).
   static constexpr size_t kDefaultMaxHeaderBytes = 64 * 1024;
 
-  Response();
+  Response() : max_header_bytes_(thread_max_header_bytes_) {}
 
   int status() const { return status_; }
   // 200..599; any other value (1xx belong to the server) is sent as 500.
@@ -156,8 +156,8 @@ class Response {
   }
   // The default for Responses made on the calling thread from now on. The
   // server sets it on its ring threads (ServerConfig::max_response_header_bytes).
-  static void SetThreadMaxHeaderBytes(size_t n);
-  static size_t ThreadMaxHeaderBytes();
+  static void SetThreadMaxHeaderBytes(size_t n) { thread_max_header_bytes_ = n; }
+  static size_t ThreadMaxHeaderBytes() { return thread_max_header_bytes_; }
 
   // A header or trailer was refused (see AddHeader): the response must not
   // be sent as it is.
@@ -229,6 +229,9 @@ class Response {
 
  private:
   enum class Refusal : uint8_t { kNone, kName, kValue, kServerOwned, kTooLarge };
+  // Constant-initialized: reading it is one thread-pointer-relative load
+  // (a new Response is on the FAST path).
+  static constinit inline thread_local size_t thread_max_header_bytes_ = kDefaultMaxHeaderBytes;
   // Records the first refusal; returns false.
   bool Refuse(Refusal why, bool trailer, std::string_view name, size_t line_bytes);
 
