@@ -166,7 +166,7 @@ void Events(StopSignal& stop, const Request& request, Response& response) {
   }
 
   response.set_content_type("text/event-stream");
-  response.AddHeader("Cache-Control", "no-cache");
+  if (!response.AddHeader("Cache-Control", "no-cache")) return;  // (never: a valid field)
   for (uint64_t i = 0; i < count && !stop.stopped(); ++i) {
     const std::string id = std::to_string(i);
     const std::string event = "id: " + id + "\ndata: {\"tick\": " + id + ", \"time\": \"" +

@@ -115,7 +115,12 @@ int main(int argc, char** argv) {
   cors.allowed_methods = "GET, POST";
   cors.allowed_headers = "Content-Type, X-Request-Id";
   cors.exposed_headers = "X-Request-Id";
-  router.Use(middleware::Cors(cors));
+  absl::StatusOr<router::Middleware> cors_middleware = middleware::Cors(cors);
+  if (!cors_middleware.ok()) {
+    std::cerr << "json_api: " << cors_middleware.status().message() << "\n";
+    return 1;
+  }
+  router.Use(*std::move(cors_middleware));
   (void)router.SetErrorHandler(404, [](const Request& request, Response& response) {
     Reply(response, 404, json{{"error", "no such endpoint"}, {"path", request.path}});
   });

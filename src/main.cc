@@ -16,7 +16,8 @@
 //   GET /test/stream?bytes=N&chunk=M  N bytes written on a worker in M-byte
 //                      writes (default 16384): chunked, or close-delimited
 //                      for HTTP/1.0
-//   GET/HEAD anything else: with --root=DIR, the files under DIR
+//   GET/HEAD anything else: with --root=DIR, the files under DIR (hidden
+//                      ones only with --static-dotfiles=allow)
 //
 // Run: bazel run //src:server -- --workers=300
 #include <unistd.h>
@@ -190,7 +191,9 @@ int main(int argc, char** argv) {
   });
   // Files last: every route above (and /metrics, /healthz) comes first.
   if (!options->root.empty()) {
-    if (absl::Status s = router.Static("/", options->root); !s.ok()) {
+    uring_http::router::StaticOptions files;
+    files.serve_dotfiles = options->static_dotfiles;
+    if (absl::Status s = router.Static("/", options->root, files); !s.ok()) {
       std::fprintf(stderr, "uring-http: --root: %s\n", std::string(s.message()).c_str());
       return 2;
     }

@@ -31,7 +31,7 @@
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler), Handler,
-//                          RouteOptions, BodyMode,
+//                          RouteOptions, BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,

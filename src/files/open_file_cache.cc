@@ -39,6 +39,24 @@ OpenFileCache::Entry* OpenFileCache::Find(uint32_t mount, std::string_view path,
   return e;
 }
 
+bool OpenFileCache::SameFile(const FileVersion& a, const FileVersion& b) {
+  // The change time moves with every write and with chmod, chown and link
+  // changes, which leave size and mtime alone: a file made unreadable must
+  // be opened again (and refused), not served from the descriptor we hold.
+  return a.inode == b.inode && a.size == b.size && a.mtime_sec == b.mtime_sec &&
+         a.mtime_nsec == b.mtime_nsec && a.ctime_sec == b.ctime_sec &&
+         a.ctime_nsec == b.ctime_nsec;
+}
+
+bool OpenFileCache::Revalidate(Entry* e, const FileVersion& now, uint64_t now_tick) {
+  if (!SameFile(e->version_, now)) {
+    Remove(e);
+    return false;
+  }
+  Revalidated(e, now_tick);
+  return true;
+}
+
 void OpenFileCache::Remove(Entry* e) {
   if (!e->in_table_) return;
   ++stats_.invalidations;

@@ -5,10 +5,11 @@
 // An entry holds a file's descriptor (a direct descriptor of the ring: it
 // does not count against RLIMIT_NOFILE), what statx said of it, and when
 // that was last checked. A user revalidates an entry whose check is older
-// than the valid interval (a statx of the path; Revalidated() or Remove()),
-// so a changed or deleted file is noticed within that interval, as with
-// nginx's open_file_cache_valid. A small file may also keep its bytes
-// (Content*): it is then answered from memory, with no read at all.
+// than the valid interval (a statx of the path; Revalidate() or Remove()),
+// so a changed or deleted file, or one whose mode or owner changed, is
+// noticed within that interval, as with nginx's open_file_cache_valid. A
+// small file may also keep its bytes (Content*): it is then answered from
+// memory, with no read at all.
 //
 // Bounds: at most `max_entries` entries (the least recently used one that
 // no response is reading goes first) and `max_content_bytes` of contents.
@@ -102,7 +103,15 @@ class OpenFileCache {
   // The entry for `path` under mount `mount`, made most recently used;
   // null if there is none. *fresh: checked within the valid interval.
   Entry* Find(uint32_t mount, std::string_view path, uint64_t now_tick, bool* fresh);
-  // A statx found the entry's file unchanged.
+  // A statx of the entry's path says `now`: if that is the file cached
+  // (SameFile), the entry is fresh again and true; otherwise it is removed
+  // (as Remove) and false: the path is opened afresh.
+  bool Revalidate(Entry* e, const FileVersion& now, uint64_t now_tick);
+  // Whether `b` (a statx now) is still the file `a` was cached as: same
+  // inode, size, modification and status change times (chmod and chown
+  // change only the last).
+  static bool SameFile(const FileVersion& a, const FileVersion& b);
+  // The entry's file is unchanged (its check is fresh again).
   void Revalidated(Entry* e, uint64_t now_tick) { e->validated_tick_ = now_tick; }
   // The entry's file changed or vanished: out of the table now; closed when
   // its last reader is done.

@@ -38,6 +38,19 @@ ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix) {
   return result;
 }
 
+bool IsHiddenPath(std::string_view relative, std::string_view prefix) {
+  size_t at = 0;
+  if (prefix == "/" && (relative == ".well-known" || relative.starts_with(".well-known/"))) {
+    at = std::string_view(".well-known/").size();
+  }
+  // Segments never start with '/' or are empty (ResolveUrlPath): look at
+  // the first byte and at every byte after a '/'.
+  for (; at < relative.size(); ++at) {
+    if (relative[at] == '.' && (at == 0 || relative[at - 1] == '/')) return true;
+  }
+  return false;
+}
+
 void ResolveUrlPath(std::string_view path, std::string_view prefix, ResolvedPath* resolved) {
   ResolvedPath& result = *resolved;
   result.status = PathStatus::kBadRequest;

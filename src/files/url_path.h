@@ -62,6 +62,16 @@ struct ResolvedPath {
 // is for form data, not paths). Bytes 0x80-0xff pass through unchecked
 // (UTF-8 file names; the file system decides).
 ResolvedPath ResolveUrlPath(std::string_view path, std::string_view prefix);
+
+// Whether a resolved path (ResolvedPath::relative under mount `prefix`) is
+// hidden: some segment starts with '.' (".env", ".git/config", "dir/.x",
+// also "..." and names decoded from "%2e"), so that dotfiles, version
+// control and editor leftovers under a root are not served by default.
+// Except /.well-known/ (RFC 8615: ACME challenges, security.txt): a first
+// segment ".well-known" under the "/" mount is not hidden (the segments
+// below it still are). The mount's prefix itself is the program's choice
+// and is not looked at.
+bool IsHiddenPath(std::string_view relative, std::string_view prefix);
 // The same into *resolved, reusing its string's memory (the hot path
 // allocates nothing once the string has grown to the longest path seen).
 void ResolveUrlPath(std::string_view path, std::string_view prefix, ResolvedPath* resolved);

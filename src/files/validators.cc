@@ -249,8 +249,6 @@ size_t FormatStrongEtag(const FileVersion& v, char out[kMaxEtagSize]) {
     while (n > 0) *p++ = digits[--n];
   };
   *p++ = '"';
-  put_hex(v.inode);
-  *p++ = '-';
   put_hex(v.size);
   *p++ = '-';
   put_hex(static_cast<uint64_t>(v.mtime_sec));

@@ -20,28 +20,34 @@
 
 namespace uring_http::files {
 
-// What identifies one version of a file's content (from statx).
+// What identifies one version of a file's content (from statx), and, for
+// the open-file cache, of the file itself (its inode and status change time).
 struct FileVersion {
   uint64_t size = 0;
   int64_t mtime_sec = 0;
   uint32_t mtime_nsec = 0;
   uint64_t inode = 0;
+  int64_t ctime_sec = 0;
+  uint32_t ctime_nsec = 0;
 };
 
 // ---- ETag
 
-// The longest tag FormatStrongEtag() writes: two quotes, 16 + 16 + 16 + 8 hex
-// digits and three separators (61 bytes), rounded up.
-inline constexpr size_t kMaxEtagSize = 64;
+// The longest tag FormatStrongEtag() writes: two quotes, 16 + 16 + 8 hex
+// digits and two separators (44 bytes), rounded up.
+inline constexpr size_t kMaxEtagSize = 48;
 
-// A strong entity-tag, quoted: "\"<inode>-<size>-<mtime_sec>.<mtime_nsec>\"",
-// each in lower-case hex without leading zeros (a negative mtime_sec as its
-// 64-bit two's complement). Deterministic: the same version always gets the
-// same tag, and a replaced file (new inode) or a rewritten one (new size or
-// mtime, to the nanosecond) gets a new one. Called strong although two
-// same-size writes within one tick of the file system's timestamp clock
-// (milliseconds) would share it: nginx and h2o accept the same with
-// one-second times. Writes into out[0..kMaxEtagSize) and returns the length.
+// A strong entity-tag, quoted: "\"<size>-<mtime_sec>.<mtime_nsec>\"", each
+// in lower-case hex without leading zeros (a negative mtime_sec as its 64-bit
+// two's complement). Deterministic: the same version always gets the same
+// tag, and a rewritten file (new size or mtime, to the nanosecond) gets a new
+// one. No inode: it would tell clients about the server's disk (a known
+// information leak) and differ between two servers holding the same file; a
+// file replaced by one of the same size and mtime to the nanosecond keeps
+// its tag, as with nginx's. Called strong although two same-size writes
+// within one tick of the file system's timestamp clock (milliseconds) would
+// share it: nginx and h2o accept the same with one-second times. Writes into
+// out[0..kMaxEtagSize) and returns the length.
 size_t FormatStrongEtag(const FileVersion& v, char out[kMaxEtagSize]);
 // The same as a string.
 std::string StrongEtag(const FileVersion& v);

@@ -178,16 +178,22 @@ GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_g
 void WeakenETag(Response& response) {
   const std::optional<std::string_view> etag = FindHeaderLine(response.header_lines(), "etag");
   if (!etag || etag->empty() || etag->front() != '"') return;  // absent, or weak already
-  char weak[Response::kHeaderStorage];
-  if (etag->size() + 2 > sizeof(weak)) return;
+  // The view points into the header storage that RemoveHeader rewrites:
+  // copied first (on the stack unless the tag is absurdly long).
+  char small[256];
+  std::string large;
+  char* weak = small;
+  if (etag->size() + 2 > sizeof(small)) {
+    large.resize(etag->size() + 2);
+    weak = large.data();
+  }
   weak[0] = 'W';
   weak[1] = '/';
   std::memcpy(weak + 2, etag->data(), etag->size());
   const std::string_view value(weak, etag->size() + 2);
-  // The view points into the header storage that RemoveHeader rewrites:
-  // copied above first.
   response.RemoveHeader("ETag");
-  response.AddHeader("ETag", value);
+  // Room for the two more bytes was checked (RoomForGzipHeaders).
+  (void)response.AddHeader("ETag", value);
 }
 
 void AddVaryAcceptEncoding(Response& response) {
@@ -204,7 +210,7 @@ void AddVaryAcceptEncoding(Response& response) {
     const std::string_view value = line.substr(colon + 1);
     if (ContainsLower(value, "accept-encoding") || Trim(value) == "*") return;
   }
-  response.AddHeader("Vary", "Accept-Encoding");
+  (void)response.AddHeader("Vary", "Accept-Encoding");  // room checked
 }
 
 namespace {
@@ -213,7 +219,7 @@ bool RoomForGzipHeaders(const Response& response) {
   // The two lines, and "W/" should an ETag be weakened.
   constexpr size_t kAdded =
       sizeof("Content-Encoding: gzip\r\n") + sizeof("Vary: Accept-Encoding\r\n") + 2;
-  return response.header_lines().size() + kAdded <= Response::kHeaderStorage;
+  return kAdded <= response.header_room();
 }
 
 }  // namespace
@@ -232,7 +238,7 @@ GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_p
 void AddGzipHeaders(GzipDecision decision, Response& response) {
   if (decision == GzipDecision::kLeave) return;
   if (decision == GzipDecision::kGzip) {
-    response.AddHeader("Content-Encoding", "gzip");
+    (void)response.AddHeader("Content-Encoding", "gzip");  // room checked
     WeakenETag(response);
   }
   AddVaryAcceptEncoding(response);
@@ -247,8 +253,8 @@ GzipDecision CompressBufferedResponse(const CompressionOptions& options,
                                      response.header_lines(), body.size());
   if (decision == GzipDecision::kLeave) return decision;
   // Room for both lines, checked first: a body must never go out compressed
-  // without its Content-Encoding. A handler that filled its header storage
-  // gets its response as it built it.
+  // without its Content-Encoding. A handler that filled its header lines to
+  // the limit gets its response as it built it.
   if (!RoomForGzipHeaders(response)) return GzipDecision::kLeave;
   if (decision == GzipDecision::kGzip && !head_only) {
     std::string compressed;

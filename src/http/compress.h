@@ -128,8 +128,9 @@ void WeakenETag(Response& response);
 void AddVaryAcceptEncoding(Response& response);
 
 // A streamed response, before its head is serialized: the decision, or
-// kLeave when the handler's header storage has no room for the added lines
-// (a body must never go out gzipped without its Content-Encoding). The
+// kLeave when the handler's header lines have no room (max_header_bytes)
+// for the added lines (a body must never go out gzipped without its
+// Content-Encoding). The
 // caller makes its GzipStream for kGzip, then calls AddGzipHeaders.
 GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_prefers_gzip,
                                 const Response& response);

@@ -2,7 +2,10 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string>
 
 namespace uring_http::http {
 namespace {
@@ -127,18 +130,6 @@ bool IsServerOwned(std::string_view name) {
   return false;
 }
 
-// "Name: value\r\n" into out when the field is acceptable (see AddHeader).
-bool ValidField(std::string_view name, std::string_view value) {
-  if (name.empty() || IsServerOwned(name)) return false;
-  for (unsigned char c : name) {
-    if (!IsTokenChar(c)) return false;
-  }
-  for (unsigned char c : value) {
-    if (c == '\r' || c == '\n' || c == '\0') return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 std::string_view ReasonPhrase(int status) {
@@ -182,11 +173,145 @@ std::string_view ReasonPhrase(int status) {
   }
 }
 
+namespace internal {
+
+HeaderBytes& HeaderBytes::operator=(const HeaderBytes& other) {
+  if (this != &other) {
+    len_ = 0;
+    Append(other.view());
+  }
+  return *this;
+}
+
+HeaderBytes& HeaderBytes::operator=(HeaderBytes&& other) noexcept {
+  if (this != &other) {
+    heap_.reset();
+    cap_ = kInline;
+    len_ = 0;
+    TakeFrom(other);
+  }
+  return *this;
+}
+
+void HeaderBytes::TakeFrom(HeaderBytes& other) {
+  if (other.heap_ != nullptr) {
+    heap_ = std::move(other.heap_);
+    cap_ = other.cap_;
+    len_ = other.len_;
+  } else {
+    std::memcpy(inline_, other.inline_, other.len_);
+    len_ = other.len_;
+  }
+  other.cap_ = kInline;
+  other.len_ = 0;
+}
+
+char* HeaderBytes::Extend(size_t n) {
+  if (len_ + n > cap_) {
+    // Past the inline area (only a response with unusually large headers
+    // gets here): the heap, doubling.
+    const size_t cap = std::max(len_ + n, 2 * cap_);
+    auto grown = std::make_unique_for_overwrite<char[]>(cap);
+    std::memcpy(grown.get(), data(), len_);
+    heap_ = std::move(grown);
+    cap_ = cap;
+  }
+  char* at = data() + len_;
+  len_ += n;
+  return at;
+}
+
+void HeaderBytes::Append(std::string_view bytes) {
+  if (bytes.empty()) return;
+  std::memcpy(Extend(bytes.size()), bytes.data(), bytes.size());
+}
+
+void HeaderBytes::Erase(size_t at, size_t n) {
+  char* d = data();
+  std::memmove(d + at, d + at + n, len_ - at - n);
+  len_ -= n;
+}
+
+}  // namespace internal
+
+namespace {
+
+// Why a field is refused, if it is (see AddHeader).
+enum class FieldCheck : uint8_t { kOk, kName, kValue, kServerOwned };
+
+FieldCheck CheckField(std::string_view name, std::string_view value) {
+  if (name.empty()) return FieldCheck::kName;
+  for (unsigned char c : name) {
+    if (!IsTokenChar(c)) return FieldCheck::kName;
+  }
+  if (IsServerOwned(name)) return FieldCheck::kServerOwned;
+  for (unsigned char c : value) {
+    if (c == '\r' || c == '\n' || c == '\0') return FieldCheck::kValue;
+  }
+  return FieldCheck::kOk;
+}
+
+}  // namespace
+
+void Response::Clear() {
+  const size_t max = max_header_bytes_;
+  *this = Response();
+  max_header_bytes_ = max;
+}
+
+bool Response::Refuse(Refusal why, bool trailer, std::string_view name, size_t line_bytes) {
+  if (refusal_ == Refusal::kNone) {
+    refusal_ = why;
+    refused_trailer_ = trailer;
+    refused_name_.assign(name.substr(0, 64));
+    refused_line_bytes_ = line_bytes;
+  }
+  return false;
+}
+
+std::string Response::HeaderRefusal() const {
+  if (refusal_ == Refusal::kNone) return {};
+  std::string out = refused_trailer_ ? "trailer \"" : "header \"";
+  out.append(refused_name_);
+  out.append("\" refused: ");
+  switch (refusal_) {
+    case Refusal::kName:
+      out.append("the name is not a token");
+      break;
+    case Refusal::kValue:
+      out.append("the value holds CR, LF or NUL");
+      break;
+    case Refusal::kServerOwned:
+      out.append("the server writes that field itself");
+      break;
+    case Refusal::kTooLarge:
+      out.append("its line (");
+      out.append(std::to_string(refused_line_bytes_));
+      out.append(refused_trailer_ ? " bytes) would take the trailer lines past "
+                                  : " bytes) would take the header lines past ");
+      out.append(std::to_string(max_header_bytes_));
+      out.append(" bytes (the response header limit)");
+      break;
+    case Refusal::kNone:
+      break;
+  }
+  return out;
+}
+
 bool Response::AddHeader(std::string_view name, std::string_view value) {
-  if (!ValidField(name, value)) return false;
   const size_t need = name.size() + 2 + value.size() + 2;
-  if (headers_len_ + need > kHeaderStorage) return false;
-  char* p = headers_ + headers_len_;
+  switch (CheckField(name, value)) {
+    case FieldCheck::kOk:
+      break;
+    case FieldCheck::kName:
+      return Refuse(Refusal::kName, false, name, need);
+    case FieldCheck::kValue:
+      return Refuse(Refusal::kValue, false, name, need);
+    case FieldCheck::kServerOwned:
+      return Refuse(Refusal::kServerOwned, false, name, need);
+  }
+  if (need > header_room()) return Refuse(Refusal::kTooLarge, false, name, need);
+  char* p = headers_.Extend(need);
   std::memcpy(p, name.data(), name.size());
   p += name.size();
   *p++ = ':';
@@ -195,27 +320,55 @@ bool Response::AddHeader(std::string_view name, std::string_view value) {
   p += value.size();
   *p++ = '\r';
   *p++ = '\n';
-  headers_len_ += need;
   return true;
+}
+
+void Response::set_content_type(std::string_view type) {
+  // A refusal is recorded in the response (header_refused()), which is
+  // what fails it.
+  (void)AddHeader("Content-Type", type);
 }
 
 size_t Response::RemoveHeader(std::string_view name) {
   size_t removed = 0;
   size_t at = 0;
-  while (at < headers_len_) {
-    const std::string_view rest(headers_ + at, headers_len_ - at);
+  while (at < headers_.size()) {
+    const std::string_view rest = headers_.view().substr(at);
     const size_t end = rest.find("\r\n");
     const size_t line_len = end == std::string_view::npos ? rest.size() : end + 2;
     const size_t colon = rest.substr(0, line_len).find(':');
     if (colon != std::string_view::npos && NamesEqual(rest.substr(0, colon), name)) {
-      std::memmove(headers_ + at, headers_ + at + line_len, headers_len_ - at - line_len);
-      headers_len_ -= line_len;
+      headers_.Erase(at, line_len);
       ++removed;
     } else {
       at += line_len;
     }
   }
   return removed;
+}
+
+bool Response::NextHeader(size_t* cursor, std::string_view* name,
+                          std::string_view* value) const {
+  const std::string_view lines = headers_.view();
+  if (*cursor >= lines.size()) return false;
+  // Every line is AddHeader's "Name: value\r\n": the name has no ':' and
+  // the value no CR or LF.
+  const std::string_view rest = lines.substr(*cursor);
+  const size_t colon = rest.find(':');
+  const size_t end = rest.find("\r\n", colon);
+  *name = rest.substr(0, colon);
+  *value = rest.substr(colon + 2, end - colon - 2);
+  *cursor += end + 2;
+  return true;
+}
+
+std::optional<std::string_view> Response::FindHeader(std::string_view name) const {
+  size_t cursor = 0;
+  std::string_view n, v;
+  while (NextHeader(&cursor, &n, &v)) {
+    if (NamesEqual(n, name)) return v;
+  }
+  return std::nullopt;
 }
 
 bool Response::Write(std::string_view data) {
@@ -232,8 +385,19 @@ bool Response::Write(std::string_view data) {
 }
 
 bool Response::AddTrailer(std::string_view name, std::string_view value) {
-  if (!ValidField(name, value) || trailers_.size() + name.size() + value.size() > kHeaderStorage) {
-    return false;
+  const size_t need = name.size() + 2 + value.size() + 2;
+  switch (CheckField(name, value)) {
+    case FieldCheck::kOk:
+      break;
+    case FieldCheck::kName:
+      return Refuse(Refusal::kName, true, name, need);
+    case FieldCheck::kValue:
+      return Refuse(Refusal::kValue, true, name, need);
+    case FieldCheck::kServerOwned:
+      return Refuse(Refusal::kServerOwned, true, name, need);
+  }
+  if (trailers_.size() + need > max_header_bytes_) {
+    return Refuse(Refusal::kTooLarge, true, name, need);
   }
   trailers_.append(name).append(": ").append(value).append("\r\n");
   return true;

@@ -16,10 +16,21 @@
 // Connection and their kin cannot be added as headers, a status outside
 // 200-599 is sent as 500, and a 204/304/HEAD response never carries a body.
 //
+// Headers: AddHeader refuses a field that would make the response wrong or
+// unsafe (a name that is not a token, a value with CR, LF or NUL, a framing
+// header, or header lines past max_header_bytes()). A refused header fails
+// the whole response: the server answers 500 instead and logs why (src/http1,
+// src/worker), so that no response ever leaves missing a header its handler
+// meant to send. The [[nodiscard]] result lets a handler stop at once.
+//
 // A Response lives on the stack of the ring thread (FAST handlers) or in the
-// task memory of a worker (SLOW ones); headers are copied into inline storage
-// and the body is owned (std::string) or a view of memory that outlives the
-// response (static data: it is copied before the handler's request is gone).
+// task memory of a worker (SLOW ones). Header lines are kept as serialized
+// "Name: value\r\n" text (NextHeader() reads them back as name/value pairs
+// for a codec that frames them otherwise), in an inline area of
+// kInlineHeaderBytes: an ordinary response allocates nothing for them. Past
+// that area they move to the heap, up to max_header_bytes(). The body is
+// owned (std::string) or a view of memory that outlives the response (static
+// data: it is copied before the handler's request is gone).
 //
 // Thread-safety: a Response belongs to one thread at a time.
 #ifndef URING_HTTP_SRC_HTTP_RESPONSE_H_
@@ -28,6 +39,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -65,24 +78,96 @@ class ResponseStream {
   ~ResponseStream() = default;
 };
 
+namespace internal {
+
+// Header bytes: an inline area first, the heap past it. Copies copy the
+// bytes; a move takes a heap block over.
+class HeaderBytes {
+ public:
+  static constexpr size_t kInline = 1024;
+
+  HeaderBytes() = default;
+  HeaderBytes(const HeaderBytes& other) { Append(other.view()); }
+  HeaderBytes& operator=(const HeaderBytes& other);
+  HeaderBytes(HeaderBytes&& other) noexcept { TakeFrom(other); }
+  HeaderBytes& operator=(HeaderBytes&& other) noexcept;
+
+  std::string_view view() const { return {data(), len_}; }
+  size_t size() const { return len_; }
+  // n more bytes at the end, for the caller to fill.
+  char* Extend(size_t n);
+  void Append(std::string_view bytes);
+  void Erase(size_t at, size_t n);
+  bool on_heap() const { return heap_ != nullptr; }
+
+ private:
+  const char* data() const { return heap_ ? heap_.get() : inline_; }
+  char* data() { return heap_ ? heap_.get() : inline_; }
+  void TakeFrom(HeaderBytes& other);
+
+  std::unique_ptr<char[]> heap_;
+  size_t len_ = 0;
+  size_t cap_ = kInline;
+  char inline_[kInline];
+};
+
+}  // namespace internal
+
 class Response {
  public:
-  static constexpr size_t kHeaderStorage = 1024;
+  // Header lines up to this many bytes live in the Response itself.
+  static constexpr size_t kInlineHeaderBytes = internal::HeaderBytes::kInline;
+  // max_header_bytes() unless the thread's default says otherwise (the
+  // shipped server's --max-response-header-bytes).
+  static constexpr size_t kDefaultMaxHeaderBytes = 64 * 1024;
+
+  Response() : max_header_bytes_(thread_max_header_bytes_) {}
 
   int status() const { return status_; }
   // 200..599; any other value (1xx belong to the server) is sent as 500.
   void set_status(int status) { status_ = status >= 200 && status <= 599 ? status : 500; }
 
-  // Adds "name: value". Returns false (and adds nothing) when inline storage
-  // is full, when the name is not a token or the value holds CR, LF or NUL
-  // (which would let a handler's input inject headers), or when the name is
-  // one the server writes itself (framing: Content-Length,
-  // Transfer-Encoding, Connection, Keep-Alive, Upgrade, Trailer, TE,
-  // Proxy-Connection).
-  bool AddHeader(std::string_view name, std::string_view value);
-  void set_content_type(std::string_view type) { AddHeader("Content-Type", type); }
+  // Adds "name: value". Refuses it (returns false and adds nothing) when
+  // the name is not a token or the value holds CR, LF or NUL (which would
+  // let a handler's input inject headers), when the name is one the server
+  // writes itself (framing: Content-Length, Transfer-Encoding, Connection,
+  // Keep-Alive, Upgrade, Trailer, TE, Proxy-Connection), or when the header
+  // lines ("Name: value\r\n" each) would pass max_header_bytes(). A refusal
+  // fails the response (header_refused()): it is answered 500, whatever the
+  // handler does next.
+  [[nodiscard]] bool AddHeader(std::string_view name, std::string_view value);
+  // AddHeader("Content-Type", type); a refusal fails the response the same way.
+  void set_content_type(std::string_view type);
   // Removes every "name:" line (case-insensitive); returns how many.
   size_t RemoveHeader(std::string_view name);
+  // The value of the first `name` field (case-insensitive), if any.
+  std::optional<std::string_view> FindHeader(std::string_view name) const;
+  // Reads the fields in order: start with *cursor = 0; false after the last.
+  bool NextHeader(size_t* cursor, std::string_view* name, std::string_view* value) const;
+
+  // The bound on the header lines (and, apart, on the trailer lines). A
+  // new Response takes its thread's default (SetThreadMaxHeaderBytes);
+  // Clear() keeps it.
+  size_t max_header_bytes() const { return max_header_bytes_; }
+  void set_max_header_bytes(size_t n) { max_header_bytes_ = n; }
+  // How many more bytes of header lines fit.
+  size_t header_room() const {
+    return headers_.size() < max_header_bytes_ ? max_header_bytes_ - headers_.size() : 0;
+  }
+  // The default for Responses made on the calling thread from now on. The
+  // server sets it on its ring threads (ServerConfig::max_response_header_bytes).
+  static void SetThreadMaxHeaderBytes(size_t n) { thread_max_header_bytes_ = n; }
+  static size_t ThreadMaxHeaderBytes() { return thread_max_header_bytes_; }
+
+  // A header or trailer was refused (see AddHeader): the response must not
+  // be sent as it is.
+  bool header_refused() const { return refusal_ != Refusal::kNone; }
+  // What the first refusal was, for the log ("" if none).
+  std::string HeaderRefusal() const;
+
+  // Back to a new response (status 200, no headers, no body, no stream),
+  // keeping max_header_bytes().
+  void Clear();
 
   // The owned body; append to it freely. (A static body set before is
   // dropped: the owned one replaces it.)
@@ -112,7 +197,7 @@ class Response {
   void set_length_unstated() { length_unstated_ = true; }
   bool length_unstated() const { return length_unstated_; }
   // The serialized extra header lines ("Name: value\r\n" each).
-  std::string_view header_lines() const { return {headers_, headers_len_}; }
+  std::string_view header_lines() const { return headers_.view(); }
 
   // ---- streaming
   // A streamed body of exactly n bytes: sent with Content-Length instead of
@@ -127,8 +212,10 @@ class Response {
   // above. FAST handlers: appends to body().
   bool Write(std::string_view data);
   // A trailer field sent after a chunked body (dropped otherwise). Same
-  // rules as AddHeader.
-  bool AddTrailer(std::string_view name, std::string_view value);
+  // rules as AddHeader (its lines bounded by max_header_bytes() apart from
+  // the headers'); a refusal fails the response too: answered 500 if its
+  // head has not gone, else the stream ends without its last chunk.
+  [[nodiscard]] bool AddTrailer(std::string_view name, std::string_view value);
   std::string_view trailer_lines() const { return trailers_; }
   // FAST handlers: the body comes from `producer`, called on the ring thread
   // whenever there is room. (A SLOW handler may set one too; it runs on the
@@ -141,18 +228,29 @@ class Response {
   void AttachStream(ResponseStream* stream) { stream_ = stream; }
 
  private:
+  enum class Refusal : uint8_t { kNone, kName, kValue, kServerOwned, kTooLarge };
+  // Constant-initialized: reading it is one thread-pointer-relative load
+  // (a new Response is on the FAST path).
+  static constinit inline thread_local size_t thread_max_header_bytes_ = kDefaultMaxHeaderBytes;
+  // Records the first refusal; returns false.
+  bool Refuse(Refusal why, bool trailer, std::string_view name, size_t line_bytes);
+
   int status_ = 200;
   bool has_static_body_ = false;
   bool has_content_length_ = false;
   bool length_unstated_ = false;
-  size_t headers_len_ = 0;
+  Refusal refusal_ = Refusal::kNone;
+  bool refused_trailer_ = false;
+  size_t refused_line_bytes_ = 0;
+  size_t max_header_bytes_ = kDefaultMaxHeaderBytes;
   uint64_t content_length_ = 0;
   std::string body_;
   std::string_view static_body_;
   std::string trailers_;
   BodyProducer producer_;
   ResponseStream* stream_ = nullptr;
-  char headers_[kHeaderStorage];
+  std::string refused_name_;  // (the first bytes of it)
+  internal::HeaderBytes headers_;
 };
 
 struct SerializeOptions {

@@ -5,6 +5,7 @@
 // request may be read.
 #include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <cstring>
 #include <new>
 #include <string>
@@ -13,6 +14,7 @@
 #include "src/base/check.h"
 #include "src/http/compress.h"
 #include "src/http1/connection.h"
+#include "src/router/failure_log.h"
 
 namespace uring_http::http1 {
 namespace {
@@ -95,12 +97,15 @@ void Connection::RunHandler(const http::Request& request) {
   const router::Pipeline& pipeline = env_->router->pipeline();
   const router::Route& route = *ex_.route;
   if (pipeline.Active(route.options.middleware)) {
-    router::RunChain(pipeline, route.options.middleware, request, response, route.handler);
+    router::RunChain(pipeline, route.options.middleware, request, response, route.handler,
+                     /*head_sent=*/nullptr, route.name());
   } else {
     try {
       route.handler(request, response);
       pipeline.MaybeFailPage(request, response);
     } catch (...) {
+      router::LogException(router::ContextOf(route.name(), request, &response),
+                           router::FailureStage::kHandler, std::current_exception());
       pipeline.Fail(request, response);
     }
   }
@@ -278,6 +283,7 @@ void Connection::ReleaseOutput(size_t bytes) {
 }
 
 void Connection::Respond(http::Response& response, bool close) {
+  if (response.header_refused()) return RespondRefused(response, close);
   if (env_->access_log) NoteRequestId(response.header_lines());
   http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   const int status = response.status();
@@ -327,6 +333,10 @@ void Connection::BadRequest(int status) {
 }
 
 void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
+  if (response.header_refused()) {
+    response.Stream(nullptr);
+    return RespondRefused(response, /*close=*/false);
+  }
   env_->stats->streamed_responses.Add();
   if (env_->access_log) NoteRequestId(response.header_lines());
   const bool sends_body = !ex_.head && http::StatusHasBody(response.status());
@@ -383,6 +393,8 @@ void Connection::PumpProducer() {
     try {
       done = S().producer(output);
     } catch (...) {
+      router::LogException(FailureWhere(nullptr, /*head_at_hand=*/false),
+                           router::FailureStage::kProducer, std::current_exception());
       done = true;
       ex_.close_after = true;  // the body is cut short: only a close says so
     }

@@ -240,6 +240,12 @@ class Connection final : private ExternalOwner {
   // The response's X-Request-Id (if any) for the access log line.
   void NoteRequestId(std::string_view header_lines);
   void RespondError(int status, bool close, std::string_view allow = {});
+  // A handler's response with a refused header (Response::header_refused):
+  // logged, and answered 500 in its place.
+  void RespondRefused(const http::Response& response, bool close);
+  // The failure log's context of the exchange; its head is read where it
+  // is now if `head_at_hand` (else only what the access log kept).
+  router::FailureContext FailureWhere(const http::Response* response, bool head_at_hand) const;
   void BadRequest(int status);
   // `gzip_accepted`: the request's Accept-Encoding prefers gzip (and it is
   // on); the stream is then compressed as it is produced (compress.h).

@@ -49,12 +49,9 @@ files::FileVersion VersionOf(const struct statx& stx) {
   v.mtime_sec = stx.stx_mtime.tv_sec;
   v.mtime_nsec = stx.stx_mtime.tv_nsec;
   v.inode = stx.stx_ino;
+  v.ctime_sec = stx.stx_ctime.tv_sec;
+  v.ctime_nsec = stx.stx_ctime.tv_nsec;
   return v;
-}
-
-bool SameVersion(const files::FileVersion& a, const files::FileVersion& b) {
-  return a.size == b.size && a.mtime_sec == b.mtime_sec && a.mtime_nsec == b.mtime_nsec &&
-         a.inode == b.inode;
 }
 
 // Percent-encodes a decoded path for a Location field: unreserved bytes,
@@ -85,6 +82,11 @@ void Connection::StartFile(const http::Request& request) {
   if (resolved.status != files::PathStatus::kOk) {
     return RespondError(resolved.status == files::PathStatus::kBadRequest ? 400 : 404,
                         /*close=*/false);
+  }
+  // Dotfiles (.env, .git/...) answer as if absent: a 404, not a 403 that
+  // would say they exist, nor a 301 for a hidden directory.
+  if (!mount.options.serve_dotfiles && files::IsHiddenPath(resolved.relative, mount.prefix)) {
+    return RespondError(404, /*close=*/false);
   }
   if (env_->file_buffers == nullptr) return RespondError(500, /*close=*/false);
   FileStream& f = S().file;
@@ -156,16 +158,13 @@ void Connection::OnFileStat(int res) {
     return FileError(404);
   }
   f.version = VersionOf(f.stx);
-  if (e != nullptr) {
-    if (SameVersion(e->version(), f.version)) {
-      cache->Revalidated(e, env_->now_tick);
-      cache->Ref(e);
-      f.entry = e;
-      ServeFile(nullptr);
-      Sync();
-      return;
-    }
-    cache->Remove(e);  // changed: the new content needs a new descriptor
+  // Changed: the new content (or permissions) need a new open.
+  if (e != nullptr && cache->Revalidate(e, f.version, env_->now_tick)) {
+    cache->Ref(e);
+    f.entry = e;
+    ServeFile(nullptr);
+    Sync();
+    return;
   }
   f.step = FileStream::Step::kOpen;
   f.inflight = true;
@@ -188,8 +187,10 @@ void Connection::RedirectToDirectory() {
     location.push_back('?');
     location.append(request.query);
   }
-  response.AddHeader("Location", location);
+  // A Location past the header limit is refused: Respond answers 500.
+  (void)response.AddHeader("Location", location);
   response.set_content_type("text/plain; charset=utf-8");
+  (void)response.AddHeader("X-Content-Type-Options", "nosniff");
   response.set_body("301 Moved Permanently\n");
   EndFile();
   Respond(response);
@@ -249,14 +250,19 @@ void Connection::ServeFile(const http::Request* request) {
 
   http::Response response;
   response.set_status(plan.status);
-  response.AddHeader("ETag", plan.etag_view());
-  response.AddHeader("Last-Modified", plan.last_modified_view());
+  // Short, valid fields: refused only under a limit below them, which
+  // fails the response (checked before its head is written below).
+  (void)response.AddHeader("ETag", plan.etag_view());
+  (void)response.AddHeader("Last-Modified", plan.last_modified_view());
+  // The Content-Type is the file name's guess: a browser must not second-
+  // guess it (an uploaded .txt run as HTML or script).
+  (void)response.AddHeader("X-Content-Type-Options", "nosniff");
   if (plan.status == 304) {
     EndFile();
     return Respond(response);
   }
   if (plan.status == 412 || plan.status == 416) {
-    if (plan.status == 416) response.AddHeader("Content-Range", plan.content_range_view());
+    if (plan.status == 416) (void)response.AddHeader("Content-Range", plan.content_range_view());
     response.set_content_type("text/plain; charset=utf-8");
     response.set_static_body(plan.status == 416 ? "416 Range Not Satisfiable\n"
                                                 : "412 Precondition Failed\n");
@@ -264,8 +270,12 @@ void Connection::ServeFile(const http::Request* request) {
     return Respond(response);
   }
   response.set_content_type(files::ContentTypeFor(f.path_view()));
-  response.AddHeader("Accept-Ranges", "bytes");
-  if (plan.status == 206) response.AddHeader("Content-Range", plan.content_range_view());
+  (void)response.AddHeader("Accept-Ranges", "bytes");
+  if (plan.status == 206) (void)response.AddHeader("Content-Range", plan.content_range_view());
+  if (response.header_refused()) {
+    EndFile();
+    return RespondRefused(response, /*close=*/false);
+  }
 
   const http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
   size_t room = 0;

@@ -2,15 +2,22 @@
 // responses a browser may share with another origin (Fetch standard, the
 // CORS protocol as servers see it).
 //
-// A request without an Origin header, or from an origin not allowed, is
-// left alone (no CORS headers: the browser then refuses it). From an allowed
-// origin:
+// A request without an Origin header, or from an origin not allowed, gets
+// no CORS headers (the browser then refuses it). From an allowed origin:
 //   - a preflight (OPTIONS with Access-Control-Request-Method) is answered
 //     204 at once with Access-Control-Allow-Origin, -Allow-Methods,
 //     -Allow-Headers, -Max-Age and -Allow-Credentials as configured;
 //   - any other request goes on to its handler, and its response gets
 //     Access-Control-Allow-Origin (and -Allow-Credentials, -Expose-Headers).
-// Both get "Vary: Origin" (the answer depends on it, caches must know).
+// Every answer that passes through gets "Vary: Origin", allowed or not,
+// Origin present or not: each depends on it, and a cache must not hand one
+// origin's answer to another. A preflight that echoes the requested headers
+// (allowed_headers empty) varies on Access-Control-Request-Headers too.
+//
+// Cors() refuses options that would be unsafe: "*" among the origins with
+// allow_credentials (any site could then read a signed-in user's answers;
+// the Fetch standard forbids "*" with credentials). It returns the error
+// instead of a middleware, so that a program cannot install it by mistake.
 //
 // Install it with Router::Use() (a preflight rarely has a route of its
 // own: the global middlewares also run for 404/405 answers). It allocates
@@ -23,12 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "src/router/middleware.h"
 
 namespace uring_http::middleware {
 
 struct CorsOptions {
-  // Exact origins ("https://app.example.com"), or {"*"} for any.
+  // Exact origins ("https://app.example.com"), or {"*"} for any (then
+  // without credentials).
   std::vector<std::string> allowed_origins = {"*"};
   std::string allowed_methods = "GET, HEAD, POST";
   // Request headers a preflight may ask for; empty: whatever it asks for.
@@ -37,11 +46,13 @@ struct CorsOptions {
   std::string exposed_headers;
   // How long a preflight's answer may be cached (seconds); < 0: not said.
   int max_age_seconds = 600;
-  // Cookies and HTTP auth allowed: the origin is then echoed, never "*".
+  // Cookies and HTTP auth allowed: the allowed origin is then echoed; only
+  // with origins listed.
   bool allow_credentials = false;
 };
 
-router::Middleware Cors(CorsOptions options);
+// The middleware, or InvalidArgumentError naming what is unsafe (above).
+absl::StatusOr<router::Middleware> Cors(CorsOptions options);
 
 }  // namespace uring_http::middleware
 

@@ -51,13 +51,14 @@ router::Middleware RequestId() {
   router::Middleware m;
   m.after = [](const http::Request& request, http::Response& response) {
     const std::string_view incoming = request.FindHeader("x-request-id");
+    // A refusal (the header limit) fails the response by itself: a 500.
     if (IsValidRequestId(incoming)) {
-      response.AddHeader("X-Request-Id", incoming);
+      (void)response.AddHeader("X-Request-Id", incoming);
       return;
     }
     char id[32];
     GenerateRequestId(id);
-    response.AddHeader("X-Request-Id", std::string_view(id, sizeof(id)));
+    (void)response.AddHeader("X-Request-Id", std::string_view(id, sizeof(id)));
   };
   return m;
 }

@@ -1,5 +1,6 @@
 #include "src/router/middleware.h"
 
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -23,6 +24,69 @@ void DefaultPage(int status, http::Response& response) {
   response.set_content_type("text/plain");
 }
 
+// The exceptions one chain caught, logged once its response is final. A
+// chain rarely catches more than one; past kMax they are logged at once.
+struct Caught {
+  static constexpr size_t kMax = 4;
+  struct Entry {
+    FailureStage stage = FailureStage::kHandler;
+    std::exception_ptr error;
+  };
+  Entry entries[kMax];
+  size_t count = 0;
+};
+
+// Inside a catch block: records the exception being handled in `caught`,
+// or logs it now when there is no room (or no `caught`).
+void Note(Caught* caught, FailureStage stage, RouteName name, const http::Request& request,
+          const http::Response& response) {
+  std::exception_ptr error = std::current_exception();
+  if (caught != nullptr && caught->count < Caught::kMax) {
+    caught->entries[caught->count++] = {stage, std::move(error)};
+    return;
+  }
+  LogException(ContextOf(name, request, &response), stage, error);
+}
+
+size_t Befores(const Pipeline& pipeline, const std::vector<Middleware>& route,
+               const http::Request& request, http::Response& response, bool* answered,
+               RouteName name, Caught* caught) {
+  *answered = false;
+  const size_t total = pipeline.global().size() + route.size();
+  for (size_t i = 0; i < total; ++i) {
+    const Middleware& m = At(pipeline, route, i);
+    if (!m.before) continue;
+    try {
+      if (m.before(request, response) == Flow::kAnswered) {
+        *answered = true;
+        return i + 1;
+      }
+    } catch (...) {
+      Note(caught, FailureStage::kBefore, name, request, response);
+      pipeline.Fail(request, response);
+      *answered = true;
+      return i;
+    }
+  }
+  return total;
+}
+
+void Afters(const Pipeline& pipeline, const std::vector<Middleware>& route, size_t ran,
+            const http::Request& request, http::Response& response, RouteName name,
+            Caught* caught) {
+  for (size_t i = ran; i-- > 0;) {
+    const Middleware& m = At(pipeline, route, i);
+    if (!m.after) continue;
+    try {
+      m.after(request, response);
+    } catch (...) {
+      Note(caught, FailureStage::kAfter, name, request, response);
+      // The outer afters still run: they see the 500.
+      pipeline.Fail(request, response);
+    }
+  }
+}
+
 }  // namespace
 
 absl::Status Pipeline::SetErrorHandler(int status, ErrorHandler handler) {
@@ -43,7 +107,8 @@ absl::Status Pipeline::SetErrorHandler(int status, ErrorHandler handler) {
 }
 
 void Pipeline::Fail(const http::Request& request, http::Response& response) const {
-  response = http::Response();
+  // Clear(), not a new Response: the server's header limit stays.
+  response.Clear();
   response.set_status(500);
   if (server_error_ == nullptr) return;
   try {
@@ -51,7 +116,9 @@ void Pipeline::Fail(const http::Request& request, http::Response& response) cons
     // The page may not turn the failure into a success.
     if (response.status() < 500) response.set_status(500);
   } catch (...) {
-    response = http::Response();
+    LogException(ContextOf({}, request, &response), FailureStage::kErrorPage,
+                 std::current_exception());
+    response.Clear();
     response.set_status(500);
   }
 }
@@ -65,8 +132,9 @@ void Pipeline::AnswerUnmatched(int status, std::string_view allow, const http::R
   RunChain(*this, kNone, request, response,
            [&](const http::Request& r, http::Response& out) {
              out.set_status(status);
-             // Before the page runs, so that it cannot be left out.
-             if (!allow.empty()) out.AddHeader("Allow", allow);
+             // Before the page runs, so that it cannot be left out. (A
+             // refusal, were the limit tiny, fails the answer: a 500.)
+             if (!allow.empty() && !out.AddHeader("Allow", allow)) return;
              if (status == 204) return;
              if (page == nullptr) return DefaultPage(status, out);
              page(r, out);
@@ -74,55 +142,37 @@ void Pipeline::AnswerUnmatched(int status, std::string_view allow, const http::R
 }
 
 size_t RunBefores(const Pipeline& pipeline, const std::vector<Middleware>& route,
-                  const http::Request& request, http::Response& response, bool* answered) {
-  *answered = false;
-  const size_t total = pipeline.global().size() + route.size();
-  for (size_t i = 0; i < total; ++i) {
-    const Middleware& m = At(pipeline, route, i);
-    if (!m.before) continue;
-    try {
-      if (m.before(request, response) == Flow::kAnswered) {
-        *answered = true;
-        return i + 1;
-      }
-    } catch (...) {
-      pipeline.Fail(request, response);
-      *answered = true;
-      return i;
-    }
-  }
-  return total;
+                  const http::Request& request, http::Response& response, bool* answered,
+                  RouteName name) {
+  return Befores(pipeline, route, request, response, answered, name, nullptr);
 }
 
 void RunAfters(const Pipeline& pipeline, const std::vector<Middleware>& route, size_t ran,
-               const http::Request& request, http::Response& response) {
-  for (size_t i = ran; i-- > 0;) {
-    const Middleware& m = At(pipeline, route, i);
-    if (!m.after) continue;
-    try {
-      m.after(request, response);
-    } catch (...) {
-      // The outer afters still run: they see the 500.
-      pipeline.Fail(request, response);
-    }
-  }
+               const http::Request& request, http::Response& response, RouteName name) {
+  Afters(pipeline, route, ran, request, response, name, nullptr);
 }
 
 void RunChain(const Pipeline& pipeline, const std::vector<Middleware>& route,
               const http::Request& request, http::Response& response, HandlerRef handler,
-              const bool* head_sent) {
+              const bool* head_sent, RouteName name) {
+  Caught caught;
   bool answered = false;
-  const size_t ran = RunBefores(pipeline, route, request, response, &answered);
+  const size_t ran = Befores(pipeline, route, request, response, &answered, name, &caught);
   if (!answered) {
     try {
       handler(request, response);
       if (head_sent == nullptr || !*head_sent) pipeline.MaybeFailPage(request, response);
     } catch (...) {
       // (A caller whose head is sent catches its handler's throws itself.)
+      Note(&caught, FailureStage::kHandler, name, request, response);
       pipeline.Fail(request, response);
     }
   }
-  RunAfters(pipeline, route, ran, request, response);
+  Afters(pipeline, route, ran, request, response, name, &caught);
+  for (size_t i = 0; i < caught.count; ++i) {
+    LogException(ContextOf(name, request, &response), caught.entries[i].stage,
+                 caught.entries[i].error);
+  }
 }
 
 }  // namespace uring_http::router

@@ -22,7 +22,10 @@
 //
 // Failures: a before, handler or after that throws is answered 500 (the 500
 // page, see below) and the afters of the middlewares whose before returned
-// still run on that answer; a thrower's own after does not.
+// still run on that answer; a thrower's own after does not. Each exception
+// is logged once (failure_log.h: the route, the request, its id and
+// what()); RunChain logs them after the afters have run, so that the line
+// carries the request id the client got.
 //
 // Error pages: Router::SetErrorHandler(404 | 405 | 500, handler). 404/405
 // answer requests no route takes (with a fallback route set there are
@@ -49,6 +52,7 @@
 #include "absl/status/status.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/router/failure_log.h"
 
 namespace uring_http::router {
 
@@ -106,18 +110,20 @@ class Pipeline {
 // at different times). Befores: globals then `route`'s; returns how many
 // returned (all of them when nothing answered; `*answered` says which).
 // A throwing before: the response becomes the 500 answer, *answered is set,
-// and it is not counted.
+// and it is not counted. `name` is the route's, for the failure log (an
+// exception is logged at once here).
 size_t RunBefores(const Pipeline& pipeline, const std::vector<Middleware>& route,
-                  const http::Request& request, http::Response& response, bool* answered);
+                  const http::Request& request, http::Response& response, bool* answered,
+                  RouteName name = {});
 // The afters of the first `ran` middlewares, last first.
 void RunAfters(const Pipeline& pipeline, const std::vector<Middleware>& route, size_t ran,
-               const http::Request& request, http::Response& response);
+               const http::Request& request, http::Response& response, RouteName name = {});
 // Befores, the handler unless one answered, afters; exceptions become 500.
 // `head_sent` (a SLOW handler's Write() has sent the head): when it turns
 // true, the response is past replacing, and a bare 500 keeps its stream.
 void RunChain(const Pipeline& pipeline, const std::vector<Middleware>& route,
               const http::Request& request, http::Response& response, HandlerRef handler,
-              const bool* head_sent = nullptr);
+              const bool* head_sent = nullptr, RouteName name = {});
 
 }  // namespace uring_http::router
 

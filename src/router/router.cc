@@ -75,7 +75,8 @@ Router::Mount::~Mount() {
   if (files.dir_fd >= 0) close(files.dir_fd);
 }
 
-absl::Status Router::Static(std::string_view prefix, std::string_view root) {
+absl::Status Router::Static(std::string_view prefix, std::string_view root,
+                            StaticOptions options) {
   if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("static prefix must start and end with '/': ", AbslView(prefix)));
@@ -88,6 +89,7 @@ absl::Status Router::Static(std::string_view prefix, std::string_view root) {
   auto mount = std::make_unique<Mount>();
   mount->files.prefix = std::string(prefix);
   mount->files.root = std::string(root);
+  mount->files.options = options;
   // O_PATH: the descriptor only anchors lookups (openat2 RESOLVE_BENEATH,
   // statx); it needs no read permission on the directory itself.
   mount->files.dir_fd = open(mount->files.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);

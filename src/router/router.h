@@ -49,6 +49,7 @@
 #include "src/http/parser.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
+#include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
 #include "src/router/route_tree.h"
@@ -88,10 +89,19 @@ struct RouteOptions {
   std::vector<Middleware> middleware;
 };
 
+// How a Static() mount serves its files.
+struct StaticOptions {
+  // Paths with a segment starting with '.' (".env", ".git/config") are 404
+  // as if absent, except /.well-known/ under "/" (files/url_path.h,
+  // IsHiddenPath); true serves them like any file (--static-dotfiles=allow).
+  bool serve_dotfiles = false;
+};
+
 // A directory whose files answer GET and HEAD under a URL prefix.
 struct FileMount {
   std::string prefix;  // "/assets/" or "/": always ends in '/'
   std::string root;    // the directory as registered
+  StaticOptions options;
   int dir_fd = -1;     // O_PATH descriptor of root: files open beneath it
   uint32_t index = 0;  // 0..mounts-1 in registration order
 };
@@ -107,6 +117,9 @@ struct Route {
   uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
   // Set for a Static() mount: no handler, the server serves its files.
   const FileMount* mount = nullptr;
+
+  // For the failure log (failure_log.h).
+  RouteName name() const { return {method, path}; }
 };
 
 struct Match {
@@ -145,9 +158,12 @@ class Router {
   // start with `prefix` (which must start and end with '/': "/assets/", or
   // "/" for every path) and that no exact route claims; "/assets" (no
   // slash) names the mount's root directory. Other methods get 405. The
-  // longest matching prefix wins; mounts come before the fallback. Fails if
-  // `root` is not a directory that can be opened, or the prefix is taken.
-  absl::Status Static(std::string_view prefix, std::string_view root);
+  // longest matching prefix wins; mounts come before the fallback. Hidden
+  // paths (a segment starting with '.') are 404 unless `options` says
+  // otherwise (StaticOptions). Fails if `root` is not a directory that can
+  // be opened, or the prefix is taken.
+  absl::Status Static(std::string_view prefix, std::string_view root,
+                      StaticOptions options = {});
 
   // `params` (if given) receives the matched route's path parameters.
   Match Find(std::string_view method, std::string_view path,

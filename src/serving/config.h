@@ -29,6 +29,12 @@ struct ServerConfig {
   // it (like a connection still in the backlog).
   uint32_t defer_accept_s = 1;
   http::ParseLimits limits;
+  // The most bytes of header lines ("Name: value\r\n" each) a handler's
+  // response may carry, and apart from them its trailer lines; a header
+  // past it is refused and the response answered 500 (Response::AddHeader).
+  // Up to 1 KiB they cost no allocation. At least 1024 (less is taken as
+  // 1024).
+  size_t max_response_header_bytes = 64 * 1024;
 
   // Timeouts in milliseconds (0 disables one).
   uint32_t header_timeout_ms = 10'000;    // first byte to end of headers: 408

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/base/check.h"
+#include "src/base/error_log.h"
 #include "src/io/kernel_features.h"
 #include "src/io/msg_ring_sender.h"
 #include "src/io/socket_ops.h"
@@ -67,6 +68,10 @@ uint64_t EventLoop::NowTick() const {
 }
 
 absl::Status EventLoop::Init() {
+  // Every Response made on this thread (a FAST handler's, an error page's,
+  // a SLOW task's, built here before it goes to a worker) takes the limit.
+  http::Response::SetThreadMaxHeaderBytes(
+      std::max(config_.max_response_header_bytes, http::Response::kInlineHeaderBytes));
   if (config_.tls.enabled() && config_.tls.ring_slice_us > 0) SetRingSlice();
   if (config_.pin_cpus) {
     cpu_set_t set;
@@ -500,6 +505,7 @@ void EventLoop::RunAfterBatch() {
 void EventLoop::OnTimerTick() {
   const uint64_t now = env_.now_tick;
   access_log_.Flush();
+  base::FlushSuppressedErrors();  // the count of error lines over the rate limit
   // Messages a worker could not post with MSG_RING (see worker::Mailbox).
   stats_.mailbox_messages.Add(mailbox_->Drain([this](uint64_t ud) {
     if (UserDataOp(ud) == Op::kStop) {

@@ -131,7 +131,8 @@ void FileService::PrepStat(int dir_fd, const char* path, struct statx* out, uint
   // Follows a final symbolic link, as the open will: the two describe the
   // same file (the open then refuses it if the link leaves the root).
   io_uring_prep_statx(sqe, dir_fd, path, 0,
-                      STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO, out);
+                      STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_CTIME | STATX_INO,
+                      out);
   io_uring_sqe_set_data64(sqe, user_data);
 }
 

@@ -18,6 +18,7 @@ enum LongOnly {
   kMaxHeaderBytes,
   kMaxHeaders,
   kMaxBodyBytes,
+  kMaxResponseHeaderBytes,
   kHeaderTimeout,
   kBodyTimeout,
   kBodyMinRate,
@@ -42,6 +43,7 @@ enum LongOnly {
   kFileCacheBytes,
   kFileSplice,
   kFileSplicePipe,
+  kStaticDotfiles,
   kDeferAccept,
   kWorkerSched,
   kProxyProtocol,
@@ -74,6 +76,7 @@ const option kLongOptions[] = {
     {"max-header-bytes", required_argument, nullptr, kMaxHeaderBytes},
     {"max-headers", required_argument, nullptr, kMaxHeaders},
     {"max-body-bytes", required_argument, nullptr, kMaxBodyBytes},
+    {"max-response-header-bytes", required_argument, nullptr, kMaxResponseHeaderBytes},
     {"header-timeout", required_argument, nullptr, kHeaderTimeout},
     {"body-timeout", required_argument, nullptr, kBodyTimeout},
     {"body-min-rate", required_argument, nullptr, kBodyMinRate},
@@ -97,6 +100,7 @@ const option kLongOptions[] = {
     {"file-cache-bytes", required_argument, nullptr, kFileCacheBytes},
     {"file-splice", required_argument, nullptr, kFileSplice},
     {"file-splice-pipe", required_argument, nullptr, kFileSplicePipe},
+    {"static-dotfiles", required_argument, nullptr, kStaticDotfiles},
     {"defer-accept", required_argument, nullptr, kDeferAccept},
     {"worker-sched", required_argument, nullptr, kWorkerSched},
     {"proxy-protocol", no_argument, nullptr, kProxyProtocol},
@@ -217,13 +221,20 @@ std::string UsageText(const char* program) {
       "      --file-splice=bytes    Bodies at least this large go file -> pipe -> socket\n"
       "                             by splice, never through user space (65536; 0: off)\n"
       "      --file-splice-pipe=bytes  Pipe size for splicing (1048576; 4096..the\n"
-      "                             system's /proc/sys/fs/pipe-max-size)\n\n"
+      "                             system's /proc/sys/fs/pipe-max-size)\n"
+      "      --static-dotfiles=deny|allow  Paths with a segment starting with '.'\n"
+      "                             (/.env, /.git/config): 404 as if absent, except\n"
+      "                             /.well-known/ (deny), or served like any file\n\n"
       "Limits (exceeded: the status shown, then the connection is closed):\n"
       "      --max-request-line=bytes   8192 (414)\n"
       "      --max-header-bytes=bytes   16384, all header lines together (431)\n"
       "      --max-headers=num          100 (431)\n"
       "      --max-body-bytes=bytes     1048576: a buffered request body, Content-Length\n"
-      "                                 or chunked (413); routes may set their own\n\n"
+      "                                 or chunked (413); routes may set their own\n"
+      "      --max-response-header-bytes=bytes  65536: a handler's response header lines\n"
+      "                                 (and, apart, its trailers); a header past it is\n"
+      "                                 refused: the response is answered 500 (the\n"
+      "                                 connection stays) and logged (1024..16777216)\n\n"
       "Timeouts (seconds, or with a unit: 500ms, 30s, 2m; 0 disables):\n"
       "      --header-timeout=t     10s: first byte to end of headers (408, close)\n"
       "      --body-timeout=t       60s: no byte of a request body for this long (408, close)\n"
@@ -378,6 +389,11 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         if (!n.ok()) return n.status();
         options.config.limits.max_body_bytes = *n;
         break;
+      case kMaxResponseHeaderBytes:
+        n = ParseNumber(code, optarg, 1024, 16u << 20);
+        if (!n.ok()) return n.status();
+        options.config.max_response_header_bytes = *n;
+        break;
       case kHeaderTimeout:
       case kBodyTimeout:
       case kIdleTimeout:
@@ -417,6 +433,15 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
               "invalid value '", optarg, "' for --worker-sched: expected batch or normal"));
         }
         options.config.workers_batch_sched = policy == "batch";
+        break;
+      }
+      case kStaticDotfiles: {
+        const std::string_view v(optarg);
+        if (v != "deny" && v != "allow") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --static-dotfiles: expected deny or allow"));
+        }
+        options.static_dotfiles = v == "allow";
         break;
       }
       case kGzip: {

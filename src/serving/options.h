@@ -18,6 +18,7 @@ struct Options {
   bool daemonize = false;
   std::string pid_file;  // written once serving, removed on exit
   std::string root;      // --root: files for paths no route claims
+  bool static_dotfiles = false;  // --static-dotfiles=allow: serve hidden paths
   bool help = false;
 };
 

@@ -60,6 +60,9 @@ bool PipeResponseStream::StartGzip(http::Response& response) {
 }
 
 bool PipeResponseStream::Start(http::Response& response) {
+  // A refused header fails the response: it is not sent as it is (the
+  // ring answers 500 once the handler returns).
+  if (response.header_refused()) return false;
   const int status = response.status();
   discard_body_ = task_->head_only || !http::StatusHasBody(status);
   // A promised length is that of the identity body; compressed, the length
@@ -187,6 +190,7 @@ void PipeResponseStream::RunProducer(http::Response& response) {
   for (;;) {
     if (response.producer()(out)) break;
     if (started() ? pipe_->aborted() : RequestBodyFailed()) break;
+    if (!started() && response.header_refused()) return;  // nothing will start it
     // Nothing to write yet: a producer on a worker may simply wait.
     if (!out.TakeWrote()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -199,6 +203,8 @@ void PipeResponseStream::Finish(http::Response& response) {
   // oversized body) leaves the answer unfinished: no last chunk, so that
   // the client cannot take a cut-short body for a whole one.
   if (task_->request_body != nullptr && task_->request_body->aborted()) Break();
+  // A trailer refused: no last chunk either, rather than one without it.
+  if (response.header_refused()) Break();
   if (!broken_ && !pipe_->aborted()) {
     // Whatever the handler left in body() after streaming is the rest.
     const std::string_view rest = response.body_view();

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 
 #include <vector>
 
 #include "src/http/compress.h"
 #include "src/http/response.h"
+#include "src/router/failure_log.h"
 #include "src/router/router.h"
 #include "src/worker/ring_post.h"
 #include "src/worker/task_streams.h"
@@ -107,38 +109,52 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
   response.AttachStream(&stream);
   // A throw once the head is sent cannot become a 500: the stream breaks
   // here (the afters still run); before that, the chain answers 500.
+  // Either way the exception is logged once: here, or by the chain.
+  const router::RouteName route = task.route->name();
   bool head_sent = false;
   auto handler = [&](const http::Request& r, http::Response& out) {
     try {
       task.route->handler(r, out);
     } catch (...) {
       if (!stream.started()) throw;
+      router::LogException(router::ContextOf(route, r, &out), router::FailureStage::kHandler,
+                           std::current_exception());
       stream.Break();
     }
     head_sent = stream.started();
   };
+  router::FailureStage stage = router::FailureStage::kHandler;
   try {
     if (task.pipeline != nullptr) {
       router::RunChain(*task.pipeline, task.route->options.middleware, request, response, handler,
-                       &head_sent);
+                       &head_sent, route);
     } else {
       handler(request, response);
     }
+    stage = router::FailureStage::kProducer;
     if (response.has_producer()) stream.RunProducer(response);
   } catch (...) {
+    router::LogException(router::ContextOf(route, request, &response), stage,
+                         std::current_exception());
     // A handler that throws must not take the worker down with it. Before
     // its first Write the answer is a 500; after it, the head is gone and
     // the connection ends after what was sent.
     if (stream.started()) {
       stream.Break();
     } else {
-      response = http::Response();
+      response.Clear();  // (keeps the server's header limit)
       response.set_status(500);
     }
   }
   response.AttachStream(nullptr);
   if (stream.started()) {
     stream.Finish(response);
+    // A trailer refused after the head went: the stream was cut (Finish).
+    // (Before the head, the ring answers 500 and logs it.)
+    if (response.header_refused()) {
+      router::LogFailure(router::ContextOf(route, request, &response),
+                         response.HeaderRefusal() + ": the stream was cut short");
+    }
   } else if (compression.enabled) {
     // Here rather than on the ring: the ring thread serializes the result
     // but spends no CPU on compressing it.

@@ -1,4 +1,5 @@
-// Tests for OpenFileCache: hits and the valid interval, LRU eviction that
+// Tests for OpenFileCache: hits and the valid interval, revalidation (a
+// changed file, chmod and chown included, is dropped), LRU eviction that
 // spares entries being read, removal while read (closed at the last Unref,
 // never twice), replacement of a path, the content bound, and that every
 // descriptor is closed exactly once.
@@ -56,6 +57,41 @@ TEST(OpenFileCacheTest, HitWithinTheValidIntervalThenStale) {
   EXPECT_EQ(cache.stats().revalidations, 1u);
   EXPECT_EQ(cache.stats().misses, 2u);
   EXPECT_TRUE(closer.closed.empty());
+}
+
+// Issue 19 item 11: a file made unreadable (chmod) or given to another
+// owner (chown) keeps its inode, size and mtime; only its status change
+// time moves. A hot entry must not go on serving it: the path is opened
+// again, and the open says 403 if it may no longer be read.
+TEST(OpenFileCacheTest, RevalidationSeesChmodAndChownThroughTheChangeTime) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(4, 10));
+  FileVersion v = Version(10);
+  v.ctime_sec = 5000;
+  v.ctime_nsec = 1;
+  OpenFileCache::Entry* e = cache.Insert(0, "a.html", 7, v, 100);
+  ASSERT_NE(e, nullptr);
+  bool fresh = true;
+  ASSERT_EQ(cache.Find(0, "a.html", 111, &fresh), e);
+  EXPECT_FALSE(fresh);
+  // Unchanged: fresh again, still cached.
+  EXPECT_TRUE(cache.Revalidate(e, v, 111));
+  ASSERT_EQ(cache.Find(0, "a.html", 121, &fresh), e);
+  EXPECT_TRUE(fresh);
+  // chmod 000: the same content, a new change time.
+  FileVersion chmodded = v;
+  chmodded.ctime_nsec = 2;
+  ASSERT_EQ(cache.Find(0, "a.html", 122, &fresh), e);
+  EXPECT_FALSE(cache.Revalidate(e, chmodded, 122));
+  EXPECT_EQ(cache.Find(0, "a.html", 122, &fresh), nullptr);
+  EXPECT_TRUE(closer.Closed(7));
+  EXPECT_EQ(cache.stats().invalidations, 1u);
+  // The same for a change in whole seconds (chown a second later).
+  OpenFileCache::Entry* f = cache.Insert(0, "b.html", 8, v, 200);
+  FileVersion chowned = v;
+  chowned.ctime_sec = 5001;
+  EXPECT_FALSE(cache.Revalidate(f, chowned, 211));
+  EXPECT_TRUE(closer.Closed(8));
 }
 
 TEST(OpenFileCacheTest, EvictsTheLeastRecentlyUsedThatNobodyReads) {

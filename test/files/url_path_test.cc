@@ -413,5 +413,29 @@ TEST(ResolveModelTest, AgreesOnGeneratedPaths) {
   EXPECT_GT(not_found, 500);
 }
 
+// Issue 19 item 17: dotfiles are hidden; /.well-known/ is not.
+TEST(HiddenPathTest, AnySegmentStartingWithADotExceptWellKnownAtTheRoot) {
+  for (std::string_view url : {"/.env", "/.git/config", "/.git", "/.git/", "/dir/.secret",
+                               "/a/b/.htpasswd", "/%2eenv", "/dir/../.env", "/.../x",
+                               "/.well-known/.hidden", "/.well-known/a/.b", "/.well-knownx/y",
+                               "/.hidden/index.html"}) {
+    const ResolvedPath r = ResolveUrlPath(url, "/");
+    ASSERT_EQ(r.status, PathStatus::kOk) << url;
+    EXPECT_TRUE(IsHiddenPath(r.relative, "/")) << url << " -> " << r.relative;
+  }
+  for (std::string_view url : {"/", "/a.txt", "/dir/file.tar.gz", "/dir/x.", "/dir/..",
+                               "/.well-known/acme-challenge/token", "/.well-known",
+                               "/.well-known/", "/%252e%252e/x", "/a/./b"}) {
+    const ResolvedPath r = ResolveUrlPath(url, "/");
+    ASSERT_EQ(r.status, PathStatus::kOk) << url;
+    EXPECT_FALSE(IsHiddenPath(r.relative, "/")) << url << " -> " << r.relative;
+  }
+  // Under another mount, /assets/.well-known/ is no well-known location;
+  // the mount's own prefix is never looked at.
+  EXPECT_TRUE(IsHiddenPath(ResolveUrlPath("/assets/.well-known/x", "/assets/").relative,
+                           "/assets/"));
+  EXPECT_FALSE(IsHiddenPath(ResolveUrlPath("/.private/x", "/.private/").relative, "/.private/"));
+}
+
 }  // namespace
 }  // namespace uring_http::files

@@ -168,9 +168,9 @@ TEST(CompressBufferedResponseTest, CompressesAndLabels) {
 TEST(CompressBufferedResponseTest, StrongETagWeakenedWeakKept) {
   Response a;
   a.set_content_type("text/html");
-  a.AddHeader("X-Before", "1");
-  a.AddHeader("etag", "\"v1\"");
-  a.AddHeader("X-After", "2");
+  EXPECT_TRUE(a.AddHeader("X-Before", "1"));
+  EXPECT_TRUE(a.AddHeader("etag", "\"v1\""));
+  EXPECT_TRUE(a.AddHeader("X-After", "2"));
   a.set_body(Html(3000));
   EXPECT_EQ(CompressBufferedResponse(On(), true, false, a), GzipDecision::kGzip);
   EXPECT_EQ(FindHeaderLine(a.header_lines(), "etag"), "W/\"v1\"");
@@ -180,7 +180,7 @@ TEST(CompressBufferedResponseTest, StrongETagWeakenedWeakKept) {
 
   Response b;
   b.set_content_type("text/html");
-  b.AddHeader("ETag", "W/\"v2\"");
+  EXPECT_TRUE(b.AddHeader("ETag", "W/\"v2\""));
   b.set_body(Html(3000));
   CompressBufferedResponse(On(), true, false, b);
   EXPECT_EQ(FindHeaderLine(b.header_lines(), "etag"), "W/\"v2\"");
@@ -188,7 +188,7 @@ TEST(CompressBufferedResponseTest, StrongETagWeakenedWeakKept) {
   // Not compressed: the strong ETag stays.
   Response c;
   c.set_content_type("text/html");
-  c.AddHeader("ETag", "\"v3\"");
+  EXPECT_TRUE(c.AddHeader("ETag", "\"v3\""));
   c.set_body(Html(3000));
   CompressBufferedResponse(On(), false, false, c);
   EXPECT_EQ(FindHeaderLine(c.header_lines(), "etag"), "\"v3\"");
@@ -216,14 +216,14 @@ TEST(CompressBufferedResponseTest, VaryWithoutCompression) {
 TEST(CompressBufferedResponseTest, ExistingVaryKeptOrExtended) {
   Response a;
   a.set_content_type("text/plain");
-  a.AddHeader("Vary", "origin, ACCEPT-ENCODING");
+  EXPECT_TRUE(a.AddHeader("Vary", "origin, ACCEPT-ENCODING"));
   a.set_body(Html(2000));
   CompressBufferedResponse(On(), true, false, a);
   EXPECT_EQ(a.header_lines().find("Vary: Accept-Encoding"), std::string_view::npos);
 
   Response b;
   b.set_content_type("text/plain");
-  b.AddHeader("Vary", "Origin");
+  EXPECT_TRUE(b.AddHeader("Vary", "Origin"));
   b.set_body(Html(2000));
   CompressBufferedResponse(On(), true, false, b);
   EXPECT_NE(b.header_lines().find("Vary: Origin\r\n"), std::string_view::npos);
@@ -259,11 +259,14 @@ TEST(CompressBufferedResponseTest, IncompressibleBodySentAsIs) {
   EXPECT_EQ(FindHeaderLine(r.header_lines(), "content-encoding"), std::nullopt);
 }
 
-TEST(CompressBufferedResponseTest, FullHeaderStorageLeavesResponseAlone) {
+TEST(CompressBufferedResponseTest, HeadersAtTheLimitLeaveResponseAlone) {
   Response r;
+  r.set_max_header_bytes(2048);
   r.set_content_type("text/plain");
-  while (r.AddHeader("X-Filler", "0123456789012345678901234567890123456789")) {
+  while (r.header_room() >= 52) {
+    ASSERT_TRUE(r.AddHeader("X-Filler", "0123456789012345678901234567890123456789"));
   }
+  ASSERT_FALSE(r.header_refused());
   const std::string body = Html(4000);
   r.set_body(body);
   EXPECT_EQ(CompressBufferedResponse(On(), true, false, r), GzipDecision::kLeave);

@@ -1,6 +1,7 @@
 // Tests for Response and its serializer: the status line, Server and Date
 // headers, Content-Length and Connection, HEAD and the 1xx/204/304 rules,
-// header injection defences and inline-storage overflow, the size reported
+// header injection defences, growth past the inline area, the limit and
+// the refusals that fail a response, the size reported
 // when the buffer is too small, error responses and reason phrases.
 #include "src/http/response.h"
 
@@ -242,7 +243,7 @@ std::string StreamHead(const Response& response, StreamFraming framing, uint64_t
 
 TEST(ResponseTest, StreamHeadsStateTheirFraming) {
   Response response;
-  response.AddHeader("X-A", "b");
+  EXPECT_TRUE(response.AddHeader("X-A", "b"));
   std::string head = StreamHead(response, StreamFraming::kChunked, 0);
   EXPECT_TRUE(HasLine(head, "Transfer-Encoding: chunked")) << head;
   EXPECT_EQ(head.find("Content-Length"), std::string::npos);
@@ -331,27 +332,151 @@ TEST(ResponseTest, AddHeaderRejectsNamesThatAreNotTokens) {
   EXPECT_TRUE(response.AddHeader("!#$%&'*+-.^_`|~09azAZ", "v"));
 }
 
-TEST(ResponseTest, AddHeaderStopsAtTheInlineStorage) {
+TEST(ResponseTest, AddHeaderStopsAtTheLimitAndTheRefusalFailsTheResponse) {
   Response response;
-  // Exactly filling the storage works: 1024 = name(4) + 2 + value + 2.
-  const std::string value(Response::kHeaderStorage - 8, 'v');
+  EXPECT_EQ(response.max_header_bytes(), Response::kDefaultMaxHeaderBytes);
+  response.set_max_header_bytes(4096);
+  // Exactly filling the limit works: 4096 = name(4) + 2 + value + 2.
+  const std::string value(4096 - 8, 'v');
   EXPECT_TRUE(response.AddHeader("X-Fi", value));
-  EXPECT_EQ(response.header_lines().size(), Response::kHeaderStorage);
+  EXPECT_EQ(response.header_lines().size(), 4096u);
+  EXPECT_FALSE(response.header_refused());
   EXPECT_FALSE(response.AddHeader("X", ""));  // not one byte more
-  EXPECT_EQ(response.header_lines().size(), Response::kHeaderStorage);
+  EXPECT_EQ(response.header_lines().size(), 4096u);
+  EXPECT_TRUE(response.header_refused());
+  EXPECT_EQ(response.HeaderRefusal(),
+            "header \"X\" refused: its line (5 bytes) would take the header lines past 4096 "
+            "bytes (the response header limit)");
 
   Response other;
-  EXPECT_FALSE(other.AddHeader("X-Big", std::string(Response::kHeaderStorage, 'v')));
-  EXPECT_EQ(other.header_lines(), "");
-  EXPECT_TRUE(other.AddHeader("X-Small", "ok"));  // a failed add leaves room
+  other.set_max_header_bytes(4096);
+  EXPECT_FALSE(other.AddHeader("X-Big", std::string(4096, 'v')));
+  EXPECT_EQ(other.header_lines(), "");  // nothing partial
+  EXPECT_TRUE(other.AddHeader("X-Small", "ok"));  // a failed add leaves room...
+  EXPECT_TRUE(other.header_refused());  // ...but the response stays failed
+  EXPECT_EQ(other.HeaderRefusal().substr(0, 24), "header \"X-Big\" refused: ");
+}
+
+TEST(ResponseTest, EveryRefusalFailsTheResponseAndSaysWhy) {
+  const struct {
+    std::string_view name, value, why;
+  } cases[] = {
+      {"X A", "v", "header \"X A\" refused: the name is not a token"},
+      {"X-A", "a\r\nSet-Cookie: evil=1", "header \"X-A\" refused: the value holds CR, LF or NUL"},
+      {"Content-Length", "1", "header \"Content-Length\" refused: the server writes that field itself"},
+  };
+  for (const auto& c : cases) {
+    Response response;
+    EXPECT_TRUE(response.AddHeader("X-Ok", "1"));
+    EXPECT_FALSE(response.header_refused());
+    EXPECT_FALSE(response.AddHeader(c.name, c.value));
+    EXPECT_TRUE(response.header_refused());
+    EXPECT_EQ(response.HeaderRefusal(), c.why);
+    EXPECT_EQ(response.header_lines(), "X-Ok: 1\r\n");
+    // Only the first refusal is told.
+    EXPECT_FALSE(response.AddHeader("Bad Name", "v"));
+    EXPECT_EQ(response.HeaderRefusal(), c.why);
+  }
+  Response trailer;
+  EXPECT_FALSE(trailer.AddTrailer("X", "a\nb"));
+  EXPECT_EQ(trailer.HeaderRefusal(), "trailer \"X\" refused: the value holds CR, LF or NUL");
+  Response content_type;
+  content_type.set_content_type("text/plain\r\nX-Evil: 1");
+  EXPECT_TRUE(content_type.header_refused());
+}
+
+TEST(ResponseTest, TrailersHaveTheirOwnLimit) {
+  Response response;
+  response.set_max_header_bytes(64);
+  EXPECT_TRUE(response.AddHeader("X-H", std::string(40, 'h')));
+  EXPECT_TRUE(response.AddTrailer("X-T", std::string(40, 't')));  // not counted with the headers
+  EXPECT_FALSE(response.AddTrailer("X-U", std::string(40, 'u')));
+  EXPECT_TRUE(response.header_refused());
+  EXPECT_NE(response.HeaderRefusal().find("trailer lines past 64"), std::string::npos);
+}
+
+TEST(ResponseTest, TheLimitComesFromTheThreadAndClearKeepsIt) {
+  const size_t saved = Response::ThreadMaxHeaderBytes();
+  Response::SetThreadMaxHeaderBytes(2048);
+  Response response;
+  Response::SetThreadMaxHeaderBytes(saved);
+  EXPECT_EQ(response.max_header_bytes(), 2048u);
+  EXPECT_FALSE(response.AddHeader("X-Big", std::string(2048, 'v')));
+  response.set_status(404);
+  response.set_body("x");
+  response.Clear();
+  EXPECT_FALSE(response.header_refused());
+  EXPECT_EQ(response.status(), 200);
+  EXPECT_EQ(response.body_view(), "");
+  EXPECT_EQ(response.max_header_bytes(), 2048u);
+  EXPECT_EQ(Response().max_header_bytes(), saved);
+}
+
+TEST(ResponseTest, FieldsReadBackAsNamesAndValues) {
+  Response response;
+  EXPECT_TRUE(response.AddHeader("X-One", "1"));
+  EXPECT_TRUE(response.AddHeader("X-Empty", ""));
+  EXPECT_TRUE(response.AddHeader("X-Spaced", " a: b "));
+  EXPECT_TRUE(response.AddHeader("x-one", "again"));
+  std::string seen;
+  size_t cursor = 0;
+  std::string_view name, value;
+  while (response.NextHeader(&cursor, &name, &value)) {
+    seen += std::string(name) + "=[" + std::string(value) + "]";
+  }
+  EXPECT_EQ(seen, "X-One=[1]X-Empty=[]X-Spaced=[ a: b ]x-one=[again]");
+  EXPECT_EQ(response.FindHeader("X-ONE"), "1");
+  EXPECT_EQ(response.FindHeader("x-empty"), "");
+  EXPECT_EQ(response.FindHeader("X-None"), std::nullopt);
+}
+
+TEST(ResponseTest, GrownHeadersCopyAndMove) {
+  Response a;
+  const std::string big(3000, 'b');
+  EXPECT_TRUE(a.AddHeader("X-Big", big));
+  Response b = a;  // copied
+  EXPECT_TRUE(b.AddHeader("X-B", "2"));
+  EXPECT_EQ(a.header_lines(), "X-Big: " + big + "\r\n");
+  EXPECT_EQ(b.header_lines(), "X-Big: " + big + "\r\nX-B: 2\r\n");
+  Response c = std::move(b);  // the heap block moves
+  EXPECT_EQ(c.header_lines(), "X-Big: " + big + "\r\nX-B: 2\r\n");
+  Response d;
+  EXPECT_TRUE(d.AddHeader("X-D", "small"));
+  c = d;  // assigned smaller over larger
+  EXPECT_EQ(c.header_lines(), "X-D: small\r\n");
+  d = std::move(a);
+  EXPECT_EQ(d.header_lines(), "X-Big: " + big + "\r\n");
+  EXPECT_EQ(d.RemoveHeader("x-big"), 1u);
+  EXPECT_EQ(d.header_lines(), "");
+  EXPECT_TRUE(d.AddHeader("X-After", "ok"));
+  EXPECT_EQ(d.header_lines(), "X-After: ok\r\n");
+}
+
+// Issue 19 item 9: a JWT cookie, a CSP and CORS headers pass 1 KiB in real
+// applications; every one of them must go out.
+TEST(ResponseTest, HeadersGrowPastOneKibibyte) {
+  Response response;
+  const std::string cookie = "session=" + std::string(792, 'j');  // 800 bytes
+  const std::string csp = "default-src 'self'; " + std::string(280, 'c');  // 300 bytes
+  EXPECT_TRUE(response.AddHeader("Set-Cookie", cookie));
+  EXPECT_TRUE(response.AddHeader("Content-Security-Policy", csp));
+  EXPECT_TRUE(response.AddHeader("Access-Control-Allow-Origin", "https://app.example"));
+  EXPECT_TRUE(response.AddHeader("Vary", "Origin"));
+  EXPECT_TRUE(response.AddHeader("Access-Control-Allow-Credentials", "true"));
+  const std::string wire = Serialize(response);
+  EXPECT_TRUE(HasLine(wire, "Set-Cookie: " + cookie));
+  EXPECT_TRUE(HasLine(wire, "Content-Security-Policy: " + csp));
+  EXPECT_TRUE(HasLine(wire, "Access-Control-Allow-Origin: https://app.example"));
+  EXPECT_TRUE(HasLine(wire, "Vary: Origin"));
+  EXPECT_TRUE(HasLine(wire, "Access-Control-Allow-Credentials: true"));
 }
 
 TEST(ResponseTest, ResponsesAreIndependentCopies) {
   Response a;
-  a.AddHeader("X-A", "1");
+  EXPECT_TRUE(a.AddHeader("X-A", "1"));
   a.set_body("body");
   Response b = a;
-  b.AddHeader("X-B", "2");
+  EXPECT_TRUE(b.AddHeader("X-B", "2"));
   b.body() += "!";
   EXPECT_EQ(a.header_lines(), "X-A: 1\r\n");
   EXPECT_EQ(a.body_view(), "body");
@@ -361,7 +486,7 @@ TEST(ResponseTest, ResponsesAreIndependentCopies) {
 
 TEST(ResponseTest, TooSmallBufferReturnsTheSizeNeeded) {
   Response response;
-  response.AddHeader("X-Test", "value");
+  EXPECT_TRUE(response.AddHeader("X-Test", "value"));
   response.set_body("some body bytes");
   const size_t needed = SerializedSize(response, {});
   const std::string full = Serialize(response);
@@ -483,10 +608,10 @@ TEST(ResponseTest, UnknownStatusStillSerializes) {
 
 TEST(ResponseTest, RemoveHeaderTakesEveryLineOfThatNameOnly) {
   Response response;
-  response.AddHeader("ETag", "\"a\"");
-  response.AddHeader("X-Keep", "1");
-  response.AddHeader("etag", "\"b\"");
-  response.AddHeader("ETag-Like", "2");
+  EXPECT_TRUE(response.AddHeader("ETag", "\"a\""));
+  EXPECT_TRUE(response.AddHeader("X-Keep", "1"));
+  EXPECT_TRUE(response.AddHeader("etag", "\"b\""));
+  EXPECT_TRUE(response.AddHeader("ETag-Like", "2"));
   EXPECT_EQ(response.RemoveHeader("ETAG"), 2u);
   EXPECT_EQ(response.header_lines(), "X-Keep: 1\r\nETag-Like: 2\r\n");
   EXPECT_EQ(response.RemoveHeader("etag"), 0u);

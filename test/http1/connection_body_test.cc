@@ -192,8 +192,12 @@ TEST(ConnectionBodyTest, ContentLengthBodyCutShortIsAnswered400) {
     EXPECT_EQ(replies[0].status, 400);
     EXPECT_EQ(replies[0].Header("connection"), "close");
     EXPECT_TRUE(h.host.closed);
-    if (std::string_view(path) == "/sink") EXPECT_EQ(g_reason.load(), BodyError::kMalformed);
-    if (std::string_view(path) == "/count") EXPECT_EQ(g_aborts.load(), aborts + 1);
+    if (std::string_view(path) == "/sink") {
+      EXPECT_EQ(g_reason.load(), BodyError::kMalformed);
+    }
+    if (std::string_view(path) == "/count") {
+      EXPECT_EQ(g_aborts.load(), aborts + 1);
+    }
     ExpectClean(h);
   }
 }
@@ -232,13 +236,17 @@ TEST(ConnectionBodyTest, BodyTimeoutIsA408WithTheReason) {
     const bool slow = !h.host.tasks.empty();
     if (slow) h.StartTaskThread();
     h.Tick(12);
-    if (slow) ASSERT_TRUE(h.PumpUntilDone());
+    if (slow) {
+      ASSERT_TRUE(h.PumpUntilDone());
+    }
     h.Flush();
     auto replies = h.Replies();
     ASSERT_EQ(replies.size(), 1u) << h.wire;
     EXPECT_EQ(replies[0].status, 408);
     EXPECT_EQ(replies[0].Header("connection"), "close");
-    if (slow) EXPECT_EQ(g_reason.load(), BodyError::kTimedOut);
+    if (slow) {
+      EXPECT_EQ(g_reason.load(), BodyError::kTimedOut);
+    }
     EXPECT_EQ(h.stats.timeouts.Get(), 1u);
     ExpectClean(h);
   }
@@ -365,7 +373,9 @@ TEST(ConnectionBodyTest, BodyBelowTheMinimumRateIs408) {
       if (h.host.recv_armed) h.Recv("x");
       h.Flush();
     }
-    if (slow) ASSERT_TRUE(h.PumpUntilDone());
+    if (slow) {
+      ASSERT_TRUE(h.PumpUntilDone());
+    }
     h.Flush();
     auto replies = h.Replies();
     ASSERT_EQ(replies.size(), 1u) << "never cut off";
@@ -373,7 +383,9 @@ TEST(ConnectionBodyTest, BodyBelowTheMinimumRateIs408) {
     EXPECT_EQ(replies[0].Header("connection"), "close");
     EXPECT_EQ(h.stats.body_rate_timeouts.Get(), 1u);
     EXPECT_EQ(h.stats.timeouts.Get(), 1u);
-    if (slow) EXPECT_EQ(g_reason.load(), BodyError::kTimedOut);
+    if (slow) {
+      EXPECT_EQ(g_reason.load(), BodyError::kTimedOut);
+    }
     ExpectClean(h);
   }
   {

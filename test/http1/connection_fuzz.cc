@@ -235,15 +235,15 @@ router::Router FuzzRouter() {
   });
   (void)r.Slow("POST", "/s", [](const http::Request& req, http::Response& resp) {
     resp.set_static_body(req.body);  // a view the server must copy
-    resp.AddHeader("X-Id", req.query);
+    (void)resp.AddHeader("X-Id", req.query);
   });
   // Streamed from the worker; small enough never to block on its pipe.
   (void)r.Slow("GET", "/w", [](const http::Request& req, http::Response& resp) {
-    resp.AddHeader("X-Id", req.query);
+    (void)resp.AddHeader("X-Id", req.query);
     for (int i = 0; i < 3; ++i) resp.Write(std::string(1000 + i, 'w'));
   });
   (void)r.Fast("GET", "/p", [](const http::Request& req, http::Response& resp) {
-    resp.AddHeader("X-Id", req.query);
+    (void)resp.AddHeader("X-Id", req.query);
     auto left = std::make_shared<int>(4);
     resp.Stream([left](http::BodyOutput& out) {
       out.Write(std::string(900, 'p'));

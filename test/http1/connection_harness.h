@@ -420,7 +420,8 @@ class Harness {
       case FakeHost::FileOp::kStat:
         res = force_res ? *force_res
               : ::statx(op.dir_fd, op.path.c_str(), 0,
-                        STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
+                        STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_CTIME |
+                            STATX_INO,
                         op.stx) == 0 ? 0 : -errno;
         conn.OnFileStat(res);
         break;

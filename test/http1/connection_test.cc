@@ -86,10 +86,44 @@ router::Router TestRouter() {
   // server must copy it before the task's memory goes (defect 7).
   (void)r.Slow("POST", "/slow-echo", [](const http::Request& req, http::Response& resp) {
     resp.set_static_body(req.body);
-    // Framing headers are the server's: refused, so the answer stays valid.
-    resp.AddHeader("Content-Length", "1");
-    resp.AddHeader("Transfer-Encoding", "chunked");
-    resp.AddHeader("Connection", "close");
+  });
+  // Refused headers (issue 19 item 9): each answer must be a 500, never the
+  // response without its header. ?framing: a header the server writes;
+  // ?inject: CR/LF in a value; ?big: past the limit (4 KiB here).
+  auto refuse = [](const http::Request& req, http::Response& resp) {
+    resp.set_max_header_bytes(4096);
+    EXPECT_TRUE(resp.AddHeader("X-Before", "1"));
+    if (req.query == "framing") {
+      EXPECT_FALSE(resp.AddHeader("Content-Length", "1"));
+    } else if (req.query == "inject") {
+      EXPECT_FALSE(resp.AddHeader("X-A", "a\r\nX-Evil: 1"));
+    } else if (req.query == "big") {
+      EXPECT_FALSE(resp.AddHeader("Set-Cookie", std::string(5000, 'c')));
+    }
+    EXPECT_TRUE(resp.AddHeader("X-After", "1"));  // (the response has failed anyway)
+    resp.set_body("the handler's body");
+  };
+  (void)r.Fast("GET", "/refuse", refuse);
+  (void)r.Slow("GET", "/slow-refuse", refuse);
+  // The same before a SLOW handler's first Write (which then says the
+  // stream is gone) and before a FAST producer starts.
+  (void)r.Slow("GET", "/slow-refuse-stream", [](const http::Request&, http::Response& resp) {
+    EXPECT_FALSE(resp.AddHeader("X A", "1"));
+    EXPECT_FALSE(resp.Write("data"));
+  });
+  (void)r.Fast("GET", "/refuse-producer", [](const http::Request&, http::Response& resp) {
+    EXPECT_FALSE(resp.AddHeader("Connection", "close"));
+    resp.Stream([](http::BodyOutput& out) {
+      ADD_FAILURE() << "a failed response's producer ran";
+      out.Write("x");
+      return true;
+    });
+  });
+  // A trailer refused once the head has gone: the stream ends without its
+  // last chunk (the client sees it cut), not complete without the trailer.
+  (void)r.Slow("GET", "/slow-refuse-trailer", [](const http::Request&, http::Response& resp) {
+    EXPECT_TRUE(resp.Write("part"));
+    EXPECT_FALSE(resp.AddTrailer("X-Sum", "a\nb"));
   });
   router::RouteOptions streamed;
   streamed.body = router::BodyMode::kStreamed;
@@ -129,7 +163,7 @@ router::Router TestRouter() {
       if (!resp.Write(std::string_view(piece.data(), k))) return;
       n -= k;
     }
-    resp.AddTrailer("X-Pieces", std::to_string(i));
+    EXPECT_TRUE(resp.AddTrailer("X-Pieces", std::to_string(i)));
   });
   (void)r.FastStream("PUT", "/count", [](const http::Request&) {
     return std::make_unique<CountingSink>(g_aborts);
@@ -599,7 +633,7 @@ TEST(ConnectionTest, CleanCloseAfterConnectionCloseDoesNotLinger) {
 }
 
 // Defect 7: a SLOW response that views its request's bytes is copied before
-// the task's memory goes; framing headers a handler adds are refused.
+// the task's memory goes.
 TEST(ConnectionTest, SlowResponseViewingItsRequestIsCopiedAndFramedByTheServer) {
   Harness h(TestRouter());
   h.Open();
@@ -614,6 +648,39 @@ TEST(ConnectionTest, SlowResponseViewingItsRequestIsCopiedAndFramedByTheServer) 
   EXPECT_EQ(replies[0].Header("transfer-encoding"), "");
   EXPECT_EQ(replies[0].Header("connection"), "");
   EXPECT_EQ(replies[1].body, "ok");
+}
+
+// Issue 19 item 9: a response whose handler had a header refused is
+// answered 500 (FAST and SLOW, buffered, streamed and produced), and the
+// connection goes on; a trailer refused after the head cuts the stream.
+TEST(ConnectionTest, ARefusedHeaderIsA500NeverAResponseWithoutIt) {
+  for (const char* path : {"/refuse?framing", "/refuse?inject", "/refuse?big",
+                           "/slow-refuse?framing", "/slow-refuse?inject", "/slow-refuse?big",
+                           "/slow-refuse-stream", "/refuse-producer"}) {
+    Harness h(TestRouter());
+    h.Open();
+    h.Recv(Get(path) + Get("/fast"));
+    while (!h.host.tasks.empty()) h.RunTask();
+    h.Flush();
+    auto replies = h.Replies();
+    ASSERT_EQ(replies.size(), 2u) << path << "\n" << h.wire;
+    EXPECT_EQ(replies[0].status, 500) << path;
+    EXPECT_EQ(replies[0].body, "500 Internal Server Error\n") << path;
+    EXPECT_EQ(replies[0].Header("x-before"), "") << path;
+    EXPECT_EQ(replies[0].Header("x-evil"), "") << path;
+    EXPECT_EQ(replies[1].status, 200) << path;
+    EXPECT_EQ(replies[1].body, "ok") << path;
+    ExpectClean(h);
+  }
+  Harness h(TestRouter());
+  h.Open();
+  h.Recv(Get("/slow-refuse-trailer") + Get("/fast"));
+  while (!h.host.tasks.empty()) h.RunTask();
+  h.Flush();
+  EXPECT_NE(h.wire.find("\r\n\r\n4\r\npart\r\n"), std::string::npos) << h.wire;
+  EXPECT_EQ(h.wire.find("0\r\n"), std::string::npos) << h.wire;  // no last chunk
+  EXPECT_EQ(h.wire.find("ok"), std::string::npos) << h.wire;  // the connection ended
+  EXPECT_TRUE(h.host.closed || h.host.shutdown_pending || h.host.shutdown_done);
 }
 
 // Defect 8: the header deadline runs from a head's first byte to its end,

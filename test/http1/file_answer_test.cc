@@ -60,12 +60,13 @@ class FileAnswerTest : public ::testing::Test {
 
   // A harness serving root_ at "/" (and a FAST route beside it).
   std::unique_ptr<Harness> Make(files::OpenFileCacheLimits limits = {}, size_t buffers = 8,
-                                size_t buffer_size = 4096, ConnectionConfig config = {}) {
+                                size_t buffer_size = 4096, ConnectionConfig config = {},
+                                router::StaticOptions options = {}) {
     router::Router r;
     (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
       resp.set_static_body("ok");
     });
-    EXPECT_TRUE(r.Static("/", root_).ok());
+    EXPECT_TRUE(r.Static("/", root_, options).ok());
     auto h = std::make_unique<Harness>(std::move(r), config);
     h->EnableFiles(limits, buffers, buffer_size);
     h->Open();
@@ -101,12 +102,48 @@ TEST_F(FileAnswerTest, MissThenHitWithoutAnyFileOperation) {
     EXPECT_EQ(r.Header("accept-ranges"), "bytes");
     EXPECT_FALSE(r.Header("etag").empty());
     EXPECT_FALSE(r.Header("last-modified").empty());
+    EXPECT_EQ(r.Header("x-content-type-options"), "nosniff");
   }
   EXPECT_EQ(replies[0].Header("etag"), replies[1].Header("etag"));
   EXPECT_EQ(h->stats.file_opens.Get(), 1u);
   EXPECT_EQ(h->closer().open.size(), 1u);  // the cache holds it
   EXPECT_TRUE(h->conn.open());
   Check(*h);
+}
+
+// Issue 19 item 17: dotfiles are 404 before any file operation (not even a
+// statx that would tell whether they exist), /.well-known/ is served, and a
+// mount that allows dotfiles serves them.
+TEST_F(FileAnswerTest, DotfilesAre404UnlessTheMountAllowsThem) {
+  Write(".env", "SECRET=1\n");
+  mkdir((root_ + "/.well-known").c_str(), 0755);
+  Write(".well-known/security.txt", "Contact: x\n");
+  auto h = Make();
+  for (const char* path : {"/.env", "/%2Eenv", "/docs/../.env", "/.git/config"}) {
+    h->Recv(Get(path));
+    EXPECT_FALSE(h->host.file_op.has_value()) << path;
+    h->Drive();
+  }
+  h->Recv(Get("/.well-known/security.txt"));
+  h->Drive();
+  std::vector<Reply> replies = h->Replies();
+  ASSERT_EQ(replies.size(), 5u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(replies[i].status, 404) << i;
+  EXPECT_EQ(replies[4].status, 200);
+  EXPECT_EQ(replies[4].body, "Contact: x\n");
+  EXPECT_EQ(h->stats.file_opens.Get(), 1u);
+  Check(*h);
+
+  router::StaticOptions allow;
+  allow.serve_dotfiles = true;
+  auto allowed = Make({}, 8, 4096, {}, allow);
+  allowed->Recv(Get("/.env"));
+  allowed->Drive();
+  replies = allowed->Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].status, 200);
+  EXPECT_EQ(replies[0].body, "SECRET=1\n");
+  Check(*allowed);
 }
 
 TEST_F(FileAnswerTest, LargeFileStreamsThroughBoundedBuffers) {

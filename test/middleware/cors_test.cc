@@ -1,5 +1,5 @@
 // The CORS middleware driven through the chain (no server): preflights,
-// simple requests, disallowed origins, credentials.
+// simple requests, disallowed origins, credentials (never with "*"), Vary.
 #include "src/middleware/cors.h"
 
 #include <string>
@@ -14,9 +14,11 @@ using testing::HeaderOf;
 using testing::ParsedRequest;
 
 // The chain with only `cors`, around a handler answering 200 "data".
-http::Response Serve(const router::Middleware& cors, std::string_view head, bool* handled) {
+http::Response Serve(const absl::StatusOr<router::Middleware>& cors, std::string_view head,
+                     bool* handled) {
+  EXPECT_TRUE(cors.ok()) << cors.status();
   router::Pipeline pipeline;
-  pipeline.Use(cors);
+  if (cors.ok()) pipeline.Use(*cors);
   ParsedRequest parsed{head};
   http::Response response;
   *handled = false;
@@ -90,14 +92,14 @@ TEST(CorsTest, DisallowedOriginGetsNoCorsHeadersAndItsPreflightIsNotAnswered) {
       Cors(options), "GET /api HTTP/1.1\r\nHost: h\r\nOrigin: https://evil.example\r\n\r\n",
       &handled);
   EXPECT_TRUE(handled);
-  EXPECT_EQ(r.header_lines(), "");
+  EXPECT_EQ(r.header_lines(), "Vary: Origin\r\n");  // no CORS headers, but it varies
   r = Serve(Cors(options),
             "OPTIONS /api HTTP/1.1\r\nHost: h\r\nOrigin: https://app.example.evil\r\n"
             "Access-Control-Request-Method: PUT\r\n\r\n",
             &handled);
   EXPECT_TRUE(handled);  // left to the routes (no OPTIONS route: a 405)
   EXPECT_EQ(r.status(), 200);
-  EXPECT_EQ(r.header_lines(), "");
+  EXPECT_EQ(r.header_lines(), "Vary: Origin\r\n");  // no CORS headers, but it varies
 }
 
 TEST(CorsTest, NoOriginNoHeaders) {
@@ -105,17 +107,76 @@ TEST(CorsTest, NoOriginNoHeaders) {
   const http::Response r =
       Serve(Cors(CorsOptions{}), "GET /api HTTP/1.1\r\nHost: h\r\n\r\n", &handled);
   EXPECT_TRUE(handled);
-  EXPECT_EQ(r.header_lines(), "");
+  EXPECT_EQ(r.header_lines(), "Vary: Origin\r\n");  // no CORS headers, but it varies
 }
 
-TEST(CorsTest, CredentialsEchoTheOriginEvenForAny) {
+// Issue 19 item 14: whenever the answer depends on Origin, a cache must
+// know it: a response stored for a request without Origin (or from an
+// origin not allowed) must not be served to an allowed origin, nor the
+// other way round. With a list of origins every answer depends on it; with
+// "*" the Origin header's presence still decides whether CORS headers come.
+TEST(CorsTest, VaryOriginOnEveryAnswerThatDependsOnTheOrigin) {
+  CorsOptions listed;
+  listed.allowed_origins = {"https://app.example"};
+  bool handled = false;
+  for (const char* head :
+       {"GET /api HTTP/1.1\r\nHost: h\r\n\r\n",
+        "GET /api HTTP/1.1\r\nHost: h\r\nOrigin: https://evil.example\r\n\r\n",
+        "GET /api HTTP/1.1\r\nHost: h\r\nOrigin: https://app.example\r\n\r\n",
+        "OPTIONS /api HTTP/1.1\r\nHost: h\r\nOrigin: https://evil.example\r\n"
+        "Access-Control-Request-Method: PUT\r\n\r\n"}) {
+    const http::Response r = Serve(Cors(listed), head, &handled);
+    int n = 0;
+    EXPECT_EQ(HeaderOf(r, "Vary", &n), "Origin") << head;
+    EXPECT_EQ(n, 1) << head;
+  }
+  const http::Response any =
+      Serve(Cors(CorsOptions{}), "GET /api HTTP/1.1\r\nHost: h\r\n\r\n", &handled);
+  EXPECT_EQ(HeaderOf(any, "Vary"), "Origin");
+  EXPECT_EQ(HeaderOf(any, "Access-Control-Allow-Origin"), "(none)");
+}
+
+// A preflight whose allowed headers echo the request's depends on them too.
+TEST(CorsTest, PreflightEchoingRequestedHeadersVariesOnThem) {
+  bool handled = false;
+  const http::Response r = Serve(Cors(CorsOptions{}), kPreflight, &handled);
+  EXPECT_EQ(HeaderOf(r, "Vary"), "Origin, Access-Control-Request-Headers");
+  CorsOptions fixed;
+  fixed.allowed_headers = "X-Token";
+  const http::Response f = Serve(Cors(fixed), kPreflight, &handled);
+  EXPECT_EQ(HeaderOf(f, "Vary"), "Origin");
+}
+
+// Issue 19 item 14: "*" with credentials echoed any origin with
+// Access-Control-Allow-Credentials: any site could read a signed-in user's
+// answers. Cors() refuses the combination, naming it.
+TEST(CorsTest, AnyOriginWithCredentialsIsRefused) {
   CorsOptions options;
   options.allow_credentials = true;
+  absl::StatusOr<router::Middleware> m = Cors(options);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("\"*\" with allow_credentials"), std::string::npos)
+      << m.status();
+  options.allowed_origins = {"https://app.example", "*"};
+  EXPECT_FALSE(Cors(options).ok());
+  options.allow_credentials = false;
+  EXPECT_TRUE(Cors(options).ok());
+}
+
+TEST(CorsTest, CredentialsEchoAListedOriginOnly) {
+  CorsOptions options;
+  options.allowed_origins = {"https://x.example"};
+  options.allow_credentials = true;
   bool handled = false;
-  const http::Response r = Serve(
+  http::Response r = Serve(
       Cors(options), "GET /api HTTP/1.1\r\nHost: h\r\nOrigin: https://x.example\r\n\r\n", &handled);
   EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Origin"), "https://x.example");
   EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Credentials"), "true");
+  r = Serve(Cors(options), "GET /api HTTP/1.1\r\nHost: h\r\nOrigin: https://y.example\r\n\r\n",
+            &handled);
+  EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Origin"), "(none)");
+  EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Credentials"), "(none)");
 }
 
 }  // namespace

@@ -32,7 +32,7 @@ Middleware Traced(std::vector<std::string>* trace, std::string name, bool answer
   };
   m.after = [=](const http::Request&, http::Response& response) {
     trace->push_back("after:" + name);
-    response.AddHeader("X-After", name);
+    EXPECT_TRUE(response.AddHeader("X-After", name));
   };
   return m;
 }

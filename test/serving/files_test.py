@@ -33,13 +33,21 @@ content and for /etc/passwd's first line. The cases (see main()):
       root;
   13. pipelined GETs and a HEAD of files: in order, bodies intact;
   14. no --root: nothing is served from the disk;
-  15. 403 for an unreadable file or directory (as root: the server runs
-      without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH, through setpriv);
+  15. 403 for an unreadable file or directory, and for a cached file made
+      unreadable (chmod 000 keeps size and mtime: the change time tells)
+      (as root: the server runs without CAP_DAC_OVERRIDE/CAP_DAC_READ_SEARCH,
+      through setpriv);
   16. a file that shrinks while it is sent: the connection closes short;
   17. concurrent first requests of new files, a first request with Range;
   18. small or no caches (--open-file-cache=10 / 0, --file-cache-bytes=0):
       2000 opens in a fixed-file table of ~270 entries: evicted files are closed;
-  19. 900 clients leaving mid-download: their buffers come back.
+  19. 900 clients leaving mid-download: their buffers come back;
+  20. dotfiles: /.env, /.git/config and every other path with a segment
+      starting with '.' 404 (no 301 for a hidden directory), except under
+      /.well-known/; served with --static-dotfiles=allow.
+
+Every file answer carries X-Content-Type-Options: nosniff, and its ETag is
+size and mtime (no inode).
 
 Bounds are generous (a noisy 2-core machine, sanitizer builds). A failed
 check does not stop the other cases; all are listed at the end.
@@ -107,10 +115,9 @@ def http_date(seconds):
 
 def stat_etag(path):
     """The server's documented strong ETag (src/files/validators.h):
-    "inode-size-mtime_sec.mtime_nsec" in lower-case hex."""
+    "size-mtime_sec.mtime_nsec" in lower-case hex (no inode: issue 19 item 17)."""
     st = os.stat(path)
-    return '"%x-%x-%x.%x"' % (st.st_ino, st.st_size, st.st_mtime_ns // 10**9,
-                              st.st_mtime_ns % 10**9)
+    return '"%x-%x.%x"' % (st.st_size, st.st_mtime_ns // 10**9, st.st_mtime_ns % 10**9)
 
 
 def stat_last_modified(path):
@@ -250,10 +257,11 @@ DATE_RE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May
                      r"Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT$")
 
 FILE_200 = ["accept-ranges", "content-length", "content-type", "date", "etag", "last-modified",
-            "server"]
+            "server", "x-content-type-options"]
 FILE_206 = sorted(FILE_200 + ["content-range"])
-FILE_304 = ["date", "etag", "last-modified", "server"]
-FILE_412 = ["content-length", "content-type", "date", "etag", "last-modified", "server"]
+FILE_304 = ["date", "etag", "last-modified", "server", "x-content-type-options"]
+FILE_412 = ["content-length", "content-type", "date", "etag", "last-modified", "server",
+            "x-content-type-options"]
 FILE_416 = sorted(FILE_412 + ["content-range"])
 ERROR = ["content-length", "content-type", "date", "server"]
 
@@ -273,6 +281,8 @@ def expect_file(r, path, what, content_type=None, head=False):
     ok &= check(r.h("last-modified") == stat_last_modified(path), "%s: Last-Modified %s, expected "
                 "%s" % (what, r.h("last-modified"), stat_last_modified(path)))
     ok &= check(r.h("accept-ranges") == "bytes", "%s: Accept-Ranges %s" % (what, r.h("accept-ranges")))
+    ok &= check(r.h("x-content-type-options") == "nosniff", "%s: X-Content-Type-Options %r" % (
+        what, r.h("x-content-type-options")))
     ok &= check(DATE_RE.match(r.h("date") or "") is not None, "%s: Date %r" % (what, r.h("date")))
     if content_type is not None:
         ok &= check(r.h("content-type") == content_type, "%s: Content-Type %r, expected %r" % (
@@ -408,7 +418,6 @@ def make_tree():
         "notes.txt": "text/plain; charset=utf-8",
         "blob.xyz": "application/octet-stream",
         "noext": "application/octet-stream",
-        ".hidden": "application/octet-stream",
     }
     for name in t.mime:
         write(R("mime", name), b"content of " + name.encode() + b"\n")
@@ -434,6 +443,13 @@ def make_tree():
     os.symlink("loop_b", R("loop_a"))
     os.symlink("loop_a", R("loop_b"))
     os.mkfifo(R("fifo"))
+    # Hidden files (case 20).
+    write(R(".env"), b"SECRET_KEY=" + SECRET + b"\n")
+    write(R(".git", "config"), b"[remote] " + SECRET + b"\n")
+    write(R(".hiddendir", "index.html"), b"hidden index\n")
+    write(R("dir", ".secret"), b"hidden in dir\n")
+    write(R(".well-known", "acme-challenge", "token"), b"challenge answer\n")
+    write(R(".well-known", ".hidden"), b"hidden under .well-known\n")
     # Permissions (403).
     write(R("locked.txt"), b"unreadable\n")
     os.chmod(R("locked.txt"), 0)
@@ -881,7 +897,8 @@ def directories_and_mime(srv, t):
                              ("/%252e%252e", "/%252e%252e/"), ("/dir/../dir?x", "/dir/?x")):
         r = c.request("GET", target)
         check(r.status == 301 and r.h("location") == location and
-              r.names() == ["content-length", "content-type", "date", "location", "server"],
+              r.names() == ["content-length", "content-type", "date", "location", "server",
+                            "x-content-type-options"],
               "%s: expected 301 to %s, got %r" % (target, location, r))
         r = c.request("HEAD", target)
         check(r.status == 301 and r.h("location") == location and r.body == b"",
@@ -945,14 +962,19 @@ def changes_while_cached(srv, t, valid_s):
         time.sleep(settle)
         r = srv.get("/" + name)
         expect_file(r, path, "%s replaced by rename (same size and mtime)" % name)
-        check(r.h("etag") != old_etag, "%s: the ETag did not change with the inode" % name)
+        # The cache saw the new inode (new content above), but the ETag is
+        # size and mtime only (no inode: issue 19 item 17), as nginx's: a
+        # file replaced with the same size and mtime to the nanosecond keeps
+        # its tag.
+        check(r.h("etag") == old_etag, "%s: the ETag changed with the inode alone" % name)
         # And once more with a new mtime and size.
         t.write(tmp, b"third version\n")
         os.rename(tmp, path)
         time.sleep(settle)
         r = srv.get("/" + name)
         expect_file(r, path, "%s replaced by rename again" % name)
-    log("7. rename over a cached file (new inode, same size and mtime): new content and ETag")
+    log("7. rename over a cached file (new inode, same size and mtime): new content, the same "
+        "ETag (no inode in it)")
 
 
 # --------------------------------------------------------------- 8. many stalled downloads
@@ -1464,9 +1486,54 @@ def no_root(binary, t):
         srv.kill()
 
 
+# --------------------------------------------------------------- 20. dotfiles
+
+DOTFILES_HIDDEN = ("/.env", "/.git/config", "/.git", "/.git/", "/%2eenv", "/%2Egit/config",
+                   "/dir/.secret", "/dir/../.env", "/a.txt/../.env", "/.hiddendir/",
+                   "/.hiddendir/index.html", "/.well-known/.hidden", "/.well-known/../.env")
+
+
+def dotfiles(srv, t):
+    """Hidden paths (a segment starting with '.') are 404 by default, as if
+    absent (no 301 for a hidden directory), except under /.well-known/."""
+    c = srv.conn()
+    for target in DOTFILES_HIDDEN:
+        for method in ("GET", "HEAD"):
+            r = c.request(method, target)
+            check(r is not None and r.status == 404 and r.names() == ERROR,
+                  "20. %s %s: expected 404, got %r" % (method, target, r))
+    r = c.request("GET", "/.well-known/acme-challenge/token")
+    expect_file(r, t.R(".well-known", "acme-challenge", "token"), "20. /.well-known/ file")
+    c.close()
+    log("20. dotfiles: %d hidden paths 404 (GET and HEAD, encoded dots, after '..', hidden "
+        "directories without a 301), /.well-known/acme-challenge/... served"
+        % len(DOTFILES_HIDDEN))
+
+
+def dotfiles_allowed(binary, t):
+    srv = Server(binary, ["-A", "1", "-w", "1", "--root=" + t.root, "--static-dotfiles=allow"],
+                 name="server D")
+    try:
+        # (Not .env and .git/config: they hold the secret this script scans for.)
+        expect_file(srv.get("/dir/.secret"), t.R("dir", ".secret"),
+                    "20. --static-dotfiles=allow: /dir/.secret")
+        expect_file(srv.get("/.hiddendir/index.html"), t.R(".hiddendir", "index.html"),
+                    "20. --static-dotfiles=allow: /.hiddendir/index.html")
+        expect_file(srv.get("/.well-known/.hidden"), t.R(".well-known", ".hidden"),
+                    "20. --static-dotfiles=allow: /.well-known/.hidden")
+        r = srv.get("/.hiddendir")
+        check(r.status == 301 and r.h("location") == "/.hiddendir/",
+              "20. --static-dotfiles=allow: /.hiddendir: %r" % r)
+        srv.stop()
+    finally:
+        srv.kill()
+    log("20. --static-dotfiles=allow: /dir/.secret, /.hiddendir/index.html, "
+        "/.well-known/.hidden served, /.hiddendir 301")
+
+
 # --------------------------------------------------------------- 15. 403
 
-def forbidden(srv, t, can_test):
+def forbidden(srv, t, can_test, valid_s):
     if not can_test:
         log("15. 403 NOT TESTED: %s" % can_test.reason)
         return
@@ -1474,7 +1541,23 @@ def forbidden(srv, t, can_test):
         r = srv.get(target)
         check(r.status == 403 and r.names() == ERROR and r.body == b"403 Forbidden\n",
               "15. %s (mode 000): expected 403, got %r" % (target, r))
-    log("15. unreadable file and directory (chmod 000): 403 (%s)" % can_test.reason)
+    # A hot file made unreadable keeps its inode, size and mtime; its status
+    # change time tells (issue 19 item 11).
+    path = t.R("hot-locked.txt")
+    t.write(path, b"readable for now\n")
+    try:
+        for what in ("first", "cached"):
+            expect_file(srv.get("/hot-locked.txt"), path, "15. hot-locked.txt %s" % what)
+        os.chmod(path, 0)
+        time.sleep(valid_s + 0.6)  # past the validity interval, with a margin for the tick
+        r = srv.get("/hot-locked.txt")
+        check(r.status == 403 and r.body == b"403 Forbidden\n",
+              "15. a cached file made unreadable (chmod 000) %.1f s ago: expected 403, got %r" % (
+                  valid_s + 0.6, r))
+    finally:
+        os.chmod(path, 0o644)
+    log("15. unreadable file and directory (chmod 000): 403, also for a cached file made "
+        "unreadable (%s)" % can_test.reason)
 
 
 class Capability:
@@ -1573,12 +1656,13 @@ def main():
             ("conditionals", lambda: conditionals(a, t)),
             ("head", lambda: head(a, t)),
             ("directories", lambda: directories_and_mime(a, t)),
+            ("dotfiles", lambda: dotfiles(a, t)),
             ("changes", lambda: changes_while_cached(a, t, valid_s)),
             ("send timeout", lambda: send_timeout(a, t, timeout_s)),
             ("cold page cache", lambda: cold_page_cache(a, t)),
             ("methods", lambda: methods_and_routes(a, t)),
             ("pipelining", lambda: pipelining(a, t)),
-            ("403", lambda: forbidden(a, t, can_403)),
+            ("403", lambda: forbidden(a, t, can_403, valid_s)),
             ("shrinking", lambda: shrinking_file(a, t)),
             ("concurrent first requests", lambda: concurrent_first_requests(a, t)),
             ("leaving clients", lambda: leaving_clients(a, t)),
@@ -1619,7 +1703,8 @@ def main():
                            ("many stalled downloads", run_server_b),
                            ("RLIMIT_NOFILE 64", lambda: nofile_64(binary, t)),
                            ("small caches", lambda: small_caches(binary, t)),
-                           ("no --root", lambda: no_root(binary, t))):
+                           ("no --root", lambda: no_root(binary, t)),
+                           ("dotfiles allowed", lambda: dotfiles_allowed(binary, t))):
             if not want(name):
                 continue
             s0 = now()

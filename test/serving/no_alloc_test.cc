@@ -108,10 +108,12 @@ TEST(NoAllocationTest, FastRouteWithMiddlewareAllocatesNothingPerRequest) {
   router.Use(middleware::RequestId());
   middleware::CorsOptions cors;
   cors.allowed_origins = {"https://a.example", "https://b.example"};
-  router.Use(middleware::Cors(cors));
+  absl::StatusOr<router::Middleware> cors_middleware = middleware::Cors(cors);
+  ASSERT_TRUE(cors_middleware.ok()) << cors_middleware.status();
+  router.Use(*cors_middleware);
   router::RouteOptions options;
   router::Middleware tag;
-  tag.after = [](const http::Request&, http::Response& r) { r.AddHeader("X-Tag", "t"); };
+  tag.after = [](const http::Request&, http::Response& r) { (void)r.AddHeader("X-Tag", "t"); };
   options.middleware.push_back(tag);
   ASSERT_TRUE(router.Fast("GET", "/fast", [](const http::Request&, http::Response&) {}, options)
                   .ok());

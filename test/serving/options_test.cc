@@ -357,10 +357,10 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
        {"--port", "--address", "--accept-threads", "--accept-capacity", "--workers",
         "--worker-threads", "--slow-duration", "--verbose", "--daemonize", "--help",
         "--max-request-line", "--max-header-bytes", "--max-headers", "--max-body-bytes",
-        "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
+        "--max-response-header-bytes", "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
         "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "--root", "--open-file-cache",
         "--open-file-cache-valid", "--file-cache-bytes", "--file-splice", "--file-splice-pipe",
-        "--defer-accept", "--worker-sched",
+        "--defer-accept", "--worker-sched", "--static-dotfiles",
         "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }
@@ -435,6 +435,30 @@ TEST(OptionsTest, OutOfRangeValuesNameTheOptionAndRange) {
   ExpectError({"--max-header-bytes=1048577"}, "--max-header-bytes");
   ExpectError({"--max-headers=0"}, "--max-headers");
   ExpectError({"--max-body-bytes=1073741825"}, "--max-body-bytes");
+  ExpectError({"--max-response-header-bytes=1023"}, "[1024, 16777216]");
+  ExpectError({"--max-response-header-bytes=16777217"}, "--max-response-header-bytes");
+}
+
+TEST(OptionsTest, StaticDotfiles) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->static_dotfiles);
+  options = Parse({"--static-dotfiles=allow"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->static_dotfiles);
+  options = Parse({"--static-dotfiles", "deny"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->static_dotfiles);
+  ExpectError({"--static-dotfiles=yes"}, "expected deny or allow");
+}
+
+TEST(OptionsTest, ResponseHeaderLimit) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.max_response_header_bytes, 65536u);
+  options = Parse({"--max-response-header-bytes=4096"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.max_response_header_bytes, 4096u);
 }
 
 TEST(OptionsTest, UnknownOptionsAreNamed) {
