@@ -144,7 +144,7 @@ void EventLoop::ShutdownWrite(uint32_t slot) {
 void EventLoop::Close(uint32_t slot, bool recv_armed, bool send_inflight) {
   const uint32_t file_index = slots_[slot].file_index;
   // A linked chain is never split by GetSqe()'s flush on a full SQ.
-  ring_->ReserveSqes(2);
+  ring_->ReserveSqes(3);
   if (recv_armed || send_inflight) {
     // A close alone would not end the multishot receive or a pending send
     // (each holds its own reference to the socket), so they are cancelled
@@ -152,6 +152,18 @@ void EventLoop::Close(uint32_t slot, bool recv_armed, bool send_inflight) {
     // runs whatever the cancel finds.
     io_uring_sqe* sqe = Sqe();
     if (send_inflight) {
+      // A splice to the socket runs on io-wq, and io_uring resolves its
+      // direct descriptor only when a worker starts it: one still queued
+      // holds no reference to our socket, so the cancel by descriptor below
+      // does not find it, the close frees the entry, the next accept takes
+      // it, and the queued splice would send this connection's file bytes
+      // to the new client (it did: a stress of clients leaving mid-download
+      // beside new ones saw 1 new connection in 100 get another's bytes
+      // before its own head). Cancelled by its user_data first, it is
+      // taken off the queue (or, already running, holds our socket).
+      io::PrepCancel(sqe, UserData(Op::kFileSplice, slot), PackUserData(Op::kIgnore, 0, 0));
+      sqe->flags |= IOSQE_IO_HARDLINK;
+      sqe = Sqe();
       io::PrepCancelAll(sqe, file_index, PackUserData(Op::kIgnore, 0, 0));
     } else {
       // Only the receive is left, the common case (every close after an
