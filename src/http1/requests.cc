@@ -14,6 +14,7 @@
 #include "src/http/compress.h"
 #include "src/http1/connection.h"
 #include "src/http1/proxy_header.h"
+#include "src/router/failure_log.h"
 
 namespace uring_http::http1 {
 namespace {
@@ -341,6 +342,8 @@ bool Connection::MakeSink(const http::Request& request) {
   try {
     S().sink = ex_.route->sink(request);
   } catch (...) {
+    router::LogException(router::ContextOf(ex_.route->name(), request, nullptr),
+                         router::FailureStage::kBodySink, std::current_exception());
     st_->sink.reset();
   }
   if (sink() != nullptr) return true;
@@ -465,6 +468,10 @@ bool Connection::DeliverBody(std::string_view piece) {
       try {
         sink()->OnData(piece);
       } catch (...) {
+        // (The head's receive buffer may be reused by now: the access
+        // log's copy of the request line, if any, names it.)
+        router::LogException(FailureWhere(nullptr, /*head_at_hand=*/false),
+                             router::FailureStage::kBodySink, std::current_exception());
         BodyFailed(500, http::BodyError::kNone);
         return false;
       }
@@ -505,6 +512,8 @@ void Connection::BodyEnded() {
         if (sink() != nullptr) sink()->OnEnd(request, response);
         pipeline.MaybeFailPage(request, response);
       } catch (...) {
+        router::LogException(router::ContextOf(ex_.route->name(), request, &response),
+                             router::FailureStage::kBodySink, std::current_exception());
         pipeline.Fail(request, response);
       }
       const std::vector<router::Middleware>& chain = ex_.route->options.middleware;

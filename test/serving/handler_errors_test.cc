@@ -60,6 +60,26 @@ router::Router MakeRouter() {
                    throw std::runtime_error("produce boom");
                  });
                }).ok());
+  // A FAST streamed-body route whose sink throws in OnData or OnEnd, or
+  // whose factory throws, as X-Throw says.
+  class ThrowingSink : public router::BodySink {
+   public:
+    explicit ThrowingSink(std::string where) : where_(std::move(where)) {}
+    void OnData(std::string_view) override {
+      if (where_ == "data") throw std::runtime_error("sink data boom");
+    }
+    void OnEnd(const Request&, Response&) override {
+      if (where_ == "end") throw std::runtime_error("sink end boom");
+    }
+
+   private:
+    std::string where_;
+  };
+  EXPECT_TRUE(r.FastStream("POST", "/sink-throw", [](const Request& request) {
+                 const std::string where(request.FindHeader("x-throw"));
+                 if (where == "factory") throw std::runtime_error("sink factory boom");
+                 return std::unique_ptr<router::BodySink>(new ThrowingSink(where));
+               }).ok());
   router::RouteOptions with_middleware;
   with_middleware.middleware = {middleware::RequestId(), Thrower()};
   EXPECT_TRUE(r.Fast("GET", "/fast-mw", [](const Request&, Response& response) {
@@ -134,6 +154,25 @@ TEST_F(HandlerErrorsTest, EachThrowIsA500AndOneLineWithRouteIdAndWhat) {
   }
   // Once each, nothing else.
   EXPECT_EQ(err.Lines({"uring-http: error: "}).size(), std::size(cases)) << err.Text();
+}
+
+// A BodySink's throw (its factory, OnData, OnEnd) is a handler's throw too.
+TEST_F(HandlerErrorsTest, ABodySinksThrowIsLogged) {
+  StderrCapture err;
+  testing::WaitForFreshSecond();
+  for (const char* where : {"factory", "data", "end"}) {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(std::string("POST /sink-throw HTTP/1.1\r\nHost: t\r\nX-Throw: ") +
+                            where + "\r\nContent-Length: 5\r\n\r\nhello"));
+    auto r = client.ReadResponse();
+    if (r.has_value()) EXPECT_EQ(r->status, 500) << where;
+  }
+  for (const char* what : {"sink factory boom", "sink data boom", "sink end boom"}) {
+    EXPECT_EQ(err.WaitForLines(1, {"uring-http: error: route \"POST /sink-throw\"", what}).size(),
+              1u)
+        << what << "\n"
+        << err.Text();
+  }
 }
 
 TEST_F(HandlerErrorsTest, AfterTheHeadOrInAProducerTheStreamIsCutAndLogged) {
