@@ -350,6 +350,51 @@ class FdCloser final : public files::FileCloser {
   std::vector<std::string> errors;
 };
 
+// Carries out a statx, openat2 or read the way the ring would (`force_res`:
+// fails it instead; a descriptor it opens joins closer.open) and delivers
+// its completion to `conn`. False for the other kinds (splices and polls,
+// which touch the socket: the caller's to play).
+inline bool CompleteFileAccess(const FakeHost::FileOp& op, Connection& conn, FdCloser& closer,
+                               std::optional<int> force_res,
+                               std::vector<std::string>* violations) {
+  int res = 0;
+  switch (op.kind) {
+    case FakeHost::FileOp::kStat:
+      res = force_res ? *force_res
+            : ::statx(op.dir_fd, op.path.c_str(), 0,
+                      STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_CTIME |
+                          STATX_INO,
+                      op.stx) == 0 ? 0 : -errno;
+      conn.OnFileStat(res);
+      return true;
+    case FakeHost::FileOp::kOpen: {
+      if (force_res) {
+        res = *force_res;
+      } else {
+        open_how how{};
+        how.flags = op.check_only ? O_PATH : O_RDONLY | O_NOCTTY;
+        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+        const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
+        res = fd >= 0 ? static_cast<int>(fd) : -errno;
+        if (res >= 0) closer.open.insert(res);
+      }
+      conn.OnFileOpen(res);
+      return true;
+    }
+    case FakeHost::FileOp::kRead: {
+      if (closer.open.count(op.file_index) == 0) {
+        violations->push_back("read of a descriptor that is not open");
+      }
+      const ssize_t n = ::pread(op.file_index, op.buf, op.len, static_cast<off_t>(op.offset));
+      res = force_res ? *force_res : n >= 0 ? static_cast<int>(n) : -errno;
+      conn.OnFileRead(res);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 class Harness {
   // Declared first, destroyed last: the connection gives its memory back
   // to this pool when it goes.
@@ -415,30 +460,9 @@ class Harness {
     if (!host.file_op.has_value()) return false;
     FakeHost::FileOp op = std::move(*host.file_op);
     host.file_op.reset();
+    if (CompleteFileAccess(op, conn, closer_, force_res, &host.violations)) return true;
     int res = 0;
     switch (op.kind) {
-      case FakeHost::FileOp::kStat:
-        res = force_res ? *force_res
-              : ::statx(op.dir_fd, op.path.c_str(), 0,
-                        STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_CTIME |
-                            STATX_INO,
-                        op.stx) == 0 ? 0 : -errno;
-        conn.OnFileStat(res);
-        break;
-      case FakeHost::FileOp::kOpen: {
-        if (force_res) {
-          res = *force_res;
-        } else {
-          open_how how{};
-          how.flags = op.check_only ? O_PATH : O_RDONLY | O_NOCTTY;
-          how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-          const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
-          res = fd >= 0 ? static_cast<int>(fd) : -errno;
-          if (res >= 0) closer_.open.insert(res);
-        }
-        conn.OnFileOpen(res);
-        break;
-      }
       case FakeHost::FileOp::kFill: {
         loff_t off = static_cast<loff_t>(op.offset);
         const ssize_t n = ::splice(op.file_index, &off, op.pipe_fd, nullptr, op.len, 0);
@@ -465,15 +489,8 @@ class Harness {
       case FakeHost::FileOp::kPoll:
         conn.OnFileWritable(force_res ? *force_res : POLLOUT);
         break;
-      case FakeHost::FileOp::kRead: {
-        if (closer_.open.count(op.file_index) == 0) {
-          host.violations.push_back("read of a descriptor that is not open");
-        }
-        const ssize_t n = ::pread(op.file_index, op.buf, op.len, static_cast<off_t>(op.offset));
-        res = force_res ? *force_res : n >= 0 ? static_cast<int>(n) : -errno;
-        conn.OnFileRead(res);
+      default:
         break;
-      }
     }
     return true;
   }

@@ -37,10 +37,7 @@
 //
 // Fuzz:   test/fuzz/run_fuzz.sh 60 //test/tls:tls_layer_fuzz
 // Replay: bazel run //test/tls:tls_layer_fuzz -- FILE_OR_DIR...
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -382,39 +379,14 @@ class Rig {
     if (!below_.file_op.has_value()) return false;
     FakeHost::FileOp op = std::move(*below_.file_op);
     below_.file_op.reset();
-    switch (op.kind) {
-      case FakeHost::FileOp::kStat:
-        conn_.OnFileStat(fail ? -EIO
-                              : ::statx(op.dir_fd, op.path.c_str(), 0,
-                                        STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME |
-                                            STATX_INO,
-                                        op.stx) == 0
-                                    ? 0
-                                    : -errno);
-        break;
-      case FakeHost::FileOp::kOpen: {
-        if (fail) {
-          conn_.OnFileOpen(-EACCES);
-          break;
-        }
-        open_how how{};
-        how.flags = op.check_only ? O_PATH : O_RDONLY | O_NOCTTY;
-        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-        const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
-        if (fd >= 0) closer_.open.insert(static_cast<int>(fd));
-        conn_.OnFileOpen(fd >= 0 ? static_cast<int>(fd) : -errno);
-        break;
-      }
-      case FakeHost::FileOp::kRead: {
-        const ssize_t n = ::pread(op.file_index, op.buf, op.len, static_cast<off_t>(op.offset));
-        conn_.OnFileRead(fail ? -EIO : n >= 0 ? static_cast<int>(n) : -errno);
-        break;
-      }
-      default:
-        // Over TLS a file is never spliced, and the wait for room is the
-        // layer's (room in its output, not the socket's).
-        std::fprintf(stderr, "a file operation TLS never asks the kernel for: %d\n", op.kind);
-        FUZZ_CHECK(false);
+    const int failure = op.kind == FakeHost::FileOp::kOpen ? -EACCES : -EIO;
+    if (!http1::testing::CompleteFileAccess(op, conn_, closer_,
+                                            fail ? std::optional<int>(failure) : std::nullopt,
+                                            &below_.violations)) {
+      // Over TLS a file is never spliced, and the wait for room is the
+      // layer's (room in its output, not the socket's).
+      std::fprintf(stderr, "a file operation TLS never asks the kernel for: %d\n", op.kind);
+      FUZZ_CHECK(false);
     }
     return true;
   }

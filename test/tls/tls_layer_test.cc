@@ -8,11 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -649,31 +646,10 @@ class TlsLayerFilesTest : public TlsLayerTest {
     if (!below_.file_op.has_value()) return false;
     FakeHost::FileOp op = std::move(*below_.file_op);
     below_.file_op.reset();
-    switch (op.kind) {
-      case FakeHost::FileOp::kStat:
-        conn_.OnFileStat(::statx(op.dir_fd, op.path.c_str(), 0,
-                                 STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_MTIME | STATX_INO,
-                                 op.stx) == 0
-                             ? 0
-                             : -errno);
-        break;
-      case FakeHost::FileOp::kOpen: {
-        open_how how{};
-        how.flags = op.check_only ? O_PATH : O_RDONLY | O_NOCTTY;
-        how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-        const long fd = syscall(SYS_openat2, op.dir_fd, op.path.c_str(), &how, sizeof(how));
-        if (fd >= 0) closer_.open.insert(static_cast<int>(fd));
-        conn_.OnFileOpen(fd >= 0 ? static_cast<int>(fd) : -errno);
-        break;
-      }
-      case FakeHost::FileOp::kRead: {
-        const ssize_t n = ::pread(op.file_index, op.buf, op.len, static_cast<off_t>(op.offset));
-        conn_.OnFileRead(n >= 0 ? static_cast<int>(n) : -errno);
-        break;
-      }
-      default:
-        ADD_FAILURE() << "a file operation TLS never asks for: " << op.kind;
-        return false;
+    if (!http1::testing::CompleteFileAccess(op, conn_, closer_, std::nullopt,
+                                            &below_.violations)) {
+      ADD_FAILURE() << "a file operation TLS never asks for: " << op.kind;
+      return false;
     }
     return true;
   }
