@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "src/router/route_tree.h"
 
 namespace uring_http::router {
 namespace {
@@ -17,6 +18,11 @@ namespace {
 absl::string_view AbslView(std::string_view s) { return absl::string_view(s.data(), s.size()); }
 
 }  // namespace
+
+Router::Router() : tree_(std::make_unique<RouteTree>()) {}
+Router::~Router() = default;
+Router::Router(Router&&) noexcept = default;
+Router& Router::operator=(Router&&) noexcept = default;
 
 absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_view path,
                          Handler handler, RouteOptions options) {
@@ -118,7 +124,7 @@ absl::Status Router::Insert(Route route) {
   if (!pattern.ok()) return pattern.status();
   route.pattern = *std::move(pattern);
   auto owned = std::make_unique<Route>(std::move(route));
-  if (absl::Status added = tree_.Insert(owned->pattern, owned->method, owned.get()); !added.ok()) {
+  if (absl::Status added = tree_->Insert(owned->pattern, owned->method, owned.get()); !added.ok()) {
     return added;
   }
   owned->id = count_++;
@@ -146,11 +152,11 @@ Match Router::Find(std::string_view method, std::string_view path,
     if (method == "OPTIONS") {
       match.path_known = true;
       match.options = true;
-      match.allow = tree_.all_methods();
+      match.allow = tree_->all_methods();
     }
     return match;
   }
-  const RouteTree::Result found = tree_.Find(method, path, params);
+  const RouteTree::Result found = tree_->Find(method, path, params);
   if (!found.path_known) {
     for (const auto& m : mounts_) {
       const std::string_view prefix = m->files.prefix;

@@ -52,7 +52,6 @@
 #include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
-#include "src/router/route_tree.h"
 
 namespace uring_http::router {
 
@@ -131,8 +130,15 @@ struct Match {
   bool options = false;
 };
 
+class RouteTree;  // route_tree.h (internal: abseil's hash maps)
+
 class Router {
  public:
+  Router();
+  ~Router();
+  Router(Router&&) noexcept;
+  Router& operator=(Router&&) noexcept;
+
   // Fails on a pattern that is malformed or conflicts (see the top), or a
   // FAST handler asked to stream its body (a FAST route streams through a
   // BodySink: FastStream).
@@ -186,7 +192,7 @@ class Router {
   absl::Status Insert(Route route);
 
   std::vector<std::unique_ptr<Route>> routes_;  // the tree points into them
-  RouteTree tree_;
+  std::unique_ptr<RouteTree> tree_;  // never null (but after a move)
   // Longest prefix first. Each owns its mount (the route points into it)
   // and closes the directory descriptor with it.
   struct Mount {

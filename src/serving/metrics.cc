@@ -1,4 +1,4 @@
-// Server::RenderMetrics: the Prometheus text exposition format (version
+// ServerCore::RenderMetrics: the Prometheus text exposition format (version
 // 0.0.4). Counters live per accept thread, written only by that thread, and
 // are summed here, on whichever thread serves GET /metrics.
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "src/serving/server.h"
+#include "src/serving/server_core.h"
 
 namespace uring_http::serving {
 namespace {
@@ -44,7 +44,7 @@ std::string Seconds(uint64_t us) {
 
 }  // namespace
 
-std::string Server::RenderMetrics() const {
+std::string ServerCore::RenderMetrics() const {
   const ServerStats s = Stats();
   // Summed here, not kept in ServerStats: nothing but /metrics reads it.
   uint64_t body_rate_timeouts = 0;

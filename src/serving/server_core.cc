@@ -1,4 +1,4 @@
-#include "src/serving/server.h"
+#include "src/serving/server_core.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -19,12 +19,12 @@
 
 namespace uring_http::serving {
 
-Server::Server(ServerConfig config, router::Router router)
+ServerCore::ServerCore(ServerConfig config, router::Router router)
     : config_(std::move(config)), router_(std::move(router)) {
   builtin_routes_ = AddBuiltinRoutes();
 }
 
-absl::Status Server::AddBuiltinRoutes() {
+absl::Status ServerCore::AddBuiltinRoutes() {
   if (!config_.metrics_path.empty()) {
     absl::Status s = router_.Fast("GET", config_.metrics_path,
                                   [this](const http::Request&, http::Response& response) {
@@ -50,7 +50,7 @@ absl::Status Server::AddBuiltinRoutes() {
   return absl::OkStatus();
 }
 
-Server::~Server() {
+ServerCore::~ServerCore() {
   Stop();
   Wait();
   StopReloadThread();
@@ -58,7 +58,7 @@ Server::~Server() {
   if (access_log_fd_ >= 0) close(access_log_fd_);
 }
 
-absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
+absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_ready) {
   if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
   if (!builtin_routes_.ok()) return builtin_routes_;
   // A peer that resets mid-send must not kill the process (sends also pass
@@ -207,7 +207,7 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   return first_error;
 }
 
-absl::Status Server::SetUpListeners(std::optional<takeover::Successor>* successor) {
+absl::Status ServerCore::SetUpListeners(std::optional<takeover::Successor>* successor) {
   if (config_.plain_port >= 0 && !config_.tls.enabled()) {
     return absl::InvalidArgumentError("a plain-HTTP port (--plain-port) goes with TLS");
   }
@@ -278,7 +278,7 @@ absl::Status Server::SetUpListeners(std::optional<takeover::Successor>* successo
   return absl::OkStatus();
 }
 
-absl::Status Server::TakeOver(takeover::Successor& successor) {
+absl::Status ServerCore::TakeOver(takeover::Successor& successor) {
   // From now on the sockets are the old server's too: stopping (a failed
   // start, a signal) must not shut them down under it.
   keep_listeners_.store(true);
@@ -325,7 +325,7 @@ absl::Status Server::TakeOver(takeover::Successor& successor) {
   return absl::OkStatus();
 }
 
-absl::Status Server::BindListeners(uint16_t port, std::vector<io::Listener>* listeners) {
+absl::Status ServerCore::BindListeners(uint16_t port, std::vector<io::Listener>* listeners) {
   // Our own listeners join each other's SO_REUSEPORT group, and so would
   // another process's of the same user: a server started by mistake while
   // the old one still runs would silently share its traffic. Refuse that.
@@ -347,7 +347,7 @@ absl::Status Server::BindListeners(uint16_t port, std::vector<io::Listener>* lis
   return absl::OkStatus();
 }
 
-std::vector<int> Server::ListenersOf(const std::vector<io::Listener>& listeners,
+std::vector<int> ServerCore::ListenersOf(const std::vector<io::Listener>& listeners,
                                      int loop) const {
   // N listeners over M loops. Bound, N = M: one each. Taken over from a
   // server with another -A: every listener must be accepted from (its
@@ -366,7 +366,7 @@ std::vector<int> Server::ListenersOf(const std::vector<io::Listener>& listeners,
   return fds;
 }
 
-void Server::StartControlSocket() {
+void ServerCore::StartControlSocket() {
   if (config_.control_socket.empty() && keep_default_) return;  // systemd's sockets
   const std::string name = config_.control_socket.empty()
                                ? takeover::DefaultControlSocket(listen_address_, port())
@@ -385,7 +385,7 @@ void Server::StartControlSocket() {
   control_->Serve();  // its hooks may use control_ from now on
 }
 
-absl::StatusOr<takeover::ControlServer::Offer> Server::OfferListeners() {
+absl::StatusOr<takeover::ControlServer::Offer> ServerCore::OfferListeners() {
   // Kept before the check: a stop that comes after the check reads it and
   // leaves the sockets listening for the successor (both are seq_cst).
   keep_listeners_.store(true);
@@ -405,20 +405,20 @@ absl::StatusOr<takeover::ControlServer::Offer> Server::OfferListeners() {
   return offer;
 }
 
-void Server::HandOver(int64_t pid) {
+void ServerCore::HandOver(int64_t pid) {
   std::fprintf(stderr, "uring-http: PID %lld took the listening sockets over: draining\n",
                static_cast<long long>(pid));
   handed_over_.store(true, std::memory_order_release);
   Stop();
 }
 
-void Server::Withdrawn() {
+void ServerCore::Withdrawn() {
   // A stop that already read "keep" keeps the sockets open until exit;
   // harmless, the successor is gone.
   if (!stop_requested_.load()) keep_listeners_.store(keep_default_);
 }
 
-absl::Status Server::Start() {
+absl::Status ServerCore::Start() {
   // Shared with the background thread, which reports again when Run()
   // returns, long after Start() has.
   struct Report {
@@ -431,7 +431,7 @@ absl::Status Server::Start() {
   auto report = std::make_shared<Report>();
   std::future<absl::Status> result = report->promise.get_future();
   background_ = std::thread([this, report] {
-    absl::Status s = Run([&report](const Server&) { report->Set(absl::OkStatus()); });
+    absl::Status s = Run([&report](const ServerCore&) { report->Set(absl::OkStatus()); });
     report->Set(s.ok() ? absl::InternalError("server stopped before it was ready") : s);
   });
   absl::Status s = result.get();
@@ -439,7 +439,7 @@ absl::Status Server::Start() {
   return s;
 }
 
-void Server::Stop() {
+void ServerCore::Stop() {
   if (stop_requested_.exchange(true)) return;
   if (on_stop_) on_stop_();
   if (ready_.load(std::memory_order_acquire)) {
@@ -449,7 +449,7 @@ void Server::Stop() {
   }
 }
 
-void Server::OnSignal(int signo) {
+void ServerCore::OnSignal(int signo) {
   if (signo != SIGHUP) {
     Stop();
     return;
@@ -464,7 +464,7 @@ void Server::OnSignal(int signo) {
   reload_wake_.notify_one();
 }
 
-void Server::ReloadMain() {
+void ServerCore::ReloadMain() {
   std::unique_lock<std::mutex> lock(reload_wake_mu_);
   for (;;) {
     reload_wake_.wait(lock, [this] { return reload_pending_ || reload_stop_; });
@@ -483,7 +483,7 @@ void Server::ReloadMain() {
   }
 }
 
-void Server::StopReloadThread() {
+void ServerCore::StopReloadThread() {
   if (!reload_thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(reload_wake_mu_);
@@ -495,7 +495,7 @@ void Server::StopReloadThread() {
   reload_thread_.join();
 }
 
-absl::Status Server::ReloadTls() {
+absl::Status ServerCore::ReloadTls() {
   if (!config_.tls.enabled()) return absl::FailedPreconditionError("TLS is not configured");
   std::lock_guard<std::mutex> lock(reload_mu_);
   // Built on this thread (the reload thread for SIGHUP), off every ring: a
@@ -510,7 +510,7 @@ absl::Status Server::ReloadTls() {
   return absl::OkStatus();
 }
 
-void Server::SendStop() {
+void ServerCore::SendStop() {
   // Like a worker's result, the stop must not be lost to a MSG_RING the
   // kernel refuses: the mailbox carries it then (within a tick).
   for (auto& loop : loops_) {
@@ -519,11 +519,11 @@ void Server::SendStop() {
   }
 }
 
-void Server::Wait() {
+void ServerCore::Wait() {
   if (background_.joinable()) background_.join();
 }
 
-std::string Server::ReadyLine() const {
+std::string ServerCore::ReadyLine() const {
   const EventLoop& first = *loops_[0];
   return absl::StrCat(
       "uring-http ready: listening on ", listen_address_, ":", port(), ", ",
@@ -539,7 +539,7 @@ std::string Server::ReadyLine() const {
                         : "");
 }
 
-ServerStats Server::Stats() const {
+ServerStats ServerCore::Stats() const {
   ServerStats s;
   for (const auto& loop : loops_) {
     const LoopStats& l = loop->stats();

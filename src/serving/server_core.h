@@ -1,21 +1,17 @@
-// Server: ties the pieces together. It binds one SO_REUSEPORT listener per
-// accept thread (or takes systemd's sockets, or a running server's: see
-// ServerConfig::takeover), starts the worker pool, runs one EventLoop per
-// accept thread (the calling thread is one of them), and stops them all on
-// request, or when a successor has taken its sockets over.
+// ServerCore: what Server (server.h, the public facade) runs. It binds one
+// SO_REUSEPORT listener per accept thread (or takes systemd's sockets, or a
+// running server's: see ServerConfig::takeover), starts the worker pool, runs
+// one EventLoop per accept thread (the calling thread is one of them), and
+// stops them all on request, or when a successor has taken its sockets over.
 //
-// Embedding it:
-//   router::Router router;
-//   router.Fast("GET", "/hello", [](const http::Request&, http::Response& r) {
-//     r.set_static_body("hello\n");
-//   });
-//   serving::Server server(config, std::move(router));
-//   server.Run();  // until SIGTERM (config.handle_signals) or Stop()
+// Internal: it names the ring, the loops, the listeners and OpenSSL's
+// contexts, which a program embedding the server never sees (server.h
+// keeps a pointer to one of these and includes none of them).
 //
 // Thread-safety: Run()/Start()/Wait() from one controlling thread; Stop(),
 // port() and the stats from any thread.
-#ifndef URING_HTTP_SRC_SERVING_SERVER_H_
-#define URING_HTTP_SRC_SERVING_SERVER_H_
+#ifndef URING_HTTP_SRC_SERVING_SERVER_CORE_H_
+#define URING_HTTP_SRC_SERVING_SERVER_CORE_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -34,44 +30,24 @@
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/event_loop.h"
+#include "src/serving/server_stats.h"
 #include "src/serving/takeover.h"
 #include "src/tls/tls_context.h"
 #include "src/worker/worker_pool.h"
 
 namespace uring_http::serving {
 
-// Sums over all accept threads (and the worker pool).
-struct ServerStats {
-  uint64_t accepted = 0, refused = 0, active = 0, requests = 0;
-  uint64_t responses_2xx = 0, responses_4xx = 0, responses_5xx = 0, bad_requests = 0;
-  uint64_t slow_dispatched = 0, slow_completed = 0, slow_rejected = 0, results_dropped = 0;
-  uint64_t timeouts = 0, recv_nobufs = 0, accept_errors = 0, chunk_heap_fallbacks = 0;
-  uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0, cq_overflows = 0;
-  uint64_t chunked_bodies = 0, streamed_requests = 0, streamed_responses = 0;
-  uint64_t aborted_streams = 0, lingering_closes = 0, mailbox_messages = 0;
-  uint64_t files_served = 0, file_opens = 0, file_cache_hits = 0, file_cache_revalidations = 0;
-  uint64_t file_cache_entries = 0, file_cache_content_bytes = 0, file_splices = 0;
-  uint64_t file_truncated = 0;
-  uint64_t proxy_header_errors = 0;
-  // TLS (src/tls/tls_stats.h): handshakes, resumptions, versions, failures.
-  uint64_t tls_handshakes = 0, tls_resumed = 0, tls13 = 0, tls12 = 0, tls_offloaded = 0;
-  uint64_t tls_failed_timeout = 0, tls_failed_plain_http = 0, tls_failed_protocol = 0;
-  uint64_t tls_failed_peer_closed = 0;
-  uint64_t tls_steps_reclaimed = 0, tls_steps_skipped = 0;
-  uint64_t tls_reloads = 0, tls_reload_failures = 0;
-  worker::WorkerPoolStats workers;
-};
 
-class Server {
+class ServerCore {
  public:
-  Server(ServerConfig config, router::Router router);
-  ~Server();
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
+  ServerCore(ServerConfig config, router::Router router);
+  ~ServerCore();
+  ServerCore(const ServerCore&) = delete;
+  ServerCore& operator=(const ServerCore&) = delete;
 
   // Serves on the calling thread until stopped; `on_ready` runs once every
   // accept thread is listening. Returns the first start-up error, if any.
-  absl::Status Run(const std::function<void(const Server&)>& on_ready = nullptr);
+  absl::Status Run(const std::function<void(const ServerCore&)>& on_ready = nullptr);
 
   // Run() on a background thread; returns once ready (or failed).
   absl::Status Start();
@@ -170,4 +146,4 @@ class Server {
 
 }  // namespace uring_http::serving
 
-#endif  // URING_HTTP_SRC_SERVING_SERVER_H_
+#endif  // URING_HTTP_SRC_SERVING_SERVER_CORE_H_

@@ -25,22 +25,11 @@
 #include "src/http/compress.h"
 #include "src/http/parser.h"
 #include "src/worker/mpmc_queue.h"
+#include "src/worker/worker_pool_stats.h"
 #include "src/worker/slow_task.h"
 
 namespace uring_http::worker {
 
-struct WorkerPoolStats {
-  uint64_t submitted = 0;
-  uint64_t completed = 0;
-  uint64_t running = 0;
-  uint64_t queued = 0;            // approximate
-  uint64_t queue_wait_ns = 0;     // summed over completed tasks
-  uint64_t msg_ring_sent = 0;
-  uint64_t msg_ring_retries = 0;  // target CQ was full; retried
-  uint64_t results_dropped = 0;   // target ring gone (shutdown)
-  uint64_t mailbox_posts = 0;     // MSG_RING refused: left in the ring's mailbox
-  uint64_t jobs_skipped = 0;      // WorkerJobs their ring abandoned in the queue: not run
-};
 
 class WorkerPool {
  public:

@@ -1,0 +1,36 @@
+// ServerStats: a snapshot of the server's counters, summed over all accept
+// threads and the worker pool (Server::Stats(); /metrics renders the same).
+#ifndef URING_HTTP_SRC_SERVING_SERVER_STATS_H_
+#define URING_HTTP_SRC_SERVING_SERVER_STATS_H_
+
+#include <cstdint>
+
+#include "src/worker/worker_pool_stats.h"
+
+namespace uring_http::serving {
+
+// Sums over all accept threads (and the worker pool).
+struct ServerStats {
+  uint64_t accepted = 0, refused = 0, active = 0, requests = 0;
+  uint64_t responses_2xx = 0, responses_4xx = 0, responses_5xx = 0, bad_requests = 0;
+  uint64_t slow_dispatched = 0, slow_completed = 0, slow_rejected = 0, results_dropped = 0;
+  uint64_t timeouts = 0, recv_nobufs = 0, accept_errors = 0, chunk_heap_fallbacks = 0;
+  uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0, cq_overflows = 0;
+  uint64_t chunked_bodies = 0, streamed_requests = 0, streamed_responses = 0;
+  uint64_t aborted_streams = 0, lingering_closes = 0, mailbox_messages = 0;
+  uint64_t files_served = 0, file_opens = 0, file_cache_hits = 0, file_cache_revalidations = 0;
+  uint64_t file_cache_entries = 0, file_cache_content_bytes = 0, file_splices = 0;
+  uint64_t file_truncated = 0;
+  uint64_t proxy_header_errors = 0;
+  // TLS (src/tls/tls_stats.h): handshakes, resumptions, versions, failures.
+  uint64_t tls_handshakes = 0, tls_resumed = 0, tls13 = 0, tls12 = 0, tls_offloaded = 0;
+  uint64_t tls_failed_timeout = 0, tls_failed_plain_http = 0, tls_failed_protocol = 0;
+  uint64_t tls_failed_peer_closed = 0;
+  uint64_t tls_steps_reclaimed = 0, tls_steps_skipped = 0;
+  uint64_t tls_reloads = 0, tls_reload_failures = 0;
+  worker::WorkerPoolStats workers;
+};
+
+}  // namespace uring_http::serving
+
+#endif  // URING_HTTP_SRC_SERVING_SERVER_STATS_H_
