@@ -107,6 +107,10 @@ def main():
     bazel = NestedBazel(workspace, scratch)
     try:
         bazel.ok("build", "//:hello")
+        # The README's .bazelrc builds a user's program optimised (issue 23
+        # item 10: it did not, and Bazel's default is fastbuild).
+        bin_dir = bazel.ok("info", "bazel-bin").strip()
+        assert os.path.basename(os.path.dirname(bin_dir)).endswith("-opt"), bin_dir
 
         # The public surface, as Bazel sees it from outside: of every target
         # under src/ and the top-level one, only the top-level one.
