@@ -1,7 +1,8 @@
 // The test Client against a scripted server (a plain socket in this test)
 // that misbehaves on purpose: the bytes the client writes, a server that
-// never answers or closes instead, a kept-alive connection closed while
-// idle, a body read until the close, a 100-continue that never comes.
+// never answers or closes instead, one that cuts a body short (a close, a
+// reset), a kept-alive connection closed while idle, a body read until the
+// close, a 100-continue that never comes.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -170,6 +171,57 @@ TEST(TestingClientTest, IdleConnectionClosedByTheServerIsReopened) {
   auto r = client.Get("/");
   EXPECT_EQ(r.body, "1") << r;
   EXPECT_EQ(client.connections_opened(), 2);
+}
+
+TEST(TestingClientTest, ServerThatCutsTheConnectionMidBody) {
+  // Connection 0: 3 of 10 Content-Length bytes, then a close; 1: a chunk cut
+  // short; 2: a reset (RST) after part of the body; 3 answers in full.
+  ScriptedServer server([](int fd, int index) {
+    ReadUntil(fd, "\r\n\r\n");
+    switch (index) {
+      case 0:
+        Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+        break;
+      case 1:
+        Send(fd, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab");
+        break;
+      case 2: {
+        Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+        const linger reset{1, 0};  // close() sends RST instead of FIN
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+        break;
+      }
+      default:
+        Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        ReadUntil(fd, "never");
+    }
+  });
+  Client client(server.options());
+
+  auto r = client.Get("/length");
+  EXPECT_TRUE(absl::IsUnavailable(r.error)) << r;
+  EXPECT_EQ(r.error.message(),
+            "GET /length: the server closed the connection in the body (3 of 10 bytes came)");
+  EXPECT_EQ(r.status, 200);  // the head had come, and says so
+  EXPECT_TRUE(r.connection_closed);
+
+  r = client.Get("/chunked");
+  EXPECT_TRUE(absl::IsUnavailable(r.error)) << r;
+  EXPECT_EQ(r.error.message(),
+            "GET /chunked: the server closed the connection in the chunked body (2 bytes came)");
+
+  // A reset may arrive before or after the 3 bytes are read: either way an
+  // error that names the request, never a response taken for complete.
+  r = client.Get("/reset");
+  EXPECT_FALSE(r.ok()) << r;
+  EXPECT_EQ(r.error.message().rfind("GET /reset: ", 0), 0u) << r.error;
+
+  // The client is not left on a dead connection.
+  r = client.Get("/whole");
+  EXPECT_TRUE(r.ok()) << r;
+  EXPECT_EQ(r.body, "ok");
+  EXPECT_EQ(client.connections_opened(), 4);
+  client.CloseConnection();  // lets the script's read end
 }
 
 TEST(TestingClientTest, BodyUntilTheServerCloses) {
