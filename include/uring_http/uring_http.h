@@ -49,6 +49,11 @@
 //   src/http/client_address.h  ClientAddress (known, port, Format)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
+// Beside it, for tests only (its own target, //:testing, testonly):
+//   uring_http/testing.h   TestServer (a Server on 127.0.0.1 and a free
+//                          port, for a test's process), Client (GET, POST,
+//                          ..., streamed bodies both ways, timeouts, TLS),
+//                          Response
 // Everything else under src/ (the ring, buffers, connections, event loops,
 // the worker pool's insides) is internal: its Bazel targets are visible only
 // inside this repository, and it changes without notice. Names in a header

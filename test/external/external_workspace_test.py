@@ -5,7 +5,10 @@ throwaway workspace whose local_repository points at this repository's source
 tree, builds //:hello there with a nested Bazel, and checks that:
   - the program builds against @uring_http//:uring_http and serves GET /;
   - no target under @uring_http//src/... is visible to that workspace, and a
-    dependency on one fails with Bazel's visibility error.
+    dependency on one fails with Bazel's visibility error;
+  - the README's "Testing your handlers" example builds there against
+    @uring_http//:testing and passes, in the same build as //:hello, and a
+    non-test target cannot depend on that testonly target.
 
 Usage: external_workspace_test.py PATH_TO_WORKSPACE_FILE PATH_TO_README
 (the runfiles of //:WORKSPACE and //:README.md; the first resolves, through
@@ -20,17 +23,29 @@ import sys
 from example_server import ExampleServer
 
 SECTION = "## Using it from your own Bazel workspace"
+TESTING_SECTION = "## Testing your handlers"
 # "`NAME`:" or "`NAME` (why):", a blank line, then a fenced block.
 FILE_BLOCK = re.compile(r"^`([^`\s]+)`[^\n]*:\n\n```\w*\n(.*?)^```$", re.M | re.S)
 PLACEHOLDER = "/path/to/uring-http"
 
 
-def readme_files(readme_path):
+def readme_section(readme_path, title):
     text = open(readme_path, encoding="utf-8").read()
-    start = text.index(SECTION)
-    end = text.find("\n## ", start + len(SECTION))
-    section = text[start:end if end >= 0 else len(text)]
+    start = text.index(title)
+    end = text.find("\n## ", start + len(title))
+    return text[start:end if end >= 0 else len(text)]
+
+
+def readme_files(readme_path):
+    section = readme_section(readme_path, SECTION)
     return {name: body for name, body in FILE_BLOCK.findall(section)}
+
+
+def readme_test_example(readme_path):
+    section = readme_section(readme_path, TESTING_SECTION)
+    blocks = re.findall(r"^```cpp\b[^\n]*\n(.*?)^```$", section, re.M | re.S)
+    assert len(blocks) == 1, "%d C++ blocks under %s" % (len(blocks), TESTING_SECTION)
+    return blocks[0]
 
 
 def source_tree(workspace_file):
@@ -103,6 +118,15 @@ def main():
     os.makedirs(os.path.join(workspace, "probe"))
     with open(os.path.join(workspace, "probe", "BUILD.bazel"), "w", encoding="utf-8") as f:
         f.write('cc_library(name = "internal", deps = ["@uring_http//src/io:ring"])\n')
+        # The test helpers: a test may use them, a production binary not.
+        testing_deps = ('["@uring_http//:testing", "@uring_http//:uring_http", '
+                        '"@system//:gtest_main"]')
+        f.write('cc_test(name = "users_test", srcs = ["users_test.cc"], deps = %s)\n'
+                % testing_deps)
+        f.write('cc_binary(name = "production", srcs = ["users_test.cc"], deps = %s)\n'
+                % testing_deps)
+    with open(os.path.join(workspace, "probe", "users_test.cc"), "w", encoding="utf-8") as f:
+        f.write(readme_test_example(sys.argv[2]))
 
     bazel = NestedBazel(workspace, scratch)
     try:
@@ -111,19 +135,27 @@ def main():
         # item 10: it did not, and Bazel's default is fastbuild).
         bin_dir = bazel.ok("info", "bazel-bin").strip()
         assert os.path.basename(os.path.dirname(bin_dir)).endswith("-opt"), bin_dir
+        # The README's testing example compiles and runs in this workspace
+        # (test/public:readme_testing_example_test); here analysis shows a
+        # user's workspace can depend on @uring_http//:testing and gtest
+        # (compiling it again would add a minute and a half to CI).
+        bazel.ok("build", "--nobuild", "//probe:users_test")
 
         # The public surface, as Bazel sees it from outside: of every target
         # under src/ and the top-level one, only the top-level one.
         internal = bazel.ok("query", "@uring_http//src/...").split()
         assert len(internal) > 20, internal  # the pattern did reach the library
         visible = bazel.ok("query", "visible(//:hello, @uring_http//src/... + "
-                           "@uring_http//:uring_http)").split()
-        assert visible == ["@uring_http//:uring_http"], visible
+                           "@uring_http//:uring_http + @uring_http//:testing)").split()
+        assert sorted(visible) == ["@uring_http//:testing", "@uring_http//:uring_http"], visible
 
-        refused = bazel.run("build", "--nobuild", "//probe:internal")
+        refused = bazel.run("build", "--nobuild", "--keep_going", "//probe:internal",
+                            "//probe:production")
         assert refused.returncode != 0, "an internal target was accepted"
         assert ("target '@uring_http//src/io:ring' is not visible from target "
                 "'//probe:internal'") in refused.stderr, refused.stderr[-3000:]
+        assert ("non-test target '//probe:production' depends on testonly target "
+                "'@uring_http//:testing'") in refused.stderr, refused.stderr[-3000:]
 
         hello = os.path.join(workspace, "bazel-bin", "hello")
         with ExampleServer(hello) as server:

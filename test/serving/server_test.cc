@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "test/serving/http_client.h"
 #include "test/serving/test_routes.h"
+#include "uring_http/testing.h"
 
 namespace uring_http::serving {
 namespace {
@@ -64,23 +65,32 @@ class ServerTest : public ::testing::Test {
 
   uint16_t port() const { return server_->port(); }
 
+  // A client of the server (uring_http/testing.h), for tests that send
+  // well-formed requests; TestClient writes the bytes by hand.
+  testing::Client NewClient() const {
+    testing::ClientOptions options;
+    options.port = port();
+    return testing::Client(options);
+  }
+
   std::unique_ptr<Server> server_;
   std::shared_ptr<testing::RouteLog> log_;
 };
 
 TEST_F(ServerTest, FastKeepAliveManyRequests) {
   Start();
-  TestClient c(port());
-  ASSERT_TRUE(c.connected());
+  testing::Client c = NewClient();
   for (int i = 0; i < 200; ++i) {
-    ASSERT_TRUE(c.Send(Get("/echo?" + std::to_string(i))));
-    auto r = c.ReadResponse();
-    ASSERT_TRUE(r.has_value()) << i;
-    EXPECT_EQ(r->status_line, "HTTP/1.1 200 OK");
-    EXPECT_EQ(r->body, std::to_string(i));
-    EXPECT_FALSE(r->Closes());
-    EXPECT_FALSE(r->Header("date").empty());
+    auto r = c.Get("/echo?" + std::to_string(i));
+    ASSERT_TRUE(r.ok()) << i << ": " << r;
+    EXPECT_EQ(r.version, "HTTP/1.1");
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.reason, "OK");
+    EXPECT_EQ(r.body, std::to_string(i));
+    EXPECT_FALSE(r.connection_closed);
+    EXPECT_TRUE(r.has_header("date"));
   }
+  EXPECT_EQ(c.connections_opened(), 1);
   EXPECT_EQ(server_->Stats().requests, 200u);
 }
 
@@ -125,17 +135,13 @@ TEST_F(ServerTest, WorkersRunAsSchedBatchUnlessAskedNot) {
 
 TEST_F(ServerTest, SlowRequestAnsweredByWorker) {
   Start();
-  TestClient c(port());
-  ASSERT_TRUE(c.Send(Get("/slow?20-a")));
-  auto r = c.ReadResponse();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(r->body, "slow:a");
+  testing::Client c = NewClient();
+  auto r = c.Get("/slow?20-a");
+  EXPECT_EQ(r.status, 200) << r;
+  EXPECT_EQ(r.body, "slow:a");
   // The connection stays usable after a SLOW answer.
-  ASSERT_TRUE(c.Send(Get("/fast")));
-  r = c.ReadResponse();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(c.Get("/fast").status, 200);
+  EXPECT_EQ(c.connections_opened(), 1);
   const ServerStats stats = server_->Stats();
   EXPECT_EQ(stats.slow_dispatched, 1u);
   EXPECT_EQ(stats.slow_completed, 1u);
@@ -187,27 +193,15 @@ TEST_F(ServerTest, RequestSplitIntoSingleBytes) {
 
 TEST_F(ServerTest, LargeBodiesBothWays) {
   Start();
-  TestClient c(port());
+  testing::Client c = NewClient();
   const std::string body(300000, 'x');
-  ASSERT_TRUE(c.Send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n" + body));
-  auto r = c.ReadResponse();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->status, 200);
-  EXPECT_EQ(r->body, body);
-  ASSERT_TRUE(c.Send(Get("/big?500000")));
-  r = c.ReadResponse();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->body.size(), 500000u);
-  ASSERT_TRUE(c.Send("POST /slow HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n" + body));
-  r = c.ReadResponse();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->body, std::to_string(body.size()));
-  ASSERT_TRUE(c.Send(Get("/slowbig")));
-  r = c.ReadResponse();
-  ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(r->body, std::string(100000, 's'));
+  auto r = c.Post("/echo", body);
+  EXPECT_EQ(r.status, 200) << r;
+  EXPECT_EQ(r.body, body);
+  EXPECT_EQ(c.Get("/big?500000").body.size(), 500000u);
+  EXPECT_EQ(c.Post("/slow", body).body, std::to_string(body.size()));
+  EXPECT_EQ(c.Get("/slowbig").body, std::string(100000, 's'));
+  EXPECT_EQ(c.connections_opened(), 1);
 }
 
 // --send-zc: large responses go out with IORING_OP_SEND_ZC, whose buffer the
