@@ -19,8 +19,9 @@
 // The API is what the headers below declare; each says at its top what its
 // types are for and which thread may call them:
 //   src/serving/server.h   Server (Run, Start, Stop, Wait, port, plain_port,
-//                          Stats, RenderMetrics, ReadyLine, ReloadTls),
-//                          ServerStats
+//                          Stats, RenderMetrics, ReadyLine, ReloadTls): a
+//                          facade, the rings and loops stay behind it
+//   src/serving/server_stats.h  ServerStats (and WorkerPoolStats)
 //   src/serving/config.h   ServerConfig: address, port, threads, workers,
 //                          limits and timeouts, TLS (by hand, or ParseOptions)
 //   src/tls/tls_settings.h TlsSettings (ServerConfig::tls): certificate and
@@ -54,6 +55,9 @@
 //                          port, for a test's process), Client (GET, POST,
 //                          ..., streamed bodies both ways, timeouts, TLS),
 //                          Response
+// These headers include the C++ standard library, abseil's Status and each
+// other only (test/public:public_header_test): no liburing, no kernel
+// io_uring header, no OpenSSL, no abseil container, and none of their macros.
 // Everything else under src/ (the ring, buffers, connections, event loops,
 // the worker pool's insides) is internal: its Bazel targets are visible only
 // inside this repository, and it changes without notice. Names in a header
