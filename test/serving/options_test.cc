@@ -207,6 +207,9 @@ TEST(OptionsTest, Durations) {
   EXPECT_EQ(options->config.send_timeout_ms, 120'000u);
   EXPECT_EQ(options->config.shutdown_timeout_ms, 0u);
 
+  EXPECT_EQ(Parse({"--header-timeout=2h"})->config.header_timeout_ms, 7'200'000u);
+  EXPECT_EQ(Parse({"--header-timeout=24h"})->config.header_timeout_ms, 86'400'000u);
+
   options = Parse({"--header-timeout=7", "--idle-timeout=0ms", "--send-timeout=1440m",
                    "--shutdown-timeout=86400000ms"});
   ASSERT_TRUE(options.ok()) << options.status();
@@ -268,7 +271,8 @@ TEST(OptionsTest, BodyMinimumRate) {
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.body_min_rate, 0u);  // off
   EXPECT_EQ(options->config.body_rate_window_ms, 1000u);
-  ExpectError({"--body-min-rate=1k"}, "--body-min-rate");
+  EXPECT_EQ(Parse({"--body-min-rate=1k"})->config.body_min_rate, 1024u);  // a size
+  ExpectError({"--body-min-rate=1x"}, "--body-min-rate");
   ExpectError({"--body-min-rate=-1"}, "--body-min-rate");
   ExpectError({"--body-rate-window=500ms"}, "--body-rate-window");
   ExpectError({"--body-rate-window=0"}, "--body-rate-window");
@@ -281,7 +285,8 @@ TEST(OptionsTest, BadDurations) {
   ExpectError({"--send-timeout=ms"}, "--send-timeout");
   ExpectError({"--send-timeout=1.5s"}, "--send-timeout");
   ExpectError({"--shutdown-timeout=-1"}, "--shutdown-timeout");
-  ExpectError({"--header-timeout=10h"}, "--header-timeout");
+  ExpectError({"--header-timeout=25h"}, "--header-timeout");
+  ExpectError({"--header-timeout=10d"}, "--header-timeout");
   ExpectError({"--header-timeout=86401"}, "--header-timeout");  // over a day
   ExpectError({"--header-timeout=1441m"}, "--header-timeout");
   ExpectError({"--header-timeout=86400001ms"}, "--header-timeout");
@@ -529,7 +534,7 @@ TEST(OptionsTest, TlsMistakesAreNamed) {
               "--tls-cert a.pem has no --tls-key");
   ExpectError({"--tls-key=a.key"}, "--tls-key a.key has no --tls-cert");
   ExpectError({"--tls-cert=a", "--tls-key=b", "--tls-key=c"}, "--tls-key c has no --tls-cert");
-  ExpectError({"--tls-cert="}, "--tls-cert needs a file");
+  ExpectError({"--tls-cert="}, "invalid value '' for --tls-cert: expected a file");
   ExpectError({"--plain-port=8080"}, "--plain-port goes with --tls-cert");
   ExpectError({"--tls-cert=a", "--tls-key=b", "--plain-port=65536"}, "--plain-port");
   ExpectError({"--tls-offload=always"}, "expected auto, on, rsa or off");
@@ -593,6 +598,67 @@ TEST(OptionsTest, RestartFlags) {
   ExpectError({"--control-socket="}, "--control-socket");
   ExpectError({"--control-socket=@"}, "--control-socket");
   ExpectError({"--control-socket"}, "needs a value");
+}
+
+// Sizes take units (issue 23 item 8): k, K, M, G, T and KiB..TiB are powers
+// of 1024 (as nginx's k/m/g), kB, MB, GB, TB powers of 1000 (as GNU dd's);
+// B is bytes.
+TEST(OptionsTest, SizesTakeUnits) {
+  struct Case {
+    std::string arg;
+    uint64_t bytes;
+  };
+  for (const Case& c : std::vector<Case>{{"1GB", 1'000'000'000},
+                                         {"1GiB", 1ull << 30},
+                                         {"1G", 1ull << 30},
+                                         {"1g", 1ull << 30},
+                                         {"512MiB", 512ull << 20},
+                                         {"512M", 512ull << 20},
+                                         {"512m", 512ull << 20},
+                                         {"3MB", 3'000'000},
+                                         {"64k", 64 << 10},
+                                         {"64K", 64 << 10},
+                                         {"64KiB", 64 << 10},
+                                         {"64kB", 64'000},
+                                         {"64KB", 64'000},
+                                         {"100", 100},
+                                         {"100B", 100},
+                                         {"0", 0}}) {
+    absl::StatusOr<Options> options = Parse({"--max-body-bytes=" + c.arg});
+    ASSERT_TRUE(options.ok()) << c.arg << ": " << options.status();
+    EXPECT_EQ(options->config.limits.max_body_bytes, c.bytes) << c.arg;
+  }
+  // Every size flag takes them.
+  absl::StatusOr<Options> options =
+      Parse({"--max-request-line=16k", "--max-header-bytes=32KiB", "--max-response-header-bytes=1M",
+             "--body-min-rate=2k", "--gzip-min-bytes=4k", "--send-zc=256KiB",
+             "--recv-buffer-size=4k", "--file-cache-bytes=1G", "--file-splice=1MiB",
+             "--file-splice-pipe=512k"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const ServerConfig& c = options->config;
+  EXPECT_EQ(c.limits.max_request_line, 16u << 10);
+  EXPECT_EQ(c.limits.max_header_bytes, 32u << 10);
+  EXPECT_EQ(c.max_response_header_bytes, 1u << 20);
+  EXPECT_EQ(c.body_min_rate, 2u << 10);
+  EXPECT_EQ(c.compression.min_bytes, 4u << 10);
+  EXPECT_EQ(c.send_zc_min_bytes, 256u << 10);
+  EXPECT_EQ(c.recv_buffer_size, 4u << 10);
+  EXPECT_EQ(c.file_cache_bytes, 1ull << 30);
+  EXPECT_EQ(c.file_splice_min_bytes, 1ull << 20);
+  EXPECT_EQ(c.file_splice_pipe_bytes, 512u << 10);
+}
+
+TEST(OptionsTest, BadSizesAreNamed) {
+  for (const std::string& bad :
+       {"1X", "1 G", "G", "1.5G", "-1k", "1kk", "1iB", "1Gi", "1GiBs", "0x10", "", "k1"}) {
+    ExpectError({"--max-body-bytes=" + bad}, "--max-body-bytes");
+  }
+  ExpectError({"--max-body-bytes=1X"}, "expected a size");
+  // Past the flag's range, and past 64 bits: refused, not wrapped.
+  ExpectError({"--max-body-bytes=2GiB"}, "--max-body-bytes");
+  ExpectError({"--file-splice=16777216T"}, "--file-splice");
+  ExpectError({"--file-splice=18446744073709551616"}, "--file-splice");
+  ExpectError({"--file-splice=99999999999999999999999"}, "--file-splice");
 }
 
 }  // namespace
