@@ -1,6 +1,9 @@
 #include "src/serving/options.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string_view>
 #include <thread>
@@ -116,7 +119,8 @@ struct ParseState {
 Flags ServerFlags(Options& options) {
   ServerConfig& c = options.config;
   auto state = std::make_shared<ParseState>();
-  Flags f("uring-http: an io_uring HTTP/1.1 server (event loop + worker threads)");
+  Flags f("A server built on uring-http, an io_uring HTTP/1.1 server (event loop + worker "
+          "threads).");
 
   f.Section("Server");
   f.Add("port", &c.port, "Listen port; 0 picks a free port (named in the ready line)").Short('p');
@@ -148,10 +152,6 @@ Flags ServerFlags(Options& options) {
   Choice(f, "worker-sched", &c.workers_batch_sched, {{"batch", true}, {"normal", false}},
          "batch: workers run as SCHED_BATCH, so a waking worker does not preempt a busy ring "
          "thread; normal: SCHED_OTHER like the rings");
-  f.Add("slow-duration", &options.slow_duration_ms, "What GET /test/slow sleeps on a worker, in ms",
-        0u, 3'600'000u)
-      .Short('D')
-      .Value("MS");
   f.Add("verbose", &c.verbose, "Debug output on stderr").Short('v');
   FilePath(f, "access-log", &c.access_log_path,
            "Access log in Common Log Format (written through the rings, never blocking them)");
@@ -159,16 +159,6 @@ Flags ServerFlags(Options& options) {
         "Every connection starts with a PROXY protocol v1 or v2 header (HAProxy "
         "send-proxy[-v2], load balancers); its client is the one logged and given to "
         "handlers. Missing or malformed: closed without an answer");
-  f.Add("daemonize", &options.daemonize, "Detach from the terminal and run in the background")
-      .Short('d');
-  f.AddParsed(
-      "pid-file", "FILE", "Write the process id there once serving",
-      [&options](std::string_view text) -> absl::Status {
-        if (text.empty()) return absl::InvalidArgumentError("expected a path");
-        options.pid_file = std::string(text);
-        return absl::OkStatus();
-      },
-      [&options] { return options.pid_file.empty() ? std::string("none") : options.pid_file; });
   EndpointPath(f, "metrics-path", &c.metrics_path, "Prometheus metrics endpoint; empty: off");
   EndpointPath(f, "health-path", &c.health_path,
                "Health endpoint: 200, or 503 while draining; empty: off");
@@ -209,15 +199,7 @@ Flags ServerFlags(Options& options) {
   // value given to it by mistake.
   f.AddSwitch("help", "This text (also -?)", [] {}, nullptr).Short('h');
 
-  f.Section("Static files (GET and HEAD, through the ring: openat2 beneath the root, statx, reads)");
-  f.AddParsed(
-      "root", "DIR", "Serve DIR for every path no route claims",
-      [&options](std::string_view text) -> absl::Status {
-        if (text.empty()) return absl::InvalidArgumentError("expected a directory");
-        options.root = std::string(text);
-        return absl::OkStatus();
-      },
-      [&options] { return options.root.empty() ? std::string("none") : options.root; });
+  f.Section("Static files (Router::Static mounts: openat2 beneath the root, statx, reads)");
   f.Add("open-file-cache", &c.open_file_cache_entries, "Open files kept per accept thread (LRU); 0: none",
         0u, 1u << 19);
   DurationMs(f, "open-file-cache-valid", &c.open_file_cache_valid_ms,
@@ -234,10 +216,6 @@ Flags ServerFlags(Options& options) {
   f.AddSize("file-splice-pipe", &c.file_splice_pipe_bytes,
             "Pipe size for splicing (at most the system's /proc/sys/fs/pipe-max-size)", 4096,
             uint64_t{1} << 30);
-  Choice(f, "static-dotfiles", &options.static_dotfiles, {{"deny", false}, {"allow", true}},
-         "deny: paths with a segment starting with '.' (/.env, /.git/config) are 404 as if "
-         "absent, except /.well-known/; allow: served like any file");
-
   f.Section("Limits (exceeded: the status shown, then the connection is closed)");
   f.AddSize("max-request-line", &c.limits.max_request_line, "The request line (414)", 64,
             1u << 20);
@@ -436,20 +414,41 @@ Options DefaultOptions() {
 
 }  // namespace
 
-std::string UsageText(const char* program) {
+std::string UsageText(const char* program, const Flags* app_flags) {
   Options options = DefaultOptions();
   return absl::StrCat(
-      ServerFlags(options).Usage(program),
+      ServerFlags(options).Usage(program, app_flags),
       "\nSizes are bytes, or take a unit: 64k, 64KiB, 1M, 1GiB (k M G T and KiB MiB GiB TiB:\n"
       "powers of 1024; kB MB GB TB: powers of 1000). Durations: 500ms, 30s, 2m, 1h, or a\n"
       "plain number of seconds.\n");
 }
 
-absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
+absl::StatusOr<Options> TryParseOptions(int argc, char** argv, const Flags* app_flags) {
   Options options = DefaultOptions();
   Flags flags = ServerFlags(options);
-  if (absl::Status s = flags.Parse(argc, argv, &options.help); !s.ok()) return s;
+  if (absl::Status s = flags.Parse(argc, argv, &options.help, app_flags); !s.ok()) return s;
   return options;
+}
+
+Options ParseOptions(int argc, char** argv, const Flags* app_flags) {
+  const char* program = argc > 0 ? argv[0] : "uring-http";
+  absl::StatusOr<Options> options = TryParseOptions(argc, argv, app_flags);
+  if (!options.ok()) {
+    const char* slash = std::strrchr(program, '/');
+    std::fprintf(stderr, "%s: %s\n", slash != nullptr ? slash + 1 : program,
+                 std::string(options.status().message()).c_str());
+    // Anything but InvalidArgument is the program's own mistake (a flag it
+    // declares twice), not the command line's.
+    if (!absl::IsInvalidArgument(options.status())) std::exit(1);
+    std::fprintf(stderr, "Try '%s --help'.\n", program);
+    std::exit(2);
+  }
+  if (options->help) {
+    std::fputs(UsageText(program, app_flags).c_str(), stdout);
+    std::fflush(stdout);
+    std::exit(0);
+  }
+  return *std::move(options);
 }
 
 }  // namespace uring_http::serving

@@ -1,10 +1,12 @@
-// Tests for ParseOptions: defaults, every flag in its long (--name=value and
-// --name value) and short (-p 1, -p1) forms, the --worker-threads alias,
-// durations with units, help, and errors that name the offending option.
-// ParseOptions uses getopt_long, which keeps global state and permutes argv,
-// so every test passes its own mutable copy of the arguments.
+// Tests for TryParseOptions (ParseOptions without the exits): defaults, every
+// flag in its long (--name=value and --name value) and short (-p 1, -p1)
+// forms, the --worker-threads alias, durations and sizes with units, help,
+// errors that name the offending option, and a program's own flags (Flags)
+// parsed beside the server's. Each test passes its own mutable copy of argv,
+// as main() would.
 #include "src/serving/options.h"
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -36,16 +38,18 @@ class Args {
   std::vector<char*> argv_;
 };
 
-absl::StatusOr<Options> Parse(std::initializer_list<std::string> args) {
+absl::StatusOr<Options> Parse(std::initializer_list<std::string> args,
+                              const Flags* app_flags = nullptr) {
   Args a(args);
-  return ParseOptions(a.argc(), a.argv());
+  return TryParseOptions(a.argc(), a.argv(), app_flags);
 }
 
 // Parses `args`, expecting an error whose message contains `mention`.
-void ExpectError(std::initializer_list<std::string> args, const std::string& mention) {
+void ExpectError(std::initializer_list<std::string> args, const std::string& mention,
+                 const Flags* app_flags = nullptr) {
   std::string joined;
   for (const std::string& a : args) joined += a + " ";
-  absl::StatusOr<Options> options = Parse(args);
+  absl::StatusOr<Options> options = Parse(args, app_flags);
   ASSERT_FALSE(options.ok()) << joined;
   EXPECT_EQ(options.status().code(), absl::StatusCode::kInvalidArgument) << joined;
   const std::string message(options.status().message());
@@ -64,9 +68,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(c.accept_threads, Cpus());
   EXPECT_EQ(c.accept_capacity, 100000u);
   EXPECT_EQ(c.workers, Cpus());  // as many workers as accept threads
-  EXPECT_EQ(options->slow_duration_ms, 30u);
   EXPECT_FALSE(c.verbose);
-  EXPECT_FALSE(options->daemonize);
   EXPECT_FALSE(options->help);
   EXPECT_FALSE(c.sqpoll);
   EXPECT_FALSE(c.pin_cpus);
@@ -80,41 +82,40 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(c.shutdown_timeout_ms, 30'000u);
   EXPECT_EQ(c.limits.max_request_line, http::ParseLimits().max_request_line);
   EXPECT_EQ(c.limits.max_body_bytes, http::ParseLimits().max_body_bytes);
-  EXPECT_EQ(options->pid_file, "");
   EXPECT_EQ(c.metrics_path, "/metrics");
   EXPECT_EQ(c.health_path, "/healthz");
 }
 
 TEST(OptionsTest, ShortFlags) {
-  absl::StatusOr<Options> options = Parse({"-p", "1", "-A", "2", "-C", "3", "-w", "4", "-D", "5",
-                                           "-v", "-d"});
+  absl::StatusOr<Options> options = Parse({"-p", "1", "-A", "2", "-C", "3", "-w", "4", "-v"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.port, 1);
   EXPECT_EQ(options->config.accept_threads, 2);
   EXPECT_EQ(options->config.accept_capacity, 3u);
   EXPECT_EQ(options->config.workers, 4);
-  EXPECT_EQ(options->slow_duration_ms, 5u);
   EXPECT_TRUE(options->config.verbose);
-  EXPECT_TRUE(options->daemonize);
   EXPECT_FALSE(options->help);
 }
 
 TEST(OptionsTest, GluedShortFlags) {
-  absl::StatusOr<Options> options = Parse({"-p1", "-A2", "-C3", "-w4", "-D5", "-vd"});
+  absl::StatusOr<Options> options = Parse({"-p1", "-A2", "-C3", "-w4", "-v"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.port, 1);
   EXPECT_EQ(options->config.accept_threads, 2);
   EXPECT_EQ(options->config.accept_capacity, 3u);
   EXPECT_EQ(options->config.workers, 4);
-  EXPECT_EQ(options->slow_duration_ms, 5u);
   EXPECT_TRUE(options->config.verbose);
-  EXPECT_TRUE(options->daemonize);
+  // A switch groups with a flag that takes the rest of the word.
+  options = Parse({"-vp7"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->config.verbose);
+  EXPECT_EQ(options->config.port, 7);
 }
 
 TEST(OptionsTest, LongFlagsWithEquals) {
   absl::StatusOr<Options> options =
       Parse({"--port=8080", "--accept-threads=3", "--accept-capacity=500", "--workers=7",
-             "--slow-duration=100", "--verbose", "--daemonize", "--address=127.0.0.1",
+             "--verbose", "--address=127.0.0.1",
              "--max-request-line=1000", "--max-header-bytes=2000", "--max-headers=20",
              "--max-body-bytes=0", "--sqpoll", "--pin-cpus"});
   ASSERT_TRUE(options.ok()) << options.status();
@@ -123,9 +124,7 @@ TEST(OptionsTest, LongFlagsWithEquals) {
   EXPECT_EQ(c.accept_threads, 3);
   EXPECT_EQ(c.accept_capacity, 500u);
   EXPECT_EQ(c.workers, 7);
-  EXPECT_EQ(options->slow_duration_ms, 100u);
   EXPECT_TRUE(c.verbose);
-  EXPECT_TRUE(options->daemonize);
   EXPECT_EQ(c.address, "127.0.0.1");
   EXPECT_EQ(c.limits.max_request_line, 1000u);
   EXPECT_EQ(c.limits.max_header_bytes, 2000u);
@@ -138,13 +137,12 @@ TEST(OptionsTest, LongFlagsWithEquals) {
 TEST(OptionsTest, LongFlagsWithSeparateValues) {
   absl::StatusOr<Options> options =
       Parse({"--port", "8081", "--accept-threads", "4", "--accept-capacity", "600", "--workers",
-             "8", "--slow-duration", "7", "--address", "10.0.0.1", "--header-timeout", "5"});
+             "8", "--address", "10.0.0.1", "--header-timeout", "5"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.port, 8081);
   EXPECT_EQ(options->config.accept_threads, 4);
   EXPECT_EQ(options->config.accept_capacity, 600u);
   EXPECT_EQ(options->config.workers, 8);
-  EXPECT_EQ(options->slow_duration_ms, 7u);
   EXPECT_EQ(options->config.address, "10.0.0.1");
   EXPECT_EQ(options->config.header_timeout_ms, 5000u);
 }
@@ -179,21 +177,19 @@ TEST(OptionsTest, LastValueWins) {
 
 TEST(OptionsTest, RangeEdgesAreAccepted) {
   absl::StatusOr<Options> options =
-      Parse({"-p", "0", "-A", "1", "-C", "1", "-w", "0", "-D", "0"});
+      Parse({"-p", "0", "-A", "1", "-C", "1", "-w", "0"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.port, 0);
   EXPECT_EQ(options->config.accept_threads, 1);
   EXPECT_EQ(options->config.accept_capacity, 1u);
   EXPECT_EQ(options->config.workers, 0);
-  EXPECT_EQ(options->slow_duration_ms, 0u);
 
-  options = Parse({"-p", "65535", "-A", "1024", "-C", "16777215", "-w", "10000", "-D", "3600000"});
+  options = Parse({"-p", "65535", "-A", "1024", "-C", "16777215", "-w", "10000"});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_EQ(options->config.port, 65535);
   EXPECT_EQ(options->config.accept_threads, 1024);
   EXPECT_EQ(options->config.accept_capacity, 16777215u);
   EXPECT_EQ(options->config.workers, 10000);
-  EXPECT_EQ(options->slow_duration_ms, 3600000u);
 }
 
 TEST(OptionsTest, Durations) {
@@ -293,11 +289,9 @@ TEST(OptionsTest, BadDurations) {
   ExpectError({"--body-timeout=x"}, "--body-timeout");
 }
 
-TEST(OptionsTest, EndpointsAndPidFile) {
-  absl::StatusOr<Options> options =
-      Parse({"--pid-file=/run/uring-http.pid", "--metrics-path=/stats", "--health-path", "/up"});
+TEST(OptionsTest, Endpoints) {
+  absl::StatusOr<Options> options = Parse({"--metrics-path=/stats", "--health-path", "/up"});
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->pid_file, "/run/uring-http.pid");
   EXPECT_EQ(options->config.metrics_path, "/stats");
   EXPECT_EQ(options->config.health_path, "/up");
 
@@ -309,22 +303,19 @@ TEST(OptionsTest, EndpointsAndPidFile) {
 
   ExpectError({"--metrics-path=metrics"}, "--metrics-path");
   ExpectError({"--health-path=healthz"}, "--health-path");
-  ExpectError({"--pid-file="}, "--pid-file");
 }
 
 TEST(OptionsTest, StaticFiles) {
   absl::StatusOr<Options> defaults = Parse({});
   ASSERT_TRUE(defaults.ok());
-  EXPECT_EQ(defaults->root, "");
   EXPECT_EQ(defaults->config.open_file_cache_entries, 1000u);
   EXPECT_EQ(defaults->config.open_file_cache_valid_ms, 1000u);
   EXPECT_EQ(defaults->config.file_splice_min_bytes, 65536u);
 
   absl::StatusOr<Options> options =
-      Parse({"--root=/srv/www", "--open-file-cache=0", "--open-file-cache-valid=250ms",
+      Parse({"--open-file-cache=0", "--open-file-cache-valid=250ms",
              "--file-cache-bytes", "1048576", "--file-splice=0", "--file-splice-pipe=262144"});
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_EQ(options->root, "/srv/www");
   EXPECT_EQ(options->config.open_file_cache_entries, 0u);
   EXPECT_EQ(options->config.open_file_cache_valid_ms, 250u);
   EXPECT_EQ(options->config.file_cache_bytes, 1048576u);
@@ -335,7 +326,6 @@ TEST(OptionsTest, StaticFiles) {
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->config.open_file_cache_valid_ms, 0u);
 
-  ExpectError({"--root="}, "--root");
   ExpectError({"--open-file-cache=-1"}, "--open-file-cache");
   ExpectError({"--open-file-cache=600000"}, "--open-file-cache");
   ExpectError({"--open-file-cache-valid=soon"}, "--open-file-cache-valid");
@@ -360,13 +350,14 @@ TEST(OptionsTest, UsageMentionsEveryOption) {
   const std::string usage = UsageText("uring-http");
   for (const char* name :
        {"--port", "--address", "--accept-threads", "--accept-capacity", "--workers",
-        "--worker-threads", "--slow-duration", "--verbose", "--daemonize", "--help",
+        "--worker-threads", "--verbose", "--help",
         "--max-request-line", "--max-header-bytes", "--max-headers", "--max-body-bytes",
         "--max-response-header-bytes", "--header-timeout", "--idle-timeout", "--send-timeout", "--shutdown-timeout",
-        "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--pid-file", "--metrics-path", "--health-path", "--root", "--open-file-cache",
-        "--open-file-cache-valid", "--file-cache-bytes", "--file-splice", "--file-splice-pipe",
-        "--defer-accept", "--worker-sched", "--static-dotfiles",
-        "-p,", "-A,", "-C,", "-w,", "-D,", "-v,", "-d,", "-h,"}) {
+        "--sqpoll", "--pin-cpus", "--send-zc", "--io-uring-disable", "--metrics-path",
+        "--health-path", "--open-file-cache", "--open-file-cache-valid", "--file-cache-bytes",
+        "--file-splice", "--file-splice-pipe", "--defer-accept", "--worker-sched",
+        "--recv-buffer-size", "--recv-buffers", "--takeover", "--control-socket",
+        "-p,", "-A,", "-C,", "-w,", "-v,", "-h,"}) {
     EXPECT_NE(usage.find(name), std::string::npos) << name;
   }
   EXPECT_NE(usage.find("Usage: uring-http "), std::string::npos);
@@ -382,7 +373,6 @@ TEST(OptionsTest, MalformedNumbersNameTheOption) {
   ExpectError({"-C", "+5"}, "--accept-capacity");
   ExpectError({"-w", " 4"}, "--workers");
   ExpectError({"--worker-threads=4.0"}, "--workers");
-  ExpectError({"-D", "0x10"}, "--slow-duration");
   ExpectError({"--max-headers=1e3"}, "--max-headers");
   // 20 digits would overflow 64 bits: refused, not wrapped.
   ExpectError({"--max-body-bytes=18446744073709551617"}, "--max-body-bytes");
@@ -435,26 +425,12 @@ TEST(OptionsTest, OutOfRangeValuesNameTheOptionAndRange) {
   ExpectError({"-C", "0"}, "--accept-capacity");
   ExpectError({"-C", "16777216"}, "--accept-capacity");
   ExpectError({"-w", "10001"}, "--workers");
-  ExpectError({"-D", "3600001"}, "--slow-duration");
   ExpectError({"--max-request-line=63"}, "--max-request-line");
   ExpectError({"--max-header-bytes=1048577"}, "--max-header-bytes");
   ExpectError({"--max-headers=0"}, "--max-headers");
   ExpectError({"--max-body-bytes=1073741825"}, "--max-body-bytes");
   ExpectError({"--max-response-header-bytes=1023"}, "[1024, 16777216]");
   ExpectError({"--max-response-header-bytes=16777217"}, "--max-response-header-bytes");
-}
-
-TEST(OptionsTest, StaticDotfiles) {
-  absl::StatusOr<Options> options = Parse({});
-  ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_FALSE(options->static_dotfiles);
-  options = Parse({"--static-dotfiles=allow"});
-  ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_TRUE(options->static_dotfiles);
-  options = Parse({"--static-dotfiles", "deny"});
-  ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_FALSE(options->static_dotfiles);
-  ExpectError({"--static-dotfiles=yes"}, "expected deny or allow");
 }
 
 TEST(OptionsTest, ResponseHeaderLimit) {
@@ -474,7 +450,7 @@ TEST(OptionsTest, UnknownOptionsAreNamed) {
   // Inside a group of short flags, after a long one.
   ExpectError({"-vx"}, "'-x'");
   ExpectError({"--verbose", "-xv"}, "'-x'");
-  ExpectError({"--port=1", "-dxv"}, "'-x'");
+  ExpectError({"--port=1", "-vxv"}, "'-x'");
 }
 
 TEST(OptionsTest, ValueGivenToAFlagThatTakesNoneIsNamed) {
@@ -545,17 +521,17 @@ TEST(OptionsTest, TlsMistakesAreNamed) {
 TEST(OptionsTest, StrayPositionalArgumentsAreRejected) {
   ExpectError({"extra"}, "'extra'");
   ExpectError({"-p", "1", "extra"}, "'extra'");
-  // getopt moves options in front of operands: the operand is still caught.
+  // An operand before the options is caught too.
   ExpectError({"extra", "-p", "1"}, "'extra'");
   ExpectError({"-p", "1", "--", "after"}, "'after'");
 }
 
 TEST(OptionsTest, ParsingTwiceStartsAfresh) {
-  // An error in the middle of a group of short flags ("-x" of "-xv") leaves
-  // getopt pointing into that argv; the next parse must not resume there
-  // (and read the "v", or worse, once that argv is gone).
+  // An error in the middle of a group of short flags ("-x" of "-xv") must
+  // leave nothing behind for the next parse (getopt_long, used before,
+  // kept its place in that argv).
   Args first({"-xv"});
-  EXPECT_FALSE(ParseOptions(first.argc(), first.argv()).ok());
+  EXPECT_FALSE(TryParseOptions(first.argc(), first.argv()).ok());
   absl::StatusOr<Options> options = Parse({});
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_FALSE(options->config.verbose);
@@ -659,6 +635,131 @@ TEST(OptionsTest, BadSizesAreNamed) {
   ExpectError({"--file-splice=16777216T"}, "--file-splice");
   ExpectError({"--file-splice=18446744073709551616"}, "--file-splice");
   ExpectError({"--file-splice=99999999999999999999999"}, "--file-splice");
+}
+
+// The shipped binary's own flags are not the server's: a program that does
+// not declare them cannot be handed one that does nothing (issue 23 item
+// 2: --root, --daemonize, --pid-file and -D parsed and were ignored).
+TEST(OptionsTest, TheShippedBinarysOwnFlagsAreNotTheServers) {
+  for (const std::string& arg : {"--root=/srv", "--daemonize", "-d", "--pid-file=/run/x.pid",
+                                 "--slow-duration=5", "--static-dotfiles=allow"}) {
+    ExpectError({arg}, "unknown option");
+  }
+  ExpectError({"-D", "5"}, "unknown option '-D'");
+}
+
+// A program's flags, as an app declares them.
+struct AppFlags {
+  std::string db = "stock.db";
+  int slow_ms = 30;
+  int offset = -5;
+  bool dry_run = false;
+  std::chrono::milliseconds query_timeout{2000};
+  uint64_t cache = 64 << 20;
+  std::string mode = "fast";
+  Flags flags{"inventory: the stock API"};
+
+  AppFlags() {
+    flags.Section("Inventory");
+    flags.Add("db", &db, "Path of the database").Value("FILE");
+    flags.Add("slow-ms", &slow_ms, "What a slow query sleeps", 0, 3'600'000).Short('D');
+    flags.Add("offset", &offset, "Clock offset", -100, 100);
+    flags.Add("dry-run", &dry_run, "Change nothing").Short('n');
+    flags.Add("query-timeout", &query_timeout, "Longest a query may run");
+    flags.AddSize("cache", &cache, "Cache size");
+    flags.AddChoice("mode", &mode, {"fast", "safe"}, "How to write");
+  }
+};
+
+TEST(OptionsTest, AProgramsFlagsParseBesideTheServers) {
+  AppFlags app;
+  absl::StatusOr<Options> options =
+      Parse({"--db=/var/lib/stock.db", "-p", "8080", "-D250", "-vn", "--offset", "-7",
+             "--query-timeout=500ms", "--cache=1GiB", "--mode", "safe", "--max-body-bytes=8M"},
+            &app.flags);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(app.db, "/var/lib/stock.db");
+  EXPECT_EQ(app.slow_ms, 250);
+  EXPECT_EQ(app.offset, -7);
+  EXPECT_TRUE(app.dry_run);
+  EXPECT_EQ(app.query_timeout, std::chrono::milliseconds(500));
+  EXPECT_EQ(app.cache, 1ull << 30);
+  EXPECT_EQ(app.mode, "safe");
+  EXPECT_EQ(options->config.port, 8080);
+  EXPECT_TRUE(options->config.verbose);
+  EXPECT_EQ(options->config.limits.max_body_bytes, 8u << 20);
+}
+
+TEST(OptionsTest, AProgramsFlagsAreRefusedAsTheServersAre) {
+  AppFlags app;
+  ExpectError({"-D", "0x10"}, "invalid value '0x10' for --slow-ms: expected an integer in [0, 3600000]",
+              &app.flags);
+  ExpectError({"--offset=-101"}, "expected an integer in [-100, 100]", &app.flags);
+  ExpectError({"--offset=101"}, "--offset", &app.flags);
+  ExpectError({"--db"}, "option '--db' needs a value", &app.flags);
+  ExpectError({"--dry-run=yes"}, "option '--dry-run' takes no value", &app.flags);
+  ExpectError({"--query-timeout=soon"}, "--query-timeout", &app.flags);
+  ExpectError({"--cache=1X"}, "invalid value '1X' for --cache: expected a size", &app.flags);
+  ExpectError({"--mode=quick"}, "invalid value 'quick' for --mode: expected fast or safe",
+              &app.flags);
+  // Without the program's flags they are unknown.
+  ExpectError({"--db=x"}, "unknown option '--db'");
+}
+
+TEST(OptionsTest, UsageListsAProgramsFlagsFirstWithTheirDefaults) {
+  AppFlags app;
+  const std::string usage = UsageText("inventory", &app.flags);
+  const size_t description = usage.find("inventory: the stock API");
+  const size_t section = usage.find("\nInventory:\n");
+  const size_t db = usage.find("      --db=FILE");
+  const size_t port = usage.find("  -p, --port=N");
+  EXPECT_EQ(description, 0u) << usage;
+  EXPECT_NE(usage.find("Usage: inventory [flags]"), std::string::npos) << usage;
+  ASSERT_NE(section, std::string::npos) << usage;
+  ASSERT_NE(db, std::string::npos) << usage;
+  ASSERT_NE(port, std::string::npos) << usage;
+  EXPECT_LT(section, db);
+  EXPECT_LT(db, port);  // the program's flags, then the server's
+  for (const char* line : {"Path of the database (default: stock.db)",
+                           "  -D, --slow-ms=N", "What a slow query sleeps (default: 30)",
+                           "(default: -5)", "  -n, --dry-run", "(default: off)",
+                           "--query-timeout=DURATION", "(default: 2s)", "--cache=SIZE",
+                           "(default: 64MiB)", "--mode=fast|safe", "(default: fast)"}) {
+    EXPECT_NE(usage.find(line), std::string::npos) << line << " in\n" << usage;
+  }
+}
+
+TEST(OptionsTest, AProgramCannotTakeAServerFlagsName) {
+  Flags clash;
+  int port = 0;
+  clash.Add("port", &port, "mine");
+  absl::StatusOr<Options> options = Parse({}, &clash);
+  ASSERT_FALSE(options.ok());
+  EXPECT_EQ(options.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(options.status().message().find("--port"), absl::string_view::npos)
+      << options.status();
+
+  Flags letter;
+  bool x = false;
+  letter.Add("extra", &x, "mine").Short('v');
+  options = Parse({}, &letter);
+  ASSERT_FALSE(options.ok());
+  EXPECT_NE(options.status().message().find("-v"), absl::string_view::npos) << options.status();
+
+  Flags alias;
+  alias.Add("mine", &x, "mine").Alias("worker-threads");
+  EXPECT_FALSE(Parse({}, &alias).ok());
+}
+
+TEST(OptionsTest, HelpWinsOverAMistake) {
+  absl::StatusOr<Options> options = Parse({"--bogus", "--help"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->help);
+  options = Parse({"-p", "abc", "-?"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_TRUE(options->help);
+  // An operand after "--" is not a request for help.
+  ExpectError({"--", "--help"}, "unexpected argument '--help'");
 }
 
 }  // namespace
