@@ -6,7 +6,6 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -106,11 +105,16 @@ Flag& FilePath(Flags& f, std::string name, std::string* field, std::string help)
       [field] { return field->empty() ? std::string("none") : *field; });
 }
 
+// A number of threads as --help shows it: the CPU count by that name,
+// since the number differs from machine to machine.
+std::string ThreadCount(int n) {
+  return n == CpuCount() ? std::string("CPU count") : std::to_string(n);
+}
+
 // What the server's flags share while they are taken: the order of
-// --tls-cert and --tls-key, whether -w was given.
+// --tls-cert and --tls-key.
 struct ParseState {
   std::vector<std::pair<bool, std::string>> tls_files;  // (is a key, path), in order
-  int workers = -1;  // -w, if given
 };
 
 // The server's flags, one declaration each, setting `options`. Adding a
@@ -128,27 +132,16 @@ Flags ServerFlags(Options& options) {
   f.Add("accept-threads", &c.accept_threads,
         "Accept threads, one io_uring ring and one SO_REUSEPORT listener each", 1, 1024)
       .Short('A')
-      .ShowDefault([&c] {
-        return c.accept_threads == static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
-                   ? std::string("CPU count")
-                   : std::to_string(c.accept_threads);
-      });
+      .ShowDefault([&c] { return ThreadCount(c.accept_threads); });
   f.Add("accept-capacity", &c.accept_capacity,
         "Connection slots per accept thread; limited by the hard RLIMIT_NOFILE per thread "
         "(one ring's fixed-file table cannot be larger)",
         1u, (1u << 24) - 1)
       .Short('C');
-  // -w follows -A unless given.
-  state->workers = -1;
-  f.Add("workers", &state->workers, "Worker threads for SLOW handlers; 0 runs them inline", 0,
-        10000)
+  f.Add("workers", &c.workers, "Worker threads for SLOW handlers; 0 runs them inline", 0, 10000)
       .Short('w')
       .Alias("worker-threads")
-      .ShowDefault([] { return std::string("accept threads"); });
-  f.AddCheck([state, &c] {
-    c.workers = state->workers >= 0 ? state->workers : c.accept_threads;
-    return absl::OkStatus();
-  });
+      .ShowDefault([&c] { return ThreadCount(c.workers); });
   Choice(f, "worker-sched", &c.workers_batch_sched, {{"batch", true}, {"normal", false}},
          "batch: workers run as SCHED_BATCH, so a waking worker does not preempt a busy ring "
          "thread; normal: SCHED_OTHER like the rings");
@@ -403,8 +396,6 @@ Flags ServerFlags(Options& options) {
 // What the command line starts from.
 Options DefaultOptions() {
   Options options;
-  options.config.accept_threads =
-      static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // The shipped server takes systemd's sockets when given some, and can be
   // taken over (--control-socket=none turns that off).
   options.config.systemd_sockets = true;

@@ -67,7 +67,7 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(c.address, "0.0.0.0");
   EXPECT_EQ(c.accept_threads, Cpus());
   EXPECT_EQ(c.accept_capacity, 100000u);
-  EXPECT_EQ(c.workers, Cpus());  // as many workers as accept threads
+  EXPECT_EQ(c.workers, Cpus());
   EXPECT_FALSE(c.verbose);
   EXPECT_FALSE(options->help);
   EXPECT_FALSE(c.sqpoll);
@@ -156,11 +156,14 @@ TEST(OptionsTest, WorkerThreadsIsAnAliasOfWorkers) {
   EXPECT_EQ(options->config.workers, 12);
 }
 
-TEST(OptionsTest, WorkersFollowAcceptThreadsUnlessGiven) {
+// One set of defaults (issue 23 item 1): the struct's, whatever else is
+// given; -w no longer follows -A, which a ServerConfig built by hand could
+// not do.
+TEST(OptionsTest, WorkersDefaultToTheCpuCountWhateverTheAcceptThreads) {
   absl::StatusOr<Options> options = Parse({"-A", "3"});
   ASSERT_TRUE(options.ok());
-  EXPECT_EQ(options->config.workers, 3);
-  // Order does not matter, and an explicit value wins.
+  EXPECT_EQ(options->config.workers, Cpus());
+  EXPECT_EQ(options->config.workers, ServerConfig().workers);
   options = Parse({"-w", "5", "-A", "3"});
   ASSERT_TRUE(options.ok());
   EXPECT_EQ(options->config.workers, 5);
