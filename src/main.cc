@@ -275,7 +275,6 @@ int main(int argc, char** argv) {
   }
   if (!status.ok()) {
     std::fprintf(stderr, "uring-http: %s\n", std::string(status.message()).c_str());
-    return 1;
   }
-  return 0;
+  return serving::ExitStatus(status);  // 2: a file the flags name is unusable, as a bad flag
 }

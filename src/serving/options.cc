@@ -421,6 +421,11 @@ absl::StatusOr<Options> TryParseOptions(int argc, char** argv, const Flags* app_
   return options;
 }
 
+int ExitStatus(const absl::Status& status) {
+  if (status.ok()) return 0;
+  return absl::IsInvalidArgument(status) ? 2 : 1;
+}
+
 Options ParseOptions(int argc, char** argv, const Flags* app_flags) {
   const char* program = argc > 0 ? argv[0] : "uring-http";
   absl::StatusOr<Options> options = TryParseOptions(argc, argv, app_flags);

@@ -49,6 +49,14 @@ absl::StatusOr<Options> TryParseOptions(int argc, char** argv,
 // What --help prints: `app_flags`' description and flags, then the server's.
 std::string UsageText(const char* program, const Flags* app_flags = nullptr);
 
+// The exit status for a server that stopped with `status` (Run's), by the
+// rule ParseOptions follows: 0 when it is OK; 2 when it is InvalidArgument,
+// that is the configuration or a file or directory it names (a
+// certificate, a key, the access log) or systemd's LISTEN_FDS cannot be
+// used, as for a bad flag; 1 for anything else (the port is in use,
+// io_uring is refused, ...).
+int ExitStatus(const absl::Status& status);
+
 }  // namespace uring_http::serving
 
 #endif  // URING_HTTP_SRC_SERVING_OPTIONS_H_

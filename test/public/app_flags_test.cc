@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -137,6 +138,58 @@ TEST_F(AppFlagsTest, TheProgramsFlagReachesItsHandler) {
   server.Wait();
   EXPECT_EQ(answer.substr(0, 15), "HTTP/1.1 200 OK") << answer;
   EXPECT_EQ(answer.substr(answer.size() - 17), "/var/lib/stock.db") << answer;
+}
+
+// Sizes take units wherever one is taken, the program's own flags too
+// (issue 23 item 8: --max-body-bytes=1GB was refused).
+TEST(SizesTest, EverySizeTakesUnits) {
+  serving::Flags flags("inventory: the stock API");
+  uint64_t cache = 0;
+  flags.AddSize("cache", &cache, "Cache size");
+  Args args({"--max-body-bytes=1GB", "--file-cache-bytes=64MiB", "--send-zc=128k",
+             "--recv-buffer-size=4k", "--gzip-min-bytes=2KiB", "--file-splice=1M",
+             "--cache=1GiB"});
+  absl::StatusOr<serving::Options> options =
+      serving::TryParseOptions(args.argc(), args.argv(), &flags);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.limits.max_body_bytes, 1'000'000'000u);
+  EXPECT_EQ(options->config.file_cache_bytes, 64u << 20);
+  EXPECT_EQ(options->config.send_zc_min_bytes, 128u << 10);
+  EXPECT_EQ(options->config.recv_buffer_size, 4096u);
+  EXPECT_EQ(options->config.compression.min_bytes, 2048u);
+  EXPECT_EQ(options->config.file_splice_min_bytes, 1u << 20);
+  EXPECT_EQ(cache, uint64_t{1} << 30);
+}
+
+// One rule for the exit status: 2 for what the command line says wrong,
+// a flag or a file it names; 1 for the rest (issue 23 item 8).
+TEST(ExitStatusTest, AnUnusableFileIsTwoAsABadFlagIs) {
+  EXPECT_EQ(serving::ExitStatus(absl::OkStatus()), 0);
+  serving::ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.tls.certificates.push_back({"/no/such/cert.pem", "/no/such/key.pem"});
+  serving::Server server(config, router::Router());
+  const absl::Status status = server.Start();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(serving::ExitStatus(status), 2) << status;
+
+  // The port another server listens on: not the command line's fault.
+  serving::ServerConfig first_config;
+  first_config.address = "127.0.0.1";
+  first_config.port = 0;
+  first_config.accept_threads = 1;
+  serving::Server first(first_config, router::Router());
+  ASSERT_TRUE(first.Start().ok());
+  serving::ServerConfig second_config = first_config;
+  second_config.port = first.port();
+  serving::Server second(second_config, router::Router());
+  const absl::Status in_use = second.Start();
+  first.Stop();
+  first.Wait();
+  ASSERT_FALSE(in_use.ok());
+  EXPECT_EQ(serving::ExitStatus(in_use), 1) << in_use;
 }
 
 }  // namespace
