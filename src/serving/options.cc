@@ -119,7 +119,7 @@ struct ParseState {
 
 // The server's flags, one declaration each, setting `options`. Adding a
 // flag is adding its declaration here (and its line in the README's
-// Command line table: options_readme_test checks them against --help).
+// Command line table: test/serving:readme_flags_test checks them against --help).
 Flags ServerFlags(Options& options) {
   ServerConfig& c = options.config;
   auto state = std::make_shared<ParseState>();
