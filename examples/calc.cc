@@ -14,7 +14,7 @@
 // core busy; a single event loop computing inline would use one core and
 // stall every other connection while it computes.
 //
-// Run: bazel run //examples:calc -- --port=8080   (every flag of //src:server)
+// Run: bazel run //examples:calc -- --port=8080   (--help lists the flags)
 //      curl 'http://127.0.0.1:8080/calc?value=0.5'
 #include <charconv>
 #include <cmath>
@@ -97,21 +97,14 @@ void Calc(const Request& request, Response& response) {
 
 int main(int argc, char** argv) {
   using namespace uring_http;
-  auto options = serving::ParseOptions(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "calc: " << options.status().message() << "\n";
-    return 2;
-  }
-  if (options->help) {
-    std::cout << serving::UsageText(argv[0]);
-    return 0;
-  }
+  // --help: the usage, exit 0; a bad flag: the reason, exit 2.
+  serving::Options options = serving::ParseOptions(argc, argv);
 
   router::Router router;
   (void)router.Slow("GET", "/calc", Calc);
 
-  options->config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
-  serving::Server server(options->config, std::move(router));
+  options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
+  serving::Server server(options.config, std::move(router));
   const absl::Status status =
       server.Run([](const serving::Server& s) { std::cout << s.ReadyLine() << std::endl; });
   if (!status.ok()) {

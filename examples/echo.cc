@@ -28,7 +28,7 @@
 // --workers=0 the handler runs on the ring thread and gets the body buffered
 // instead, up to --max-body-bytes (413 beyond it).
 //
-// Run: bazel run //examples:echo -- --port=8080 --workers=8   (every flag of //src:server)
+// Run: bazel run //examples:echo -- --port=8080 --workers=8   (--help lists the flags)
 //      curl -T bigfile http://127.0.0.1:8080/anything
 //      curl -X PROPFIND -d 'hello' -i 'http://127.0.0.1:8080/a/b?c=d'
 #include <iostream>
@@ -69,15 +69,8 @@ void Echo(const Request& request, Response& response) {
 
 int main(int argc, char** argv) {
   using namespace uring_http;
-  auto options = serving::ParseOptions(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "echo: " << options.status().message() << "\n";
-    return 2;
-  }
-  if (options->help) {
-    std::cout << serving::UsageText(argv[0]);
-    return 0;
-  }
+  // --help: the usage, exit 0; a bad flag: the reason, exit 2.
+  serving::Options options = serving::ParseOptions(argc, argv);
 
   router::Router router;
   router::RouteOptions streamed;
@@ -89,8 +82,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  options->config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
-  serving::Server server(options->config, std::move(router));
+  options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
+  serving::Server server(options.config, std::move(router));
   const absl::Status status =
       server.Run([](const serving::Server& s) { std::cout << s.ReadyLine() << std::endl; });
   if (!status.ok()) {

@@ -29,7 +29,7 @@
 // held for up to three intervals after the client left. On SIGTERM every
 // stream ends at once, cleanly, so the drain does not wait for them.
 //
-// Run: bazel run //examples:events -- --port=8080 --workers=64   (every flag of //src:server)
+// Run: bazel run //examples:events -- --port=8080 --workers=64   (--help lists the flags)
 //      curl -N 'http://127.0.0.1:8080/events?count=5&interval_ms=200'
 //      or open http://127.0.0.1:8080/ in a browser
 #include <chrono>
@@ -181,16 +181,9 @@ void Events(StopSignal& stop, const Request& request, Response& response) {
 
 int main(int argc, char** argv) {
   using namespace uring_http;
-  auto options = serving::ParseOptions(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "events: " << options.status().message() << "\n";
-    return 2;
-  }
-  if (options->help) {
-    std::cout << serving::UsageText(argv[0]);
-    return 0;
-  }
-  if (options->config.workers == 0) {
+  // --help: the usage, exit 0; a bad flag: the reason, exit 2.
+  serving::Options options = serving::ParseOptions(argc, argv);
+  if (options.config.workers == 0) {
     std::cerr << "events: --workers must be at least 1: each stream runs on a worker\n";
     return 2;
   }
@@ -205,8 +198,8 @@ int main(int argc, char** argv) {
     Events(stop, request, response);
   });
 
-  options->config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
-  serving::Server server(options->config, std::move(router));
+  options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
+  serving::Server server(options.config, std::move(router));
   server.set_on_stop([&stop] { stop.Stop(); });  // open streams end, so the drain is quick
   const absl::Status status =
       server.Run([](const serving::Server& s) { std::cout << s.ReadyLine() << std::endl; });

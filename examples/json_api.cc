@@ -17,7 +17,7 @@
 // accept thread. Work that blocks or takes milliseconds belongs in a SLOW
 // handler (see calc.cc).
 //
-// Run: bazel run //examples:json_api -- --port=8080   (every flag of //src:server)
+// Run: bazel run //examples:json_api -- --port=8080   (--help lists the flags)
 //      curl -d '{"numbers":[1,2,3]}' http://127.0.0.1:8080/api/sum
 #include <chrono>
 #include <cmath>
@@ -98,15 +98,8 @@ void Sum(const Request& request, Response& response) {
 
 int main(int argc, char** argv) {
   using namespace uring_http;
-  auto options = serving::ParseOptions(argc, argv);
-  if (!options.ok()) {
-    std::cerr << "json_api: " << options.status().message() << "\n";
-    return 2;
-  }
-  if (options->help) {
-    std::cout << serving::UsageText(argv[0]);
-    return 0;
-  }
+  // --help: the usage, exit 0; a bad flag: the reason, exit 2.
+  serving::Options options = serving::ParseOptions(argc, argv);
 
   router::Router router;
   // First in, so that its after hook runs last and sees the final answer.
@@ -149,8 +142,8 @@ int main(int argc, char** argv) {
     Reply(response, 200, {{"id", n}, {"name", kItems[n - 1]}});
   });
 
-  options->config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
-  serving::Server server(options->config, std::move(router));
+  options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
+  serving::Server server(options.config, std::move(router));
   const absl::Status status =
       server.Run([](const serving::Server& s) { std::cout << s.ReadyLine() << std::endl; });
   if (!status.ok()) {

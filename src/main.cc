@@ -68,20 +68,55 @@ bool ParseQueryNumber(std::string_view query, std::string_view name, uint64_t* v
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto options = uring_http::serving::ParseOptions(argc, argv);
-  if (!options.ok()) {
-    std::fprintf(stderr, "uring-http: %s\nTry '%s --help'.\n",
-                 std::string(options.status().message()).c_str(), argv[0]);
-    return 2;
-  }
-  if (options->help) {
-    std::fputs(uring_http::serving::UsageText(argv[0]).c_str(), stdout);
-    return 0;
-  }
+  namespace serving = uring_http::serving;
+  // The flags of this program rather than of the server: the test routes'
+  // -D, the one static mount, and running as a daemon with a pid file.
+  serving::Flags flags(
+      "uring-http: an io_uring HTTP/1.1 server (event loop + worker threads). Endpoints: "
+      "GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration on a worker), "
+      "GET /test/bytes?N, GET /test/text?N, POST /test/echo (the body back), POST /test/sink "
+      "and /test/count (a streamed body of any size, answered with its length), GET "
+      "/test/stream?bytes=N&chunk=M (streamed from a worker); with --root, files.");
+  flags.Section("This program");
+  uint32_t slow_ms = 30;
+  flags.Add("slow-duration", &slow_ms, "What GET /test/slow sleeps on a worker, in ms", 0u,
+            3'600'000u)
+      .Short('D')
+      .Value("MS");
+  std::string root;
+  flags
+      .AddParsed(
+          "root", "DIR", "Serve DIR for every GET/HEAD path no route claims",
+          [&root](std::string_view text) -> absl::Status {
+            if (text.empty()) return absl::InvalidArgumentError("expected a directory");
+            root = std::string(text);
+            return absl::OkStatus();
+          },
+          [&root] { return root.empty() ? std::string("none") : root; });
+  std::string dotfiles = "deny";
+  flags.AddChoice("static-dotfiles", &dotfiles, {"deny", "allow"},
+                  "deny: paths of --root with a segment starting with '.' (/.env, "
+                  "/.git/config) are 404 as if absent, except /.well-known/; allow: served "
+                  "like any file");
+  bool daemonize = false;
+  flags.Add("daemonize", &daemonize, "Detach from the terminal and run in the background")
+      .Short('d');
+  std::string pid_file;
+  flags.AddParsed(
+      "pid-file", "FILE",
+      "Write the process id there once serving (removed on exit, unless a --takeover "
+      "successor has written its own since)",
+      [&pid_file](std::string_view text) -> absl::Status {
+        if (text.empty()) return absl::InvalidArgumentError("expected a path");
+        pid_file = std::string(text);
+        return absl::OkStatus();
+      },
+      [&pid_file] { return pid_file.empty() ? std::string("none") : pid_file; });
+  serving::Options options = serving::ParseOptions(argc, argv, &flags);
 
   uring_http::router::Router router;
   (void)router.Fast("GET", "/test/fast", [](const Request&, Response&) {});
-  const auto slow = std::chrono::milliseconds(options->slow_duration_ms);
+  const auto slow = std::chrono::milliseconds(slow_ms);
   (void)router.Slow("GET", "/test/slow",
                     [slow](const Request&, Response&) { std::this_thread::sleep_for(slow); });
 
@@ -190,20 +225,20 @@ int main(int argc, char** argv) {
     }
   });
   // Files last: every route above (and /metrics, /healthz) comes first.
-  if (!options->root.empty()) {
+  if (!root.empty()) {
     uring_http::router::StaticOptions files;
-    files.serve_dotfiles = options->static_dotfiles;
-    if (absl::Status s = router.Static("/", options->root, files); !s.ok()) {
+    files.serve_dotfiles = dotfiles == "allow";
+    if (absl::Status s = router.Static("/", root, files); !s.ok()) {
       std::fprintf(stderr, "uring-http: --root: %s\n", std::string(s.message()).c_str());
       return 2;
     }
   }
-  if (options->daemonize && daemon(/*nochdir=*/0, /*noclose=*/0) != 0) {
+  if (daemonize && daemon(/*nochdir=*/0, /*noclose=*/0) != 0) {
     std::perror("uring-http: daemon");
     return 1;
   }
 
-  uring_http::serving::ServerConfig config = options->config;
+  uring_http::serving::ServerConfig config = options.config;
   config.handle_signals = true;
   uring_http::serving::Server server(config, std::move(router));
   // A server whose sockets a successor took over is no longer the service:
@@ -212,7 +247,6 @@ int main(int argc, char** argv) {
   server.set_on_stop([&server] {
     if (!server.handed_over()) uring_http::serving::SystemdNotify("STOPPING=1");
   });
-  const std::string pid_file = options->pid_file;
   bool pid_written = false;
   absl::Status status = server.Run([&](const uring_http::serving::Server& s) {
     std::printf("%s\n", s.ReadyLine().c_str());
@@ -241,7 +275,6 @@ int main(int argc, char** argv) {
   }
   if (!status.ok()) {
     std::fprintf(stderr, "uring-http: %s\n", std::string(status.message()).c_str());
-    return 1;
   }
-  return 0;
+  return serving::ExitStatus(status);  // 2: a file the flags name is unusable, as a bad flag
 }

@@ -6,13 +6,13 @@
 //
 //   int main(int argc, char** argv) {
 //     using namespace uring_http;
-//     auto options = serving::ParseOptions(argc, argv);  // the server's flags
-//     if (!options.ok()) return 2;
+//     // The server's flags (--help: usage, exit 0; a bad flag: exit 2).
+//     serving::Options options = serving::ParseOptions(argc, argv);
 //     router::Router router;
 //     (void)router.Fast("GET", "/", [](const http::Request&, http::Response& r) {
 //       r.set_static_body("hello\n");
 //     });
-//     serving::Server server(options->config, std::move(router));
+//     serving::Server server(options.config, std::move(router));
 //     return server.Run().ok() ? 0 : 1;
 //   }
 //
@@ -27,8 +27,12 @@
 //   src/tls/tls_settings.h TlsSettings (ServerConfig::tls): certificate and
 //                          key files, handshake timeout, ticket rotation,
 //                          handshake offload
-//   src/serving/options.h  ParseOptions(argc, argv): the shipped server's
-//                          command line into Options (config, root, ...)
+//   src/serving/options.h  ParseOptions(argc, argv, &flags): the server's
+//                          command line into Options::config, beside the
+//                          program's own flags; TryParseOptions, UsageText
+//   src/serving/flags.h    Flags, Flag: a program's own flags (Add, AddSize,
+//                          AddChoice, AddParsed, Section), ParseSize,
+//                          FormatSize, ParseDuration, FormatDuration
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler), Handler,
@@ -78,6 +82,7 @@
 #include "src/router/middleware.h"
 #include "src/router/router.h"
 #include "src/serving/config.h"
+#include "src/serving/flags.h"
 #include "src/serving/options.h"
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"

@@ -1,11 +1,16 @@
 // ServerConfig: everything the server needs to know at start-up. The command
 // line (options.h) fills it for the shipped binary; a program embedding the
-// server fills it directly.
+// server fills it directly. Its initializers are the defaults of both: a
+// flag's default is the field's (--help prints it from there), so a config
+// built by hand and one parsed from an empty command line are the same.
+// Thread-safety: a plain value; the server copies it at construction.
 #ifndef URING_HTTP_SRC_SERVING_CONFIG_H_
 #define URING_HTTP_SRC_SERVING_CONFIG_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 
 #include "src/http/compress.h"
 #include "src/http/parser.h"
@@ -13,12 +18,16 @@
 
 namespace uring_http::serving {
 
+// The CPUs of the machine (at least 1): the default number of accept
+// threads and of workers.
+inline int CpuCount() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
 struct ServerConfig {
   std::string address = "0.0.0.0";
   uint16_t port = 9000;          // 0: an ephemeral port (tests)
-  int accept_threads = 1;        // one ring and one listener each
+  int accept_threads = CpuCount();  // one ring and one listener each
   uint32_t accept_capacity = 100000;  // connection slots per accept thread
-  int workers = 1;               // 0: SLOW handlers run inline like FAST ones
+  int workers = CpuCount();      // 0: SLOW handlers run inline like FAST ones
   // Workers run as SCHED_BATCH: waking, they do not preempt a busy ring
   // thread (see WorkerPool). false: SCHED_OTHER, like the rings.
   bool workers_batch_sched = true;

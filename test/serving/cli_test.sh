@@ -57,6 +57,16 @@ expect_usage_error "--accept-threads" -A 0
 expect_usage_error "--bogus" --bogus
 expect_usage_error "'stray'" -p 0 stray
 expect_usage_error "needs a value" --port
+expect_usage_error "--max-body-bytes" --max-body-bytes=1.5G
+# The same status for a file or directory the command line names that cannot
+# be used, found once the server starts (issue 23 item 8: these were 1,
+# while the README promised one rule). 1 is left for the rest (the port in
+# use, io_uring refused).
+expect_usage_error "TLS certificate $TMP/no-such.pem" -p 0 --tls-cert="$TMP/no-such.pem" \
+  --tls-key="$TMP/no-such.key"
+expect_usage_error "--access-log $TMP/no-such-dir/access.log" -p 0 \
+  --access-log="$TMP/no-such-dir/access.log"
+expect_usage_error "--root" -p 0 --root="$TMP/no-such-dir"
 
 # ---------------------------------------------------------------- serving
 # get PORT PATH: the whole response to a one-request connection.
@@ -74,7 +84,9 @@ get() {
 serve_and_stop() {
   local signal="$1"
   rm -f "$TMP/ready.out" "$TMP/ready.err"
-  "$SERVER" -p 0 -A 2 -w 2 -D 5 >"$TMP/ready.out" 2>"$TMP/ready.err" &
+  # Sizes take units (issue 23 item 8: 1GB was refused).
+  "$SERVER" -p 0 -A 2 -w 2 -D 5 --max-body-bytes=1GB --send-zc=128k >"$TMP/ready.out" \
+    2>"$TMP/ready.err" &
   SERVER_PID=$!
 
   # Wait for readiness (the ready line), not for a fixed time.

@@ -117,11 +117,12 @@ def main():
     assert m and int(m.group(1)) != port, line
     stop(other)
 
-    # Malformed: exit status 1 and a message naming the variable.
+    # Malformed: exit status 2, as for a bad flag (what it was given is
+    # wrong), and a message naming the variable.
     for fds in ("0", "x", "99999"):
         bad = activated(binary, sock, listen_fds=fds)
         out, err = bad.communicate(timeout=TIMEOUT)
-        assert bad.returncode == 1 and "LISTEN_FDS" in err, (fds, bad.returncode, out, err)
+        assert bad.returncode == 2 and "LISTEN_FDS" in err, (fds, bad.returncode, out, err)
     sock.close()
     print("socket_activation_test: ok")
 
