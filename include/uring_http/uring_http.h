@@ -49,6 +49,14 @@
 //   src/http/client_address.h  ClientAddress (known, port, Format)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
+//   src/http/multipart_form.h, multipart_files.h, multipart.h
+//                          multipart/form-data: ParseMultipartForm
+//                          (MultipartForm, FormPart), ReadMultipart
+//                          (MultipartReceiver), SaveMultipart
+//                          (UploadOptions, SavedUpload), MultipartLimits,
+//                          MultipartError, the parser itself
+//   src/router/multipart_sink.h  MultipartSink, SaveMultipartSink: the same
+//                          on a FAST route (FastStream)
 // Everything else under src/ (the ring, buffers, connections, event loops,
 // the worker pool's insides) is internal: its Bazel targets are visible only
 // inside this repository, and it changes without notice. Names in a header
@@ -61,12 +69,16 @@
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header_values.h"
+#include "src/http/multipart.h"
+#include "src/http/multipart_files.h"
+#include "src/http/multipart_form.h"
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
 #include "src/middleware/cors.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"
+#include "src/router/multipart_sink.h"
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/options.h"
