@@ -57,6 +57,9 @@
 //                          MultipartError, the parser itself
 //   src/router/multipart_sink.h  MultipartSink, SaveMultipartSink: the same
 //                          on a FAST route (FastStream)
+// Not here, so that a server without JSON does not need nlohmann-json: the
+// JSON helpers (json::Parse, ParseAs, Reply, ReplyError in src/json/json.h),
+// a target of their own, //:uring_http_json, header uring_http/json.h.
 // Everything else under src/ (the ring, buffers, connections, event loops,
 // the worker pool's insides) is internal: its Bazel targets are visible only
 // inside this repository, and it changes without notice. Names in a header
