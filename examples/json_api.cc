@@ -1,8 +1,10 @@
-// json_api: a small JSON API on uring-http, with nlohmann-json (Debian's
-// nlohmann-json3-dev, header-only).
+// json_api: a small JSON API on uring-http, with its JSON helpers
+// (//:uring_http_json, uring_http/json.h: nlohmann-json from Debian's
+// nlohmann-json3-dev).
 //
 //   POST /api/sum     {"numbers": [1, 2, 3.5]}  ->  {"sum": 6.5, "count": 3}
-//                     malformed JSON or a wrong shape -> 400 {"error": "..."}
+//                     malformed JSON or a wrong shape -> 400 {"error": "..."},
+//                     a Content-Type other than application/json -> 415
 //   GET  /api/health  {"status": "ok", "uptime_seconds": 12}
 //   GET  /api/items/{id}  {"id": 2, "name": "bolt"}; an unknown id -> 404,
 //                     one that is not a number -> 400 (a path parameter)
@@ -18,7 +20,7 @@
 // handler (see calc.cc).
 //
 // Run: bazel run //examples:json_api -- --port=8080   (--help lists the flags)
-//      curl -d '{"numbers":[1,2,3]}' http://127.0.0.1:8080/api/sum
+//      curl --json '{"numbers":[1,2,3]}' http://127.0.0.1:8080/api/sum
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -28,29 +30,24 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
-
-#include "uring_http/uring_http.h"
+#include "uring_http/json.h"
 
 namespace {
 
-using nlohmann::json;
+using uring_http::json::Json;  // nlohmann::json
 using uring_http::http::Request;
 using uring_http::http::Response;
 
-void Reply(Response& response, int status, const json& body) {
-  response.set_status(status);
-  response.set_content_type("application/json");
-  response.set_body(body.dump());
-  response.body() += '\n';
+void Reply(Response& response, int status, const Json& body) {
+  uring_http::json::Reply(response, body, status);
 }
 
 void ReplyError(Response& response, int status, std::string message) {
-  Reply(response, status, json{{"error", std::move(message)}});
+  uring_http::json::ReplyError(response, status, message);
 }
 
 // The number as an int64_t, if it is an integer that fits in one.
-std::optional<int64_t> AsInt64(const json& n) {
+std::optional<int64_t> AsInt64(const Json& n) {
   if (n.is_number_unsigned()) {
     const uint64_t u = n.get<uint64_t>();
     if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
@@ -63,18 +60,20 @@ std::optional<int64_t> AsInt64(const json& n) {
 // POST /api/sum: the sum of "numbers", exact while every number is an
 // integer and the sum fits in 64 bits, a double otherwise.
 void Sum(const Request& request, Response& response) {
-  // No exceptions on the request path: a parse failure is a discarded value.
-  const json input = json::parse(request.body, /*cb=*/nullptr, /*allow_exceptions=*/false);
-  if (input.is_discarded()) return ReplyError(response, 400, "request body is not valid JSON");
+  // 415 for a Content-Type that is not JSON, 400 saying where the text
+  // broke; no exception either way.
+  const uring_http::json::Result<> parsed = uring_http::json::Parse(request);
+  if (!parsed.ok()) return parsed.ReplyError(response);
+  const Json& input = *parsed;
   if (!input.is_object() || !input.contains("numbers") || !input["numbers"].is_array()) {
     return ReplyError(response, 400, "expected an object {\"numbers\": [...]}");
   }
-  const json& numbers = input["numbers"];
+  const Json& numbers = input["numbers"];
   bool exact = true;  // every number so far an integer, and no overflow
   int64_t exact_sum = 0;
   double sum = 0;
   for (size_t i = 0; i < numbers.size(); ++i) {
-    const json& n = numbers[i];
+    const Json& n = numbers[i];
     if (!n.is_number()) {
       return ReplyError(response, 400, "numbers[" + std::to_string(i) + "] is not a number");
     }
@@ -85,7 +84,7 @@ void Sum(const Request& request, Response& response) {
     }
   }
   if (!std::isfinite(sum)) return ReplyError(response, 400, "the sum overflows a double");
-  json output = {{"count", numbers.size()}};
+  Json output = {{"count", numbers.size()}};
   if (exact) {
     output["sum"] = exact_sum;
   } else {
@@ -115,10 +114,10 @@ int main(int argc, char** argv) {
   }
   router.Use(*std::move(cors_middleware));
   (void)router.SetErrorHandler(404, [](const Request& request, Response& response) {
-    Reply(response, 404, json{{"error", "no such endpoint"}, {"path", request.path}});
+    Reply(response, 404, Json{{"error", "no such endpoint"}, {"path", request.path}});
   });
   (void)router.SetErrorHandler(500, [](const Request&, Response& response) {
-    Reply(response, 500, json{{"error", "internal error"}});
+    Reply(response, 500, Json{{"error", "internal error"}});
   });
   (void)router.Fast("POST", "/api/sum", Sum);
   const auto started = std::chrono::steady_clock::now();

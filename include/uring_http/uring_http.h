@@ -54,6 +54,17 @@
 //   src/http/client_address.h  ClientAddress (known, port, Format)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
+//   src/http/multipart_form.h, multipart_files.h, multipart.h
+//                          multipart/form-data: ParseMultipartForm
+//                          (MultipartForm, FormPart), ReadMultipart
+//                          (MultipartReceiver), SaveMultipart
+//                          (UploadOptions, SavedUpload), MultipartLimits,
+//                          MultipartError, the parser itself
+//   src/router/multipart_sink.h  MultipartSink, SaveMultipartSink: the same
+//                          on a FAST route (FastStream)
+// Not here, so that a server without JSON does not need nlohmann-json: the
+// JSON helpers (json::Parse, ParseAs, Reply, ReplyError in src/json/json.h),
+// a target of their own, //:uring_http_json, header uring_http/json.h.
 // Beside it, for tests only (its own target, //:testing, testonly):
 //   uring_http/testing.h   TestServer (a Server on 127.0.0.1 and a free
 //                          port, for a test's process), Client (GET, POST,
@@ -74,12 +85,16 @@
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header_values.h"
+#include "src/http/multipart.h"
+#include "src/http/multipart_files.h"
+#include "src/http/multipart_form.h"
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
 #include "src/middleware/cors.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"
+#include "src/router/multipart_sink.h"
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/flags.h"

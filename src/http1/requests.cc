@@ -475,6 +475,15 @@ bool Connection::DeliverBody(std::string_view piece) {
         BodyFailed(500, http::BodyError::kNone);
         return false;
       }
+      if (sink()->answer_now()) {
+        // The sink has seen enough (a refused form): it answers now, the
+        // rest of the body is not read, and the answer closes.
+        ex_.close_after = true;
+        linger_ = true;
+        BodyEnded();
+        input_ = Input::kDone;
+        return false;
+      }
       return true;
     case BodyMode::kDiscard:
       return true;

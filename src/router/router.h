@@ -67,6 +67,11 @@ class BodySink {
   virtual void OnData(std::string_view piece) = 0;
   virtual void OnEnd(const http::Request& request, http::Response& response) = 0;
   virtual void OnAbort() {}
+  // True once the sink has seen enough to answer before the body's end (a
+  // multipart form refused part-way, see multipart_sink.h): checked after
+  // each OnData, it makes the server call OnEnd at once, read no more of
+  // the body, and close the connection after the answer.
+  virtual bool answer_now() const { return false; }
 };
 using BodySinkFactory = std::function<std::unique_ptr<BodySink>(const http::Request&)>;
 

@@ -6,11 +6,13 @@ README's examples cannot rot (test/docs:readme_snippets_test).
 A block is one of:
   - a whole program: it has `int main(`; its main is renamed, it is kept
     at namespace scope (in a namespace of its own);
+  - definitions: it defines a function at column 0 (and may declare types
+    before it); kept at namespace scope, in a namespace of its own;
   - a fragment: statements, compiled as the body of a function that has
     in scope what the README's fragments use: `router`, `req`, `r`/`resp`
     (a Response), `config`, `server_options`.
-A block that declares types or functions at namespace scope and statements
-after them is not supported: split it, or make it a whole program.
+A block that mixes definitions and statements at column 0 is not supported:
+split it, or put the statements in a function.
 `#include` lines anywhere in a block go to the top of the file.
 Fences written ```cpp ignore (or any info string other than cpp/c++) are
 left out.
@@ -46,6 +48,12 @@ FRAGMENT_OPEN = r'''
 '''
 
 
+# A function defined at column 0: "void AddRoutes(router::Router& router) {".
+DEFINES_FUNCTION = re.compile(
+    r"^[A-Za-z_][\w:<>,*&]*(\s+[\w:<>,*&]+)*\s+[A-Za-z_]\w*\([^;]*\)\s*(const\s*)?\{\s*$",
+    re.M)
+
+
 def blocks(text):
     out = []
     lines = text.split("\n")
@@ -79,7 +87,12 @@ def main():
                 code.append(l)
         src = "\n".join(code)
         tag = "// README.md line %d\n" % line
-        if re.search(r"\bint\s+main\s*\(", src):
+        if DEFINES_FUNCTION.search(src) and not re.search(r"\bint\s+main\s*\(", src):
+            # Definitions at namespace scope (types, functions that take
+            # the router): compiled as they are, in a namespace of their own.
+            bodies.append(tag + "namespace snippet_%d {\n%s\n}  // namespace snippet_%d\n" % (
+                n, src, n))
+        elif re.search(r"\bint\s+main\s*\(", src):
             src = re.sub(r"\bint\s+main\s*\(", "int Main(", src)
             bodies.append(tag + "namespace snippet_%d {\n%s\n}  // namespace snippet_%d\n" % (
                 n, src, n))

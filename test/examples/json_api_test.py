@@ -37,6 +37,16 @@ def main():
             assert status == 400, (bad, status, answer)
             assert isinstance(answer.get("error"), str) and answer["error"], (bad, answer)
 
+        # Not JSON by its Content-Type (curl -d's form type, none): 415.
+        for headers in [{"Content-Type": "application/x-www-form-urlencoded"}, {}]:
+            status, _, text = server.request("POST", "/api/sum", body='{"numbers": [1]}',
+                                             headers=headers)
+            assert status == 415, (headers, status, text)
+            assert json.loads(text)["error"].startswith("Content-Type must be application/json")
+        # A malformed body: where it broke (the second comma, 16th character).
+        status, answer = post_sum(server, '{"numbers": [1,, 2]}')
+        assert status == 400 and "line 1, column 16" in answer["error"], answer
+
         status, headers, text = server.request("GET", "/api/health")
         assert status == 200 and headers["content-type"] == "application/json", (status, headers)
         health = json.loads(text)
