@@ -19,10 +19,14 @@
 // The API is what the headers below declare; each says at its top what its
 // types are for and which thread may call them:
 //   src/serving/server.h   Server (Run, Start, Stop, Wait, port, plain_port,
-//                          Stats, RenderMetrics, ReadyLine, ReloadTls),
+//                          Stats, RenderMetrics, metrics, ReadyLine,
+//                          ReloadTls),
 //                          ServerStats
 //   src/serving/config.h   ServerConfig: address, port, threads, workers,
 //                          limits and timeouts, TLS (by hand, or ParseOptions)
+//   src/metrics/registry.h  metrics::Registry (Counter, Gauge, Histogram):
+//                          the application's metrics on /metrics
+//                          (ServerConfig::metrics, Server::metrics)
 //   src/tls/tls_settings.h TlsSettings (ServerConfig::tls): certificate and
 //                          key files, handshake timeout, ticket rotation,
 //                          handshake offload
@@ -64,6 +68,7 @@
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/metrics/registry.h"
 #include "src/middleware/cors.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"

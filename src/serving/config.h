@@ -9,6 +9,7 @@
 
 #include "src/http/compress.h"
 #include "src/http/parser.h"
+#include "src/metrics/registry.h"
 #include "src/tls/tls_settings.h"
 
 namespace uring_http::serving {
@@ -51,6 +52,10 @@ struct ServerConfig {
   // Built-in endpoints; an empty path turns one off.
   std::string metrics_path = "/metrics";  // Prometheus text format
   std::string health_path = "/healthz";   // 200 while serving, 503 while draining
+  // The application's metrics, rendered on metrics_path after the server's
+  // own (src/metrics/registry.h); it must outlive the server. Null: the
+  // server has a registry of its own (Server::metrics()).
+  metrics::Registry* metrics = nullptr;
 
   // Provided receive buffers per accept thread (a power of two; 0: sized from
   // the capacity) and their size. Shared by all of the thread's connections.

@@ -261,6 +261,7 @@ std::string Server::RenderMetrics() const {
   Sample(out, "uring_http_workers", static_cast<uint64_t>(std::max(config_.workers, 0)));
   Family(out, "uring_http_draining", "gauge", "1 while the server drains before stopping.");
   Sample(out, "uring_http_draining", draining() ? 1 : 0);
+  metrics_->Render(&out);  // the application's own
   return out;
 }
 

@@ -20,7 +20,10 @@
 namespace uring_http::serving {
 
 Server::Server(ServerConfig config, router::Router router)
-    : config_(std::move(config)), router_(std::move(router)) {
+    : config_(std::move(config)),
+      own_metrics_(config_.metrics == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
+      metrics_(config_.metrics != nullptr ? config_.metrics : own_metrics_.get()),
+      router_(std::move(router)) {
   builtin_routes_ = AddBuiltinRoutes();
 }
 
@@ -61,6 +64,9 @@ Server::~Server() {
 absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
   if (!builtin_routes_.ok()) return builtin_routes_;
+  // A metric the app could not register would be missing from /metrics
+  // without a word: refused here, named.
+  if (absl::Status s = metrics_->status(); !s.ok()) return s;
   // A peer that resets mid-send must not kill the process (sends also pass
   // MSG_NOSIGNAL; this covers everything else).
   signal(SIGPIPE, SIG_IGN);

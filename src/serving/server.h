@@ -90,8 +90,12 @@ class Server {
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
   ServerStats Stats() const;
-  // Every counter in the Prometheus text exposition format (GET /metrics).
+  // Every counter in the Prometheus text exposition format (GET /metrics),
+  // the application's (metrics()) last.
   std::string RenderMetrics() const;
+  // The application's metrics: ServerConfig::metrics, or the server's own
+  // registry when that is null. Any thread, any time.
+  metrics::Registry& metrics() const { return *metrics_; }
   bool draining() const { return stop_requested_.load(std::memory_order_relaxed); }
   // The drain began because a successor took the listening sockets over
   // (it then also reports to systemd and owns the pid file).
@@ -123,6 +127,9 @@ class Server {
   void Withdrawn();
 
   const ServerConfig config_;
+  // ServerConfig::metrics, or own_metrics_.
+  std::unique_ptr<metrics::Registry> own_metrics_;
+  metrics::Registry* metrics_ = nullptr;
   router::Router router_;  // fixed once Run() starts the threads
   absl::Status builtin_routes_;
   std::vector<io::Listener> listeners_;
