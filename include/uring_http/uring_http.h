@@ -24,6 +24,9 @@
 //                          ServerStats
 //   src/serving/config.h   ServerConfig: address, port, threads, workers,
 //                          limits and timeouts, TLS (by hand, or ParseOptions)
+//   src/limits/rate_limit.h  limits::RateLimit: a per-client request rate
+//                          (ServerConfig::rate_limit,
+//                          RouteOptions::rate_per_client)
 //   src/metrics/registry.h  metrics::Registry (Counter, Gauge, Histogram):
 //                          the application's metrics on /metrics
 //                          (ServerConfig::metrics, Server::metrics)
@@ -35,7 +38,8 @@
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler), Handler,
-//                          RouteOptions, BodyMode, StaticOptions,
+//                          RouteOptions (max_in_flight,
+//                          rate_per_client, ...), BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
@@ -68,6 +72,7 @@
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/limits/rate_limit.h"
 #include "src/metrics/registry.h"
 #include "src/middleware/cors.h"
 #include "src/middleware/request_id.h"

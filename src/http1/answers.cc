@@ -465,6 +465,7 @@ void Connection::MaybeFinishExchange() {
   const bool close = ex_.close_after || ex_.body_failed;
   if (task_ != nullptr) FreeTask();
   if (req_.data != nullptr) ReleaseBuffer(req_);
+  ReleaseLimits();
   ex_ = Exchange();
   if (st_ != nullptr) {
     st_->sink.reset();

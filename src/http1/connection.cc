@@ -538,6 +538,7 @@ void Connection::Release() {
   FreeTask();
   out_.DiscardUnsent();  // frees the rest: nothing is in flight any more
   URING_CHECK(out_.idle());
+  ReleaseLimits();  // an exchange the connection's end cut short
   ex_ = Exchange();
   if (FileBusy()) EndFile();  // its bytes were released just now
   if (st_ != nullptr) {

@@ -196,6 +196,7 @@ class Connection final : private ExternalOwner {
     uint64_t response_bytes = 0;
     uint32_t head_len = 0;
     uint8_t request_id_len = 0;  // of request_id_
+    bool limits_held = false;    // a place in flight is ours: ReleaseLimits()
   };
 
   // ---- input (requests.cc)
@@ -230,6 +231,16 @@ class Connection final : private ExternalOwner {
   // after Expect: 100-continue, never asked for: the answer closes). False
   // if it was too large to read through (answered 413).
   bool SkipBody(const http::Request& request, uint64_t limit);
+  // The route's and the server's limits (ConnectionEnv::limits) let the
+  // request in; else it is answered 503 or 429 with Retry-After (its body
+  // read and dropped, as for a 404) and false.
+  bool Admit(const http::Request& request, uint64_t body_limit);
+  // Gives the exchange's place in flight back, once.
+  void ReleaseLimits() {
+    if (!ex_.limits_held) return;
+    ex_.limits_held = false;
+    env_->limits->Release(ex_.route_id);
+  }
   // The route's BodySink for this request; false (answered 500) if it fails.
   bool MakeSink(const http::Request& request);
   bool ReparseHead(http::Request* request);

@@ -246,6 +246,43 @@ std::string Server::RenderMetrics() const {
                     cumulative, "\n");
   }
 
+  if (limits_ != nullptr) {
+    // Load shedding and rate limits (src/limits/request_limits.h): a row
+    // per route with a limit of its own, and per route that refused any.
+    Family(out, "uring_http_requests_in_flight", "gauge",
+           "Requests in flight under a limit: per route with max_in_flight of its own, and "
+           "route=\"(server)\" under --max-in-flight.");
+    if (limits_->server_in_flight_limited()) {
+      absl::StrAppend(&out, "uring_http_requests_in_flight{method=\"\",route=\"(server)\"} ",
+                      limits_->server_in_flight(), "\n");
+    }
+    for (size_t i = 0; i < routes.size() && i < limits_->routes(); ++i) {
+      const limits::RequestLimits::RouteCounts c = limits_->Counts(static_cast<uint32_t>(i));
+      if (!c.limited_in_flight) continue;
+      absl::StrAppend(&out, "uring_http_requests_in_flight{", rows[i].labels, "} ", c.in_flight,
+                      "\n");
+    }
+    Family(out, "uring_http_requests_shed_total", "counter",
+           "Requests refused by a limit: 503 past requests in flight (reason=\"in_flight\"), 429 "
+           "past a client's rate (reason=\"rate_limit\").");
+    for (size_t i = 0; i < routes.size() && i < limits_->routes(); ++i) {
+      const limits::RequestLimits::RouteCounts c = limits_->Counts(static_cast<uint32_t>(i));
+      const bool own_rate = routes[i]->options.rate_per_client.enabled();
+      if (c.limited_in_flight || c.shed_in_flight > 0) {
+        absl::StrAppend(&out, "uring_http_requests_shed_total{", rows[i].labels,
+                        ",reason=\"in_flight\"} ", c.shed_in_flight, "\n");
+      }
+      if (own_rate || c.shed_rate > 0) {
+        absl::StrAppend(&out, "uring_http_requests_shed_total{", rows[i].labels,
+                        ",reason=\"rate_limit\"} ", c.shed_rate, "\n");
+      }
+    }
+    Family(out, "uring_http_rate_limit_evictions_total", "counter",
+           "Clients forgotten by a full rate-limit table before their bucket had refilled "
+           "(--rate-limit-clients is too small for the clients seen).");
+    Sample(out, "uring_http_rate_limit_evictions_total", limits_->rate_evictions());
+  }
+
   Family(out, "uring_http_io_uring_feature", "gauge",
          "io_uring features in use (1), as in the ready line.");
   if (!loops_.empty()) {

@@ -59,6 +59,10 @@ enum LongOnly {
   kTlsWorkers,
   kTakeover,
   kControlSocket,
+  kMaxInFlight,
+  kRateLimit,
+  kRateLimitBurst,
+  kRateLimitClients,
 };
 
 const option kLongOptions[] = {
@@ -116,6 +120,10 @@ const option kLongOptions[] = {
     {"tls-workers", required_argument, nullptr, kTlsWorkers},
     {"takeover", optional_argument, nullptr, kTakeover},
     {"control-socket", required_argument, nullptr, kControlSocket},
+    {"max-in-flight", required_argument, nullptr, kMaxInFlight},
+    {"rate-limit", required_argument, nullptr, kRateLimit},
+    {"rate-limit-burst", required_argument, nullptr, kRateLimitBurst},
+    {"rate-limit-clients", required_argument, nullptr, kRateLimitClients},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -169,6 +177,28 @@ absl::StatusOr<uint32_t> ParseDurationMs(int code, const char* text) {
         ": expected a duration such as 30, 30s, 500ms or 2m (at most one day)"));
   }
   return static_cast<uint32_t>(*n * scale);
+}
+
+// A request rate: "10" or "10/s" a second, "600/m" a minute, "3600/h" an
+// hour (decimals allowed); 0 turns the limit off.
+absl::StatusOr<double> ParseRate(int code, const char* text) {
+  std::string_view s(text);
+  double per = 1;
+  if (s.size() > 2 && s[s.size() - 2] == '/') {
+    const char unit = s.back();
+    per = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+    s.remove_suffix(2);
+  }
+  const std::string number(s);
+  char* end = nullptr;
+  const double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
+  if (per == 0 || end == nullptr || *end != '\0' || !(value >= 0 && value <= 1e9) ||
+      number.find_first_not_of("0123456789.") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "invalid value '", text, "' for --", NameOf(code),
+        ": expected requests a second, or with a unit: 10/s, 600/m, 3600/h (0: off)"));
+  }
+  return value / per;
 }
 
 }  // namespace
@@ -235,6 +265,17 @@ std::string UsageText(const char* program) {
       "                                 (and, apart, its trailers); a header past it is\n"
       "                                 refused: the response is answered 500 (the\n"
       "                                 connection stays) and logged (1024..16777216)\n\n"
+      "Load shedding (not /metrics, /healthz; routes may set their own):\n"
+      "      --max-in-flight=num    Requests in flight at once, over every route; one more\n"
+      "                             is answered 503 with Retry-After: 1 (0: no limit)\n"
+      "      --rate-limit=rate      Requests per client (IPv4 address, IPv6 /64): 10 or\n"
+      "                             10/s, 600/m, 3600/h; past it 429 with Retry-After\n"
+      "                             (0: off)\n"
+      "      --rate-limit-burst=num  Requests a client may make at once (0: a second's\n"
+      "                             worth of --rate-limit)\n"
+      "      --rate-limit-clients=num  Clients remembered per rate limit, least recent\n"
+      "                             forgotten first (", ServerConfig().rate_limit_clients,
+      "; 32 bytes each)\n\n"
       "Timeouts (seconds, or with a unit: 500ms, 30s, 2m; 0 disables):\n"
       "      --header-timeout=t     10s: first byte to end of headers (408, close)\n"
       "      --body-timeout=t       60s: no byte of a request body for this long (408, close)\n"
@@ -644,6 +685,27 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
             std::string(path);
         break;
       }
+      case kMaxInFlight:
+        n = ParseNumber(code, optarg, 0, UINT32_MAX);
+        if (!n.ok()) return n.status();
+        options.config.max_in_flight = static_cast<uint32_t>(*n);
+        break;
+      case kRateLimit: {
+        absl::StatusOr<double> rate = ParseRate(code, optarg);
+        if (!rate.ok()) return rate.status();
+        options.config.rate_limit.per_second = *rate;
+        break;
+      }
+      case kRateLimitBurst:
+        n = ParseNumber(code, optarg, 0, UINT32_MAX);
+        if (!n.ok()) return n.status();
+        options.config.rate_limit.burst = static_cast<uint32_t>(*n);
+        break;
+      case kRateLimitClients:
+        n = ParseNumber(code, optarg, 1, 1u << 26);
+        if (!n.ok()) return n.status();
+        options.config.rate_limit_clients = static_cast<uint32_t>(*n);
+        break;
       default:
         return absl::InvalidArgumentError(absl::StrCat("unknown option '", argv[optind - 1], "'"));
     }

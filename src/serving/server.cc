@@ -53,6 +53,25 @@ absl::Status Server::AddBuiltinRoutes() {
   return absl::OkStatus();
 }
 
+void Server::MakeLimits() {
+  std::vector<limits::RouteLimitConfig> routes;
+  for (const router::Route* r : router_.Routes()) {
+    limits::RouteLimitConfig c;
+    c.max_in_flight = r->options.max_in_flight;
+    c.rate_per_client = r->options.rate_per_client;
+    // A scrape or a health check gets through a flood.
+    const bool builtin = r->method == "GET" && r->mount == nullptr &&
+                         ((!config_.metrics_path.empty() && r->path == config_.metrics_path) ||
+                          (!config_.health_path.empty() && r->path == config_.health_path));
+    c.server_wide = !builtin;
+    routes.push_back(c);
+  }
+  auto limits = std::make_unique<limits::RequestLimits>(
+      std::move(routes), config_.max_in_flight, config_.rate_limit,
+      std::max<uint32_t>(config_.rate_limit_clients, 1));
+  if (!limits->none()) limits_ = std::move(limits);
+}
+
 Server::~Server() {
   Stop();
   Wait();
@@ -131,12 +150,14 @@ absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
     }
   }
 
+  MakeLimits();
   for (int i = 0; i < config_.accept_threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
         i, config_, router_, workers_.get(), ListenersOf(listeners_, i),
         i == 0 ? signal_fd_ : -1, [this](int signo) { OnSignal(signo); }, access_log_fd_,
         config_.tls.enabled() ? &tls_source_ : nullptr, ListenersOf(plain_listeners_, i),
         tls_workers_.get(), &keep_listeners_));
+    loops_.back()->set_limits(limits_.get());
   }
 
   if (config_.tls.enabled() && config_.handle_signals) {

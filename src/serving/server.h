@@ -31,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "src/io/listener.h"
+#include "src/limits/request_limits.h"
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/event_loop.h"
@@ -113,6 +114,9 @@ class Server {
   void ReloadMain();
   void StopReloadThread();
   absl::Status AddBuiltinRoutes();
+  // limits_ from the configuration and the routes' options (null when
+  // nothing is limited).
+  void MakeLimits();
   // listeners_ and plain_listeners_ from systemd, a predecessor (then
   // *successor is the handshake to finish once serving) or bind().
   absl::Status SetUpListeners(std::optional<takeover::Successor>* successor);
@@ -148,6 +152,7 @@ class Server {
   std::atomic<bool> handed_over_{false};
   std::unique_ptr<takeover::ControlServer> control_;
   std::atomic<uint16_t> plain_port_{0};
+  std::unique_ptr<limits::RequestLimits> limits_;  // fixed once Run() starts the loops
   std::unique_ptr<worker::WorkerPool> workers_;
   std::unique_ptr<worker::WorkerPool> tls_workers_;  // handshake steps
   std::vector<std::unique_ptr<EventLoop>> loops_;
