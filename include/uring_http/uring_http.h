@@ -55,6 +55,9 @@
 //   src/http/path_params.h  PathParams (Request::path_params, PathParam),
 //                          DecodePathParam
 //   src/http/client_address.h  ClientAddress (known, port, Format)
+//   src/http/client_certificate.h  ClientCertificate (Request::
+//                          client_certificate: a verified TLS client's
+//                          subject, issuer, serial, sha256, chain_pem)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
 // Everything else under src/ (the ring, buffers, connections, event loops,
@@ -66,6 +69,7 @@
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 
 #include "src/http/client_address.h"
+#include "src/http/client_certificate.h"
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header_values.h"

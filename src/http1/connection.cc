@@ -559,6 +559,7 @@ void Connection::Release() {
   linger_ = in_staged_source_ = zc_inflight_ = batch_hook_ = false;
   proxy_pending_ = false;
   proxied_ = http::ClientAddress();
+  client_cert_.reset();
   head_scanned_ = 0;
   head_line_checked_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;

@@ -156,6 +156,11 @@ class Connection final : private ExternalOwner {
   const http::ClientAddress& client_address() const {
     return proxied_.known() ? proxied_ : peer_;
   }
+  // The TLS layer's verified client certificate, once its handshake is
+  // done (handlers see it as Request::client_certificate).
+  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) {
+    client_cert_ = std::move(cert);
+  }
 
  private:
   enum class Phase : uint8_t { kOpen, kFinishing, kLingering, kClosing, kCloseSubmitted, kClosed };
@@ -389,6 +394,7 @@ class Connection final : private ExternalOwner {
   std::unique_ptr<StreamState> st_;  // while a body is read or streams (S())
   http::ClientAddress peer_;      // the socket's peer (the loop fills it in)
   http::ClientAddress proxied_;   // the PROXY header's client, if it named one
+  std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
   OutputQueue out_;
 
   // Deadlines in ticks; 0: not running.

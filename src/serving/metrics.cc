@@ -189,10 +189,32 @@ std::string Server::RenderMetrics() const {
         {"plain_http", s.tls_failed_plain_http},
         {"protocol", s.tls_failed_protocol},
         {"peer_closed", s.tls_failed_peer_closed},
+        {"client_certificate", s.tls_failed_client_cert},
     };
     for (const auto& [reason, n] : reasons) {
       absl::StrAppend(&out, "uring_http_tls_handshake_failures_total{reason=\"", reason, "\"} ",
                       n, "\n");
+    }
+    if (config_.tls.verifies_clients()) {
+      Family(out, "uring_http_tls_client_certificates_verified_total", "counter",
+             "TLS handshakes (full or resumed) with a client certificate verified against "
+             "--tls-client-ca.");
+      Sample(out, "uring_http_tls_client_certificates_verified_total",
+             s.tls_client_certs_verified);
+      Family(out, "uring_http_tls_client_certificate_failures_total", "counter",
+             "TLS handshakes failed over the client certificate, by reason: missing (required, "
+             "none sent), untrusted (no chain to --tls-client-ca), expired (or not yet valid), "
+             "invalid (any other verification failure).");
+      const std::pair<const char*, uint64_t> why[] = {
+          {"missing", s.tls_client_cert_missing},
+          {"untrusted", s.tls_client_cert_untrusted},
+          {"expired", s.tls_client_cert_expired},
+          {"invalid", s.tls_client_cert_invalid},
+      };
+      for (const auto& [reason, n] : why) {
+        absl::StrAppend(&out, "uring_http_tls_client_certificate_failures_total{reason=\"",
+                        reason, "\"} ", n, "\n");
+      }
     }
   }
   Family(out, "uring_http_slow_task_queue_wait_seconds_total", "counter",

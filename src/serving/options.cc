@@ -63,6 +63,8 @@ enum LongOnly {
   kRateLimit,
   kRateLimitBurst,
   kRateLimitClients,
+  kTlsClientCa,
+  kTlsClientAuth,
 };
 
 const option kLongOptions[] = {
@@ -124,6 +126,8 @@ const option kLongOptions[] = {
     {"rate-limit", required_argument, nullptr, kRateLimit},
     {"rate-limit-burst", required_argument, nullptr, kRateLimitBurst},
     {"rate-limit-clients", required_argument, nullptr, kRateLimitClients},
+    {"tls-client-ca", required_argument, nullptr, kTlsClientCa},
+    {"tls-client-auth", required_argument, nullptr, kTlsClientAuth},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -325,7 +329,12 @@ std::string UsageText(const char* program) {
       "                             reused (auto), always, for RSA certificates only, or\n"
       "                             never\n"
       "      --tls-workers=num      TLS handshake threads, below the rings' priority\n"
-      "                             (one per accept thread; 0: handshakes on the rings)\n\n"
+      "                             (one per accept thread; 0: handshakes on the rings)\n"
+      "      --tls-client-ca=file   Ask clients for a certificate and verify it against\n"
+      "                             the CAs in this PEM file (mutual TLS; off)\n"
+      "      --tls-client-auth=required|optional  With --tls-client-ca: a client without\n"
+      "                             a valid certificate fails the handshake (required),\n"
+      "                             or one without any is let in (optional)\n\n"
       "Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration\n"
       "on a worker), GET /test/bytes?N, POST /test/echo (the body back), POST /test/sink\n"
       "(a streamed body of any size, answered with its length), GET\n"
@@ -337,6 +346,7 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
   options.config.accept_threads = static_cast<int>(cpus);
   bool workers_set = false;
+  bool client_auth_set = false;
   // The shipped server takes systemd's sockets when given some, and can be
   // taken over (--control-socket=none turns that off).
   options.config.systemd_sockets = true;
@@ -706,6 +716,22 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
         if (!n.ok()) return n.status();
         options.config.rate_limit_clients = static_cast<uint32_t>(*n);
         break;
+      case kTlsClientCa:
+        if (optarg[0] == '\0') return absl::InvalidArgumentError("--tls-client-ca needs a file");
+        options.config.tls.client_ca_path = optarg;
+        break;
+      case kTlsClientAuth: {
+        using ClientAuth = tls::TlsSettings::ClientAuth;
+        const std::string_view mode(optarg);
+        if (mode != "required" && mode != "optional") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "invalid value '", optarg, "' for --tls-client-auth: expected required or optional"));
+        }
+        options.config.tls.client_auth =
+            mode == "required" ? ClientAuth::kRequired : ClientAuth::kOptional;
+        client_auth_set = true;
+        break;
+      }
       default:
         return absl::InvalidArgumentError(absl::StrCat("unknown option '", argv[optind - 1], "'"));
     }
@@ -721,6 +747,12 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   }
   if (options.config.plain_port >= 0 && certs.empty()) {
     return absl::InvalidArgumentError("--plain-port goes with --tls-cert/--tls-key");
+  }
+  if (options.config.tls.verifies_clients() && certs.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca goes with --tls-cert/--tls-key");
+  }
+  if (client_auth_set && !options.config.tls.verifies_clients()) {
+    return absl::InvalidArgumentError("--tls-client-auth goes with --tls-client-ca");
   }
   return options;
 }

@@ -613,6 +613,12 @@ ServerStats Server::Stats() const {
     s.tls_failed_plain_http += t.failed_plain_http.Get();
     s.tls_failed_protocol += t.failed_protocol.Get();
     s.tls_failed_peer_closed += t.failed_peer_closed.Get();
+    s.tls_failed_client_cert += t.failed_client_cert.Get();
+    s.tls_client_certs_verified += t.client_certs_verified.Get();
+    s.tls_client_cert_missing += t.client_cert_missing.Get();
+    s.tls_client_cert_untrusted += t.client_cert_untrusted.Get();
+    s.tls_client_cert_expired += t.client_cert_expired.Get();
+    s.tls_client_cert_invalid += t.client_cert_invalid.Get();
     s.file_cache_hits += l.file_cache_hits.Get();
     s.file_cache_revalidations += l.file_cache_revalidations.Get();
     s.file_cache_entries += l.file_cache_entries.Get();

@@ -488,6 +488,29 @@ TEST(OptionsTest, LoadSheddingAndRateLimits) {
   ExpectError({"--rate-limit-clients=0"}, "--rate-limit-clients");
 }
 
+TEST(OptionsTest, TlsClientCertificates) {
+  using ClientAuth = tls::TlsSettings::ClientAuth;
+  absl::StatusOr<Options> options = Parse({"--tls-cert=c.pem", "--tls-key=k.pem"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->config.tls.verifies_clients());
+  // Required once a CA is given.
+  options = Parse({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-ca=ca.pem"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.tls.client_ca_path, "ca.pem");
+  EXPECT_EQ(options->config.tls.client_auth, ClientAuth::kRequired);
+  options = Parse({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-ca", "ca.pem",
+                   "--tls-client-auth=optional"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.tls.client_auth, ClientAuth::kOptional);
+  ExpectError({"--tls-client-ca=ca.pem"}, "--tls-cert");
+  ExpectError({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-auth=optional"},
+              "--tls-client-ca");
+  ExpectError({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-ca=ca.pem",
+               "--tls-client-auth=maybe"},
+              "--tls-client-auth");
+  ExpectError({"--tls-client-ca="}, "--tls-client-ca");
+}
+
 TEST(OptionsTest, UnknownOptionsAreNamed) {
   ExpectError({"--bogus"}, "--bogus");
   ExpectError({"--bogus=1"}, "--bogus");
