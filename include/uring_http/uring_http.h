@@ -19,11 +19,18 @@
 // The API is what the headers below declare; each says at its top what its
 // types are for and which thread may call them:
 //   src/serving/server.h   Server (Run, Start, Stop, Wait, port, plain_port,
-//                          Stats, RenderMetrics, ReadyLine, ReloadTls): a
-//                          facade, the rings and loops stay behind it
+//                          Stats, RenderMetrics, metrics, ReadyLine,
+//                          ReloadTls): a facade, the rings and loops stay
+//                          behind it
 //   src/serving/server_stats.h  ServerStats (and WorkerPoolStats)
 //   src/serving/config.h   ServerConfig: address, port, threads, workers,
 //                          limits and timeouts, TLS (by hand, or ParseOptions)
+//   src/limits/rate_limit.h  limits::RateLimit: a per-client request rate
+//                          (ServerConfig::rate_limit,
+//                          RouteOptions::rate_per_client)
+//   src/metrics/registry.h  metrics::Registry (Counter, Gauge, Histogram):
+//                          the application's metrics on /metrics
+//                          (ServerConfig::metrics, Server::metrics)
 //   src/tls/tls_settings.h TlsSettings (ServerConfig::tls): certificate and
 //                          key files, handshake timeout, ticket rotation,
 //                          handshake offload
@@ -36,7 +43,8 @@
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler), Handler,
-//                          RouteOptions, BodyMode, StaticOptions,
+//                          RouteOptions (max_in_flight,
+//                          rate_per_client, ...), BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
@@ -52,6 +60,9 @@
 //   src/http/path_params.h  PathParams (Request::path_params, PathParam),
 //                          DecodePathParam
 //   src/http/client_address.h  ClientAddress (known, port, Format)
+//   src/http/client_certificate.h  ClientCertificate (Request::
+//                          client_certificate: a verified TLS client's
+//                          subject, issuer, serial, sha256, chain_pem)
 //   src/http/form.h, cookies.h, header_values.h  the request helpers' parsers,
 //                          usable on any text (ParamValue, RawParam, ...)
 //   src/http/multipart_form.h, multipart_files.h, multipart.h
@@ -82,6 +93,7 @@
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 
 #include "src/http/client_address.h"
+#include "src/http/client_certificate.h"
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header_values.h"
@@ -91,6 +103,8 @@
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/limits/rate_limit.h"
+#include "src/metrics/registry.h"
 #include "src/middleware/cors.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"

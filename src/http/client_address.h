@@ -40,6 +40,8 @@ class ClientAddress {
   // Where the kernel may write a sockaddr_in or sockaddr_in6 (getsockopt
   // SO_PEERNAME); sizeof(sockaddr_in6) bytes.
   void* raw() { return &raw_; }
+  // The address as a sockaddr_in or sockaddr_in6 (by family()).
+  const void* raw() const { return &raw_; }
 
   bool operator==(const ClientAddress& other) const;
 

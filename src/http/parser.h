@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "src/http/client_address.h"
+#include "src/http/client_certificate.h"
 #include "src/http/cookies.h"
 #include "src/http/form.h"
 #include "src/http/header.h"  // struct Header
@@ -113,6 +114,10 @@ struct Request {
   // on a --proxy-protocol listener the client the proxy's header names.
   // Unknown (known() false) when neither could be had.
   ClientAddress client_address;
+  // The TLS client's certificate, verified against --tls-client-ca; null
+  // on plain HTTP, without --tls-client-ca, or when the client sent none
+  // under --tls-client-auth=optional. Valid during the handler's call.
+  const ClientCertificate* client_certificate = nullptr;
   // The matched route's path parameters; set by the server, not the parser.
   PathParams path_params;
 

@@ -147,6 +147,7 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->http10 = ex_.http10;
   task->request_body = req_pipe();
   task->client_address = client_address();
+  task->client_certificate = client_cert_;
   std::memcpy(task->data(), head.data(), head.size());
   if (!body.empty()) std::memcpy(task->data() + head.size(), body.data(), body.size());
   if (!env_->host->Dispatch(slot_, task, *ex_.route, ex_.started_ns)) {
@@ -465,6 +466,7 @@ void Connection::MaybeFinishExchange() {
   const bool close = ex_.close_after || ex_.body_failed;
   if (task_ != nullptr) FreeTask();
   if (req_.data != nullptr) ReleaseBuffer(req_);
+  ReleaseLimits();
   ex_ = Exchange();
   if (st_ != nullptr) {
     st_->sink.reset();

@@ -538,6 +538,7 @@ void Connection::Release() {
   FreeTask();
   out_.DiscardUnsent();  // frees the rest: nothing is in flight any more
   URING_CHECK(out_.idle());
+  ReleaseLimits();  // an exchange the connection's end cut short
   ex_ = Exchange();
   if (FileBusy()) EndFile();  // its bytes were released just now
   if (st_ != nullptr) {
@@ -558,6 +559,7 @@ void Connection::Release() {
   linger_ = in_staged_source_ = zc_inflight_ = batch_hook_ = false;
   proxy_pending_ = false;
   proxied_ = http::ClientAddress();
+  client_cert_.reset();
   head_scanned_ = 0;
   head_line_checked_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;

@@ -156,6 +156,11 @@ class Connection final : private ExternalOwner {
   const http::ClientAddress& client_address() const {
     return proxied_.known() ? proxied_ : peer_;
   }
+  // The TLS layer's verified client certificate, once its handshake is
+  // done (handlers see it as Request::client_certificate).
+  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) {
+    client_cert_ = std::move(cert);
+  }
 
  private:
   enum class Phase : uint8_t { kOpen, kFinishing, kLingering, kClosing, kCloseSubmitted, kClosed };
@@ -196,6 +201,7 @@ class Connection final : private ExternalOwner {
     uint64_t response_bytes = 0;
     uint32_t head_len = 0;
     uint8_t request_id_len = 0;  // of request_id_
+    bool limits_held = false;    // a place in flight is ours: ReleaseLimits()
   };
 
   // ---- input (requests.cc)
@@ -230,6 +236,16 @@ class Connection final : private ExternalOwner {
   // after Expect: 100-continue, never asked for: the answer closes). False
   // if it was too large to read through (answered 413).
   bool SkipBody(const http::Request& request, uint64_t limit);
+  // The route's and the server's limits (ConnectionEnv::limits) let the
+  // request in; else it is answered 503 or 429 with Retry-After (its body
+  // read and dropped, as for a 404) and false.
+  bool Admit(const http::Request& request, uint64_t body_limit);
+  // Gives the exchange's place in flight back, once.
+  void ReleaseLimits() {
+    if (!ex_.limits_held) return;
+    ex_.limits_held = false;
+    env_->limits->Release(ex_.route_id);
+  }
   // The route's BodySink for this request; false (answered 500) if it fails.
   bool MakeSink(const http::Request& request);
   bool ReparseHead(http::Request* request);
@@ -378,6 +394,7 @@ class Connection final : private ExternalOwner {
   std::unique_ptr<StreamState> st_;  // while a body is read or streams (S())
   http::ClientAddress peer_;      // the socket's peer (the loop fills it in)
   http::ClientAddress proxied_;   // the PROXY header's client, if it named one
+  std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
   OutputQueue out_;
 
   // Deadlines in ticks; 0: not running.

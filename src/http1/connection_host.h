@@ -27,6 +27,7 @@
 #include "src/files/open_file_cache.h"
 #include "src/http/parser.h"
 #include "src/io/arena.h"
+#include "src/limits/request_limits.h"
 #include "src/router/router.h"
 #include "src/worker/slow_task.h"
 
@@ -232,6 +233,8 @@ struct ConnectionEnv {
   files::FileCloser* file_closer = nullptr;
   io::ChunkPool* file_buffers = nullptr;
   ConnectionStats* stats = nullptr;
+  // Requests in flight and per-client rates (null: nothing is limited).
+  limits::RequestLimits* limits = nullptr;
   // Parse scratch: room for config->limits.max_headers headers. One request
   // is parsed at a time on a ring thread, so one array serves them all.
   http::Header* headers = nullptr;

@@ -6,6 +6,7 @@
 // the connection's life and I/O; part three, answers.cc, puts the answers in
 // the output queue.
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -174,6 +175,7 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
   }
   *used = r.consumed;
   request.client_address = client_address();
+  request.client_certificate = client_cert_.get();
   BeginExchange(request, data, len, used);
   return true;
 }
@@ -234,6 +236,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     RespondError(413, /*close=*/true);
     return;
   }
+  if (env_->limits != nullptr && !Admit(request, limit)) return;
   if (route->sink != nullptr && pipeline.Active(route->options.middleware)) {
     // A streamed body's befores run before it is read; an early answer
     // leaves it unread, as a 404 does. (What a before wrote into a response
@@ -314,6 +317,30 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   }
 }
 
+bool Connection::Admit(const http::Request& request, uint64_t body_limit) {
+  using Verdict = limits::RequestLimits::Verdict;
+  const limits::RequestLimits::Decision d =
+      env_->limits->Admit(ex_.route_id, client_address(), ex_.started_ns);
+  if (d.verdict == Verdict::kAdmit) {
+    ex_.limits_held = d.holds;
+    return true;
+  }
+  // Answered like a 404: the body (if any) is read and dropped so that the
+  // connection goes on; nothing here allocates.
+  if (!SkipBody(request, body_limit)) return false;
+  const bool rate = d.verdict == Verdict::kRate;
+  http::Response response;
+  response.set_status(rate ? 429 : 503);
+  response.set_content_type("text/plain");
+  char seconds[16];
+  const int n = std::snprintf(seconds, sizeof(seconds), "%u", d.retry_after_s);
+  (void)response.AddHeader("Retry-After", std::string_view(seconds, static_cast<size_t>(n)));
+  response.set_static_body(rate ? "429 Too Many Requests\n" : "503 Service Unavailable\n");
+  Respond(response, /*close=*/request.framing != http::BodyFraming::kNone &&
+                        request.expect_continue);
+  return false;
+}
+
 bool Connection::SkipBody(const http::Request& request, uint64_t limit) {
   if (request.framing == http::BodyFraming::kNone) return true;
   if (!request.expect_continue) {
@@ -383,6 +410,7 @@ bool Connection::ReparseHead(http::Request* request) {
   // The same bytes parsed complete once already.
   URING_CHECK(r.status == http::ParseStatus::kComplete && r.consumed == ex_.head_len);
   request->client_address = client_address();
+  request->client_certificate = client_cert_.get();
   // The route's own pattern gives back the parameters Find() gave.
   if (ex_.route != nullptr) ex_.route->pattern.Match(request->path, &request->path_params);
   ex_.head_ptr = req_.data;

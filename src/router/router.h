@@ -49,6 +49,7 @@
 #include "src/http/parser.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
+#include "src/limits/rate_limit.h"
 #include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
@@ -91,6 +92,15 @@ struct RouteOptions {
   uint64_t max_body_bytes = 0;
   // Run around this route's handler, after the global ones (middleware.h).
   std::vector<Middleware> middleware;
+  // Load shedding (src/limits/request_limits.h): this route's requests in
+  // flight at once (from the match to the end of the response); one more
+  // is answered 503 with Retry-After: 1. 0: no limit of its own (the
+  // server's --max-in-flight still applies).
+  uint32_t max_in_flight = 0;
+  // A token bucket per client for this route, besides the server's
+  // --rate-limit: an empty one is answered 429 with Retry-After. Off
+  // unless per_second > 0.
+  limits::RateLimit rate_per_client;
 };
 
 // How a Static() mount serves its files.

@@ -14,6 +14,8 @@
 
 #include "src/http/compress.h"
 #include "src/http/parser.h"
+#include "src/limits/rate_limit.h"
+#include "src/metrics/registry.h"
 #include "src/tls/tls_settings.h"
 
 namespace uring_http::serving {
@@ -57,9 +59,26 @@ struct ServerConfig {
   uint32_t shutdown_timeout_ms = 30'000;  // drain on stop
   uint32_t linger_timeout_ms = 5'000;     // after our FIN, wait for the peer's
 
+  // Load shedding and rate limits over every route but the built-in
+  // endpoints (src/limits/request_limits.h; routes add their own in
+  // RouteOptions). max_in_flight: requests in flight at once, from the
+  // route's match to the end of the response; one more is answered 503
+  // with Retry-After: 1 (0: none). rate_limit: a token bucket per client
+  // (IPv4 address, IPv6 /64); an empty one is answered 429 with
+  // Retry-After (off unless per_second > 0). rate_limit_clients: the
+  // clients each bucket table holds (32 bytes each; past it, the least
+  // recently seen are forgotten).
+  uint32_t max_in_flight = 0;
+  limits::RateLimit rate_limit;
+  uint32_t rate_limit_clients = 65536;
+
   // Built-in endpoints; an empty path turns one off.
   std::string metrics_path = "/metrics";  // Prometheus text format
   std::string health_path = "/healthz";   // 200 while serving, 503 while draining
+  // The application's metrics, rendered on metrics_path after the server's
+  // own (src/metrics/registry.h); it must outlive the server. Null: the
+  // server has a registry of its own (Server::metrics()).
+  metrics::Registry* metrics = nullptr;
 
   // Provided receive buffers per accept thread (a power of two; 0: sized from
   // the capacity) and their size. Shared by all of the thread's connections.

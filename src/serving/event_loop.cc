@@ -159,6 +159,7 @@ absl::Status EventLoop::Init() {
   env_.chunks = &chunks_;
   env_.host = tls_ != nullptr ? static_cast<http1::ConnectionHost*>(tls_.get()) : this;
   env_.stats = &stats_.conn;
+  env_.limits = limits_;
   env_.headers = headers_.get();
   env_.headers_capacity = headers_capacity;
   env_.unmatched_route = static_cast<uint32_t>(router_.size());

@@ -88,6 +88,8 @@ class EventLoop final : private http1::ConnectionHost {
   // "single-issuer,defer-taskrun,..." for the ready line.
   std::string Features() const;
   uint32_t capacity() const { return capacity_; }
+  // The server's limits (null: none), before Init().
+  void set_limits(limits::RequestLimits* limits) { limits_ = limits; }
   uint32_t file_table_size() const { return file_table_size_; }
 
  private:
@@ -252,6 +254,7 @@ class EventLoop final : private http1::ConnectionHost {
   std::unique_ptr<tls::TlsLayer> tls_;
 
   LoopStats stats_;
+  limits::RequestLimits* limits_ = nullptr;
   const int access_log_fd_;
   AccessLog access_log_;
   std::unique_ptr<RouteStats[]> route_stats_;

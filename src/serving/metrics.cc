@@ -189,10 +189,32 @@ std::string ServerCore::RenderMetrics() const {
         {"plain_http", s.tls_failed_plain_http},
         {"protocol", s.tls_failed_protocol},
         {"peer_closed", s.tls_failed_peer_closed},
+        {"client_certificate", s.tls_failed_client_cert},
     };
     for (const auto& [reason, n] : reasons) {
       absl::StrAppend(&out, "uring_http_tls_handshake_failures_total{reason=\"", reason, "\"} ",
                       n, "\n");
+    }
+    if (config_.tls.verifies_clients()) {
+      Family(out, "uring_http_tls_client_certificates_verified_total", "counter",
+             "TLS handshakes (full or resumed) with a client certificate verified against "
+             "--tls-client-ca.");
+      Sample(out, "uring_http_tls_client_certificates_verified_total",
+             s.tls_client_certs_verified);
+      Family(out, "uring_http_tls_client_certificate_failures_total", "counter",
+             "TLS handshakes failed over the client certificate, by reason: missing (required, "
+             "none sent), untrusted (no chain to --tls-client-ca), expired (or not yet valid), "
+             "invalid (any other verification failure).");
+      const std::pair<const char*, uint64_t> why[] = {
+          {"missing", s.tls_client_cert_missing},
+          {"untrusted", s.tls_client_cert_untrusted},
+          {"expired", s.tls_client_cert_expired},
+          {"invalid", s.tls_client_cert_invalid},
+      };
+      for (const auto& [reason, n] : why) {
+        absl::StrAppend(&out, "uring_http_tls_client_certificate_failures_total{reason=\"",
+                        reason, "\"} ", n, "\n");
+      }
     }
   }
   Family(out, "uring_http_slow_task_queue_wait_seconds_total", "counter",
@@ -246,6 +268,43 @@ std::string ServerCore::RenderMetrics() const {
                     cumulative, "\n");
   }
 
+  if (limits_ != nullptr) {
+    // Load shedding and rate limits (src/limits/request_limits.h): a row
+    // per route with a limit of its own, and per route that refused any.
+    Family(out, "uring_http_requests_in_flight", "gauge",
+           "Requests in flight under a limit: per route with max_in_flight of its own, and "
+           "route=\"(server)\" under --max-in-flight.");
+    if (limits_->server_in_flight_limited()) {
+      absl::StrAppend(&out, "uring_http_requests_in_flight{method=\"\",route=\"(server)\"} ",
+                      limits_->server_in_flight(), "\n");
+    }
+    for (size_t i = 0; i < routes.size() && i < limits_->routes(); ++i) {
+      const limits::RequestLimits::RouteCounts c = limits_->Counts(static_cast<uint32_t>(i));
+      if (!c.limited_in_flight) continue;
+      absl::StrAppend(&out, "uring_http_requests_in_flight{", rows[i].labels, "} ", c.in_flight,
+                      "\n");
+    }
+    Family(out, "uring_http_requests_shed_total", "counter",
+           "Requests refused by a limit: 503 past requests in flight (reason=\"in_flight\"), 429 "
+           "past a client's rate (reason=\"rate_limit\").");
+    for (size_t i = 0; i < routes.size() && i < limits_->routes(); ++i) {
+      const limits::RequestLimits::RouteCounts c = limits_->Counts(static_cast<uint32_t>(i));
+      const bool own_rate = routes[i]->options.rate_per_client.enabled();
+      if (c.limited_in_flight || c.shed_in_flight > 0) {
+        absl::StrAppend(&out, "uring_http_requests_shed_total{", rows[i].labels,
+                        ",reason=\"in_flight\"} ", c.shed_in_flight, "\n");
+      }
+      if (own_rate || c.shed_rate > 0) {
+        absl::StrAppend(&out, "uring_http_requests_shed_total{", rows[i].labels,
+                        ",reason=\"rate_limit\"} ", c.shed_rate, "\n");
+      }
+    }
+    Family(out, "uring_http_rate_limit_evictions_total", "counter",
+           "Clients forgotten by a full rate-limit table before their bucket had refilled "
+           "(--rate-limit-clients is too small for the clients seen).");
+    Sample(out, "uring_http_rate_limit_evictions_total", limits_->rate_evictions());
+  }
+
   Family(out, "uring_http_io_uring_feature", "gauge",
          "io_uring features in use (1), as in the ready line.");
   if (!loops_.empty()) {
@@ -261,6 +320,7 @@ std::string ServerCore::RenderMetrics() const {
   Sample(out, "uring_http_workers", static_cast<uint64_t>(std::max(config_.workers, 0)));
   Family(out, "uring_http_draining", "gauge", "1 while the server drains before stopping.");
   Sample(out, "uring_http_draining", draining() ? 1 : 0);
+  metrics_->Render(&out);  // the application's own
   return out;
 }
 

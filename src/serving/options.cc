@@ -105,6 +105,26 @@ Flag& FilePath(Flags& f, std::string name, std::string* field, std::string help)
       [field] { return field->empty() ? std::string("none") : *field; });
 }
 
+// A request rate: "10" or "10/s" a second, "600/m" a minute, "3600/h" an
+// hour (decimals allowed); 0 turns the limit off.
+absl::StatusOr<double> ParseRate(std::string_view s) {
+  double per = 1;
+  if (s.size() > 2 && s[s.size() - 2] == '/') {
+    const char unit = s.back();
+    per = unit == 's' ? 1 : unit == 'm' ? 60 : unit == 'h' ? 3600 : 0;
+    s.remove_suffix(2);
+  }
+  const std::string number(s);
+  char* end = nullptr;
+  const double value = number.empty() ? -1 : std::strtod(number.c_str(), &end);
+  if (per == 0 || end == nullptr || *end != '\0' || !(value >= 0 && value <= 1e9) ||
+      number.find_first_not_of("0123456789.") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        "expected requests a second, or with a unit: 10/s, 600/m, 3600/h (0: off)");
+  }
+  return value / per;
+}
+
 // A number of threads as --help shows it: the CPU count by that name,
 // since the number differs from machine to machine.
 std::string ThreadCount(int n) {
@@ -115,6 +135,7 @@ std::string ThreadCount(int n) {
 // --tls-cert and --tls-key.
 struct ParseState {
   std::vector<std::pair<bool, std::string>> tls_files;  // (is a key, path), in order
+  bool client_auth_set = false;                         // --tls-client-auth given
 };
 
 // The server's flags, one declaration each, setting `options`. Adding a
@@ -361,6 +382,12 @@ Flags ServerFlags(Options& options) {
     if (c.plain_port >= 0 && certs.empty()) {
       return absl::InvalidArgumentError("--plain-port goes with --tls-cert/--tls-key");
     }
+    if (c.tls.verifies_clients() && certs.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca goes with --tls-cert/--tls-key");
+    }
+    if (state->client_auth_set && !c.tls.verifies_clients()) {
+      return absl::InvalidArgumentError("--tls-client-auth goes with --tls-client-ca");
+    }
     return absl::OkStatus();
   });
   f.Add("plain-port", &c.plain_port,
@@ -390,6 +417,53 @@ Flags ServerFlags(Options& options) {
       .ShowDefault([&c] {
         return c.tls.workers < 0 ? std::string("accept threads") : std::to_string(c.tls.workers);
       });
+  FilePath(f, "tls-client-ca", &c.tls.client_ca_path,
+           "Ask clients for a certificate and verify it against the CAs in this PEM file "
+           "(mutual TLS)");
+  f.AddParsed(
+      "tls-client-auth", "required|optional",
+      "With --tls-client-ca: a client without a valid certificate fails the handshake "
+      "(required), or one without any is let in (optional)",
+      [state, &c](std::string_view text) -> absl::Status {
+        using ClientAuth = tls::TlsSettings::ClientAuth;
+        if (text != "required" && text != "optional") {
+          return absl::InvalidArgumentError("expected required or optional");
+        }
+        c.tls.client_auth = text == "required" ? ClientAuth::kRequired : ClientAuth::kOptional;
+        state->client_auth_set = true;
+        return absl::OkStatus();
+      },
+      [&c] {
+        return std::string(c.tls.client_auth == tls::TlsSettings::ClientAuth::kRequired
+                               ? "required"
+                               : "optional");
+      });
+
+  f.Section("Load shedding (not /metrics, /healthz; routes may set their own)");
+  f.Add("max-in-flight", &c.max_in_flight,
+        "Requests in flight at once, over every route; one more is answered 503 with "
+        "Retry-After: 1 (0: no limit)",
+        uint32_t{0}, UINT32_MAX);
+  f.AddParsed(
+      "rate-limit", "RATE",
+      "Requests per client (IPv4 address, IPv6 /64): 10 or 10/s, 600/m, 3600/h; past it "
+      "429 with Retry-After (0: off)",
+      [&c](std::string_view text) -> absl::Status {
+        absl::StatusOr<double> rate = ParseRate(text);
+        if (!rate.ok()) return rate.status();
+        c.rate_limit.per_second = *rate;
+        return absl::OkStatus();
+      },
+      [&c] {
+        return c.rate_limit.per_second == 0 ? std::string("0")
+                                            : absl::StrCat(c.rate_limit.per_second, "/s");
+      });
+  f.Add("rate-limit-burst", &c.rate_limit.burst,
+        "Requests a client may make at once (0: a second's worth of --rate-limit)", uint32_t{0},
+        UINT32_MAX);
+  f.Add("rate-limit-clients", &c.rate_limit_clients,
+        "Clients remembered per rate limit, least recent forgotten first (32 bytes each)",
+        uint32_t{1}, uint32_t{1} << 26);
   return f;
 }
 

@@ -28,6 +28,7 @@ const ServerConfig& Server::config() const { return core_->config(); }
 std::string Server::ReadyLine() const { return core_->ReadyLine(); }
 ServerStats Server::Stats() const { return core_->Stats(); }
 std::string Server::RenderMetrics() const { return core_->RenderMetrics(); }
+metrics::Registry& Server::metrics() const { return core_->metrics(); }
 bool Server::draining() const { return core_->draining(); }
 bool Server::handed_over() const { return core_->handed_over(); }
 absl::Status Server::ReloadTls() { return core_->ReloadTls(); }

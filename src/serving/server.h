@@ -62,8 +62,12 @@ class Server {
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
   ServerStats Stats() const;
-  // Every counter in the Prometheus text exposition format (GET /metrics).
+  // Every counter in the Prometheus text exposition format (GET /metrics),
+  // the application's (metrics()) last.
   std::string RenderMetrics() const;
+  // The application's metrics: ServerConfig::metrics, or the server's own
+  // registry when that is null. Any thread, any time.
+  metrics::Registry& metrics() const;
   bool draining() const;
   // The drain began because a successor took the listening sockets over
   // (it then also reports to systemd and owns the pid file).

@@ -20,7 +20,10 @@
 namespace uring_http::serving {
 
 ServerCore::ServerCore(ServerConfig config, router::Router router)
-    : config_(std::move(config)), router_(std::move(router)) {
+    : config_(std::move(config)),
+      own_metrics_(config_.metrics == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
+      metrics_(config_.metrics != nullptr ? config_.metrics : own_metrics_.get()),
+      router_(std::move(router)) {
   builtin_routes_ = AddBuiltinRoutes();
 }
 
@@ -50,6 +53,25 @@ absl::Status ServerCore::AddBuiltinRoutes() {
   return absl::OkStatus();
 }
 
+void ServerCore::MakeLimits() {
+  std::vector<limits::RouteLimitConfig> routes;
+  for (const router::Route* r : router_.Routes()) {
+    limits::RouteLimitConfig c;
+    c.max_in_flight = r->options.max_in_flight;
+    c.rate_per_client = r->options.rate_per_client;
+    // A scrape or a health check gets through a flood.
+    const bool builtin = r->method == "GET" && r->mount == nullptr &&
+                         ((!config_.metrics_path.empty() && r->path == config_.metrics_path) ||
+                          (!config_.health_path.empty() && r->path == config_.health_path));
+    c.server_wide = !builtin;
+    routes.push_back(c);
+  }
+  auto limits = std::make_unique<limits::RequestLimits>(
+      std::move(routes), config_.max_in_flight, config_.rate_limit,
+      std::max<uint32_t>(config_.rate_limit_clients, 1));
+  if (!limits->none()) limits_ = std::move(limits);
+}
+
 ServerCore::~ServerCore() {
   Stop();
   Wait();
@@ -61,6 +83,9 @@ ServerCore::~ServerCore() {
 absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_ready) {
   if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
   if (!builtin_routes_.ok()) return builtin_routes_;
+  // A metric the app could not register would be missing from /metrics
+  // without a word: refused here, named.
+  if (absl::Status s = metrics_->status(); !s.ok()) return s;
   // A peer that resets mid-send must not kill the process (sends also pass
   // MSG_NOSIGNAL; this covers everything else).
   signal(SIGPIPE, SIG_IGN);
@@ -125,12 +150,14 @@ absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_re
     }
   }
 
+  MakeLimits();
   for (int i = 0; i < config_.accept_threads; ++i) {
     loops_.push_back(std::make_unique<EventLoop>(
         i, config_, router_, workers_.get(), ListenersOf(listeners_, i),
         i == 0 ? signal_fd_ : -1, [this](int signo) { OnSignal(signo); }, access_log_fd_,
         config_.tls.enabled() ? &tls_source_ : nullptr, ListenersOf(plain_listeners_, i),
         tls_workers_.get(), &keep_listeners_));
+    loops_.back()->set_limits(limits_.get());
   }
 
   if (config_.tls.enabled() && config_.handle_signals) {
@@ -586,6 +613,12 @@ ServerStats ServerCore::Stats() const {
     s.tls_failed_plain_http += t.failed_plain_http.Get();
     s.tls_failed_protocol += t.failed_protocol.Get();
     s.tls_failed_peer_closed += t.failed_peer_closed.Get();
+    s.tls_failed_client_cert += t.failed_client_cert.Get();
+    s.tls_client_certs_verified += t.client_certs_verified.Get();
+    s.tls_client_cert_missing += t.client_cert_missing.Get();
+    s.tls_client_cert_untrusted += t.client_cert_untrusted.Get();
+    s.tls_client_cert_expired += t.client_cert_expired.Get();
+    s.tls_client_cert_invalid += t.client_cert_invalid.Get();
     s.file_cache_hits += l.file_cache_hits.Get();
     s.file_cache_revalidations += l.file_cache_revalidations.Get();
     s.file_cache_entries += l.file_cache_entries.Get();

@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "src/io/listener.h"
+#include "src/limits/request_limits.h"
 #include "src/router/router.h"
 #include "src/serving/config.h"
 #include "src/serving/event_loop.h"
@@ -66,8 +67,12 @@ class ServerCore {
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
   ServerStats Stats() const;
-  // Every counter in the Prometheus text exposition format (GET /metrics).
+  // Every counter in the Prometheus text exposition format (GET /metrics),
+  // the application's (metrics()) last.
   std::string RenderMetrics() const;
+  // The application's metrics: ServerConfig::metrics, or the server's own
+  // registry when that is null. Any thread, any time.
+  metrics::Registry& metrics() const { return *metrics_; }
   bool draining() const { return stop_requested_.load(std::memory_order_relaxed); }
   // The drain began because a successor took the listening sockets over
   // (it then also reports to systemd and owns the pid file).
@@ -85,6 +90,9 @@ class ServerCore {
   void ReloadMain();
   void StopReloadThread();
   absl::Status AddBuiltinRoutes();
+  // limits_ from the configuration and the routes' options (null when
+  // nothing is limited).
+  void MakeLimits();
   // listeners_ and plain_listeners_ from systemd, a predecessor (then
   // *successor is the handshake to finish once serving) or bind().
   absl::Status SetUpListeners(std::optional<takeover::Successor>* successor);
@@ -99,6 +107,9 @@ class ServerCore {
   void Withdrawn();
 
   const ServerConfig config_;
+  // ServerConfig::metrics, or own_metrics_.
+  std::unique_ptr<metrics::Registry> own_metrics_;
+  metrics::Registry* metrics_ = nullptr;
   router::Router router_;  // fixed once Run() starts the threads
   absl::Status builtin_routes_;
   std::vector<io::Listener> listeners_;
@@ -117,6 +128,7 @@ class ServerCore {
   std::atomic<bool> handed_over_{false};
   std::unique_ptr<takeover::ControlServer> control_;
   std::atomic<uint16_t> plain_port_{0};
+  std::unique_ptr<limits::RequestLimits> limits_;  // fixed once Run() starts the loops
   std::unique_ptr<worker::WorkerPool> workers_;
   std::unique_ptr<worker::WorkerPool> tls_workers_;  // handshake steps
   std::vector<std::unique_ptr<EventLoop>> loops_;

@@ -25,7 +25,11 @@ struct ServerStats {
   // TLS (src/tls/tls_stats.h): handshakes, resumptions, versions, failures.
   uint64_t tls_handshakes = 0, tls_resumed = 0, tls13 = 0, tls12 = 0, tls_offloaded = 0;
   uint64_t tls_failed_timeout = 0, tls_failed_plain_http = 0, tls_failed_protocol = 0;
-  uint64_t tls_failed_peer_closed = 0;
+  uint64_t tls_failed_peer_closed = 0, tls_failed_client_cert = 0;
+  // Client certificates (--tls-client-ca): verified, and failures by reason.
+  uint64_t tls_client_certs_verified = 0, tls_client_cert_missing = 0;
+  uint64_t tls_client_cert_untrusted = 0, tls_client_cert_expired = 0;
+  uint64_t tls_client_cert_invalid = 0;
   uint64_t tls_steps_reclaimed = 0, tls_steps_skipped = 0;
   uint64_t tls_reloads = 0, tls_reload_failures = 0;
   worker::WorkerPoolStats workers;

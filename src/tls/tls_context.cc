@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "src/tls/client_cert.h"
 
 namespace uring_http::tls {
 namespace {
@@ -133,6 +134,12 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
   }
   std::shared_ptr<TlsContext> c(new TlsContext());
   c->keys_ = std::move(keys);
+  if (settings.verifies_clients()) {
+    c->client_auth_ = absl::StrCat(
+        ", client certificates ",
+        settings.client_auth == TlsSettings::ClientAuth::kRequired ? "required" : "optional",
+        " (", settings.client_ca_path, ")");
+  }
   ERR_clear_error();
   for (const CertificateFiles& files : settings.certificates) {
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -181,6 +188,8 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     SSL_CTX_set_tlsext_servername_callback(ctx, &TlsContext::OnServerName);
     SSL_CTX_set_tlsext_servername_arg(ctx, c.get());
     SSL_CTX_set_alpn_select_cb(ctx, &TlsContext::OnAlpn, nullptr);
+    // Every context alike: SNI may move a handshake to any of them.
+    if (absl::Status s = ConfigureClientVerification(ctx, settings); !s.ok()) return s;
 
     X509* leaf = SSL_CTX_get0_certificate(ctx);
     EVP_PKEY* key = SSL_CTX_get0_privatekey(ctx);
@@ -194,7 +203,13 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     // resumes), while one made before a reload or a renewal of the same
     // names still does.
     unsigned char sid_ctx[SHA256_DIGEST_LENGTH];
-    const std::string id = "uring-http\n" + info.names;
+    // Client verification is part of it: a session made under another CA
+    // file or mode does not resume under this one.
+    std::string id = "uring-http\n" + info.names;
+    if (settings.verifies_clients()) {
+      absl::StrAppend(&id, "\nclient-ca ", settings.client_ca_path, " ",
+                      static_cast<int>(settings.client_auth));
+    }
     static_assert(sizeof(sid_ctx) <= SSL_MAX_SID_CTX_LENGTH);
     if (EVP_Digest(id.data(), id.size(), sid_ctx, nullptr, EVP_sha256(), nullptr) != 1 ||
         SSL_CTX_set_session_id_context(ctx, sid_ctx, sizeof(sid_ctx)) != 1) {
@@ -297,7 +312,7 @@ std::string TlsContext::Describe() const {
   for (const CertificateInfo& i : infos_) certs.push_back(absl::StrCat(i.names, " (", i.key_type, ")"));
   return absl::StrCat(OpenSSL_version(OPENSSL_VERSION), ", TLSv1.3+TLSv1.2, ciphers ", kCiphers13,
                       ":", kCiphers12, ", ALPN http/1.1, tickets, certificates: ",
-                      absl::StrJoin(certs, "; "));
+                      absl::StrJoin(certs, "; "), client_auth_);
 }
 
 }  // namespace uring_http::tls

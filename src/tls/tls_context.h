@@ -88,6 +88,7 @@ class TlsContext : public std::enable_shared_from_this<TlsContext> {
   std::vector<X509*> leaves_;       // owned by their contexts
   std::vector<CertificateInfo> infos_;
   std::shared_ptr<TicketKeys> keys_;
+  std::string client_auth_;  // for Describe(): ", client certificates required (ca.pem)"
 };
 
 // The ALPN protocols we speak, in preference order, in wire format

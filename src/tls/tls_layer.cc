@@ -11,6 +11,7 @@
 
 #include "src/base/check.h"
 #include "src/http1/proxy_header.h"
+#include "src/tls/client_cert.h"
 
 namespace uring_http::tls {
 namespace {
@@ -234,6 +235,10 @@ void TlsLayer::HandshakeDone(uint32_t slot) {
     stats_->tls13.Add();
   } else {
     stats_->tls12.Add();
+  }
+  if (std::shared_ptr<const http::ClientCertificate> cert = VerifiedClientCertificate(ssl)) {
+    stats_->client_certs_verified.Add();
+    l.conn->SetClientCertificate(std::move(cert));
   }
   // The connection's own deadlines run from here.
   SyncDeadline(slot);

@@ -260,6 +260,9 @@ class TlsLayer final : public http1::ConnectionHost {
   void AfterStep(uint32_t slot, TlsSession::Status result);
 
   void Fail(uint32_t slot, Failure why);
+  // A handshake OpenSSL failed: over a client certificate (by reason), or
+  // another protocol failure.
+  void CountProtocolFailure(uint32_t slot);
   void Feed(uint32_t slot, const char* data, size_t len);
   // Reads the PROXY header from what has come (a part staged before, then
   // data[0..len)). True once it is read: its last *used bytes were at the

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "src/base/check.h"
+#include "src/tls/client_cert.h"
 #include "src/tls/tls_layer.h"
 
 namespace uring_http::tls {
@@ -49,7 +50,7 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
     }
     case Failure::kProtocol:
       // OpenSSL wrote its alert into the output: it goes before the close.
-      if (handshaking) stats_->failed_protocol.Add();
+      if (handshaking) CountProtocolFailure(slot);
       break;
     case Failure::kPeerClosed:
       stats_->failed_peer_closed.Add();
@@ -61,6 +62,33 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
       break;
   }
   l.conn->Abort();
+}
+
+void TlsLayer::CountProtocolFailure(uint32_t slot) {
+  const TlsSession& s = sessions_[slot];
+  SSL* ssl = s.ssl();
+  const ClientCertFailure why =
+      ssl != nullptr && (SSL_get_verify_mode(ssl) & SSL_VERIFY_PEER) != 0
+          ? ClassifyClientCertFailure(s.error_reason(), SSL_get_verify_result(ssl))
+          : ClientCertFailure::kNone;
+  switch (why) {
+    case ClientCertFailure::kNone:
+      stats_->failed_protocol.Add();
+      return;
+    case ClientCertFailure::kMissing:
+      stats_->client_cert_missing.Add();
+      break;
+    case ClientCertFailure::kUntrusted:
+      stats_->client_cert_untrusted.Add();
+      break;
+    case ClientCertFailure::kExpired:
+      stats_->client_cert_expired.Add();
+      break;
+    case ClientCertFailure::kInvalid:
+      stats_->client_cert_invalid.Add();
+      break;
+  }
+  stats_->failed_client_cert.Add();
 }
 
 void TlsLayer::FinishClose(uint32_t slot) {

@@ -44,6 +44,7 @@ void TlsSession::Reset() {
   in_len_ = 0;
   handshake_done_ = just_completed_ = close_notify_sent_ = failed_ = false;
   error_ = "";
+  error_reason_ = 0;
 }
 
 int TlsSession::BioRead(BIO* bio, char* buf, int len) {
@@ -86,6 +87,7 @@ TlsSession::Status TlsSession::Fail() {
   const unsigned long e = ERR_peek_last_error();
   const char* reason = e != 0 ? ERR_reason_error_string(e) : nullptr;
   error_ = reason != nullptr ? reason : "protocol error";
+  error_reason_ = e != 0 ? ERR_GET_REASON(e) : 0;
   ERR_clear_error();
   return Status::kFailed;
 }

@@ -95,6 +95,8 @@ class TlsSession {
 
   // Why the session failed (an OpenSSL reason string), after kFailed.
   const char* error() const { return error_; }
+  // Its OpenSSL reason code (ERR_GET_REASON; 0: none), after kFailed.
+  int error_reason() const { return error_reason_; }
   bool failed() const { return failed_; }
   // Ciphertext still unread in the current Feed's input (0 after kNeedMore).
   size_t input_left() const { return in_len_; }
@@ -117,6 +119,7 @@ class TlsSession {
   bool close_notify_sent_ = false;
   bool failed_ = false;
   const char* error_ = "";
+  int error_reason_ = 0;
 };
 
 }  // namespace uring_http::tls

@@ -48,8 +48,17 @@ struct TlsSettings {
   // once: keep-alive latency beside a flood of handshakes (README, HTTPS).
   // 0: the kernel's default.
   uint32_t ring_slice_us = 100;
+  // Client certificates (mutual TLS): a PEM file of the CAs a client's
+  // certificate must chain to (--tls-client-ca; empty: none are asked
+  // for). kRequired: a client without a valid one fails the handshake;
+  // kOptional: one without a certificate is let in (its requests have no
+  // Request::client_certificate), one with an invalid one still fails.
+  std::string client_ca_path;
+  enum class ClientAuth : uint8_t { kRequired, kOptional };
+  ClientAuth client_auth = ClientAuth::kRequired;
 
   bool enabled() const { return !certificates.empty(); }
+  bool verifies_clients() const { return !client_ca_path.empty(); }
 };
 
 }  // namespace uring_http::tls

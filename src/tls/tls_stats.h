@@ -20,6 +20,14 @@ struct TlsStats {
   http1::Counter failed_plain_http;  // plain HTTP sent to the TLS port: 400
   http1::Counter failed_protocol;    // not TLS, bad records, alerts, no shared cipher
   http1::Counter failed_peer_closed; // the peer closed or reset mid-handshake
+  http1::Counter failed_client_cert; // a client certificate missing or not verified
+  // Client certificates (--tls-client-ca): handshakes with one verified,
+  // and failures by reason (ClientCertFailure in tls_context.h).
+  http1::Counter client_certs_verified;
+  http1::Counter client_cert_missing;
+  http1::Counter client_cert_untrusted;
+  http1::Counter client_cert_expired;
+  http1::Counter client_cert_invalid;
 };
 
 }  // namespace uring_http::tls

@@ -23,8 +23,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "src/http/client_address.h"
+#include "src/http/client_certificate.h"
 #include "src/http/response.h"
 #include "src/worker/body_pipe.h"
 
@@ -59,6 +61,9 @@ struct TaskBuffer {
   bool http10 = false;      // no chunked framing: a streamed body is close-delimited
   BodyPipe* request_body = nullptr;  // streamed request body, or null
   http::ClientAddress client_address;  // Request::client_address
+  // Request::client_certificate: the task holds it, so it outlives a
+  // connection that closes while the handler runs.
+  std::shared_ptr<const http::ClientCertificate> client_certificate;
   RingAddress ring;
   uint64_t notify_user_data = 0;     // kStreamNotify for this connection
 

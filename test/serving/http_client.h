@@ -43,8 +43,17 @@ class TestClient {
   // with it: loopback's 64 KiB MSS would keep a window that small shut (the
   // receiver never advertises less than one MSS) and crawl on zero-window
   // probes.
-  explicit TestClient(uint16_t port, int timeout_ms = 10000, int receive_buffer = 0) {
+  // `source`: the local address to connect from ("127.0.0.2": another
+  // client of the loopback's 127/8, for per-client limits); null: any.
+  explicit TestClient(uint16_t port, int timeout_ms = 10000, int receive_buffer = 0,
+                      const char* source = nullptr) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (source != nullptr) {
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      inet_pton(AF_INET, source, &local.sin_addr);
+      bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof(local));
+    }
     if (receive_buffer > 0) {
       setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
       const int mss = 1024;

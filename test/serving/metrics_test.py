@@ -41,7 +41,9 @@ def samples(text):
 
 def main():
     server = subprocess.Popen(
-        [sys.argv[1], "-p", "0", "-A", "2", "-w", "2", "-D", "20"],
+        [sys.argv[1], "-p", "0", "-A", "2", "-w", "2", "-D", "20",
+         # Limits that never bite, so that their families are in the scrape.
+         "--max-in-flight=1000", "--rate-limit=1000"],
         stdout=subprocess.PIPE, text=True)
     try:
         ready = server.stdout.readline()
@@ -89,6 +91,8 @@ def main():
         assert value("uring_http_connections_refused_total") == 0
         assert value("uring_http_io_uring_feature", feature="multishot-recv") == 1
         assert value("uring_http_draining") == 0
+        assert value("uring_http_requests_in_flight", method="", route="(server)") == 0
+        assert value("uring_http_rate_limit_evictions_total") == 0
 
         # Draining: /healthz answers 503 on a connection opened before SIGTERM
         # while a SLOW request keeps the server busy.

@@ -231,6 +231,72 @@ TEST(NoAllocationTest, CachedFilesAllocateNothingPerRequest) {
   ASSERT_EQ(std::system(("rm -rf " + root).c_str()), 0);
 }
 
+// Limits on: a FAST route under its own and the server's in-flight limits
+// and per-client buckets is admitted, counted and released without an
+// allocation, and a request a bucket refuses (429 with Retry-After) costs
+// none either.
+TEST(NoAllocationTest, LimitsAllocateNothingPerRequest) {
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 64;
+  config.workers = 1;
+  config.max_in_flight = 100;
+  config.rate_limit = limits::RateLimit{1e9, 0};  // never empty
+  router::Router router;
+  router::RouteOptions limited;
+  limited.max_in_flight = 10;
+  limited.rate_per_client = limits::RateLimit{1e9, 0};
+  ASSERT_TRUE(router.Fast("GET", "/fast", [](const http::Request&, http::Response&) {}, limited)
+                  .ok());
+  router::RouteOptions strict;
+  strict.rate_per_client = limits::RateLimit{0.001, 1};  // one request, then 429s
+  ASSERT_TRUE(router.Fast("GET", "/strict", [](const http::Request&, http::Response&) {}, strict)
+                  .ok());
+  Server server(config, std::move(router));
+  ASSERT_TRUE(server.Start().ok());
+  testing::TestClient client(server.port());
+
+  char buf[4096];
+  // Reads one response (its head, then Content-Length bytes).
+  auto get = [&](const char* request, std::string_view status) {
+    if (send(client.fd(), request, std::strlen(request), MSG_NOSIGNAL) <= 0) return false;
+    size_t got = 0, need = SIZE_MAX;
+    while (got < need) {
+      ssize_t n = recv(client.fd(), buf + got, sizeof(buf) - got, 0);
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+      if (need == SIZE_MAX) {
+        const std::string_view seen(buf, got);
+        const size_t end = seen.find("\r\n\r\n");
+        const size_t length = seen.find("Content-Length: ");
+        if (end == std::string_view::npos || length == std::string_view::npos) continue;
+        need = end + 4 + std::strtoul(buf + length + 16, nullptr, 10);
+      }
+    }
+    return got == need && std::string_view(buf, got).starts_with(status);
+  };
+  const char* kFast = "GET /fast HTTP/1.1\r\nHost: x\r\n\r\n";
+  const char* kStrict = "GET /strict HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_TRUE(get(kStrict, "HTTP/1.1 200 OK\r\n"));
+  for (int i = 0; i < 200; ++i) {  // warm-up
+    ASSERT_TRUE(get(kFast, "HTTP/1.1 200 OK\r\n"));
+    ASSERT_TRUE(get(kStrict, "HTTP/1.1 429 Too Many Requests\r\n"));
+  }
+  g_allocations.store(0);
+  g_counting.store(true);
+  bool ok = true;
+  for (int i = 0; i < 2000 && ok; ++i) {
+    ok = get(kFast, "HTTP/1.1 200 OK\r\n") && get(kStrict, "HTTP/1.1 429 Too Many Requests\r\n");
+  }
+  g_counting.store(false);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(g_allocations.load(), 0u) << "allocations during 4,000 requests under limits";
+  server.Stop();
+  server.Wait();
+}
+
 // gzip on: the FAST answers it leaves uncompressed (a client that does not
 // accept gzip, a body below --gzip-min-bytes) allocate nothing either; the
 // Accept-Encoding parse and the added Vary work in place. A compressed one

@@ -409,6 +409,56 @@ TEST(OptionsTest, ResponseHeaderLimit) {
   EXPECT_EQ(options->config.max_response_header_bytes, 4096u);
 }
 
+TEST(OptionsTest, LoadSheddingAndRateLimits) {
+  absl::StatusOr<Options> options = Parse({});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.max_in_flight, ServerConfig().max_in_flight);
+  EXPECT_FALSE(options->config.rate_limit.enabled());
+  EXPECT_EQ(options->config.rate_limit_clients, ServerConfig().rate_limit_clients);
+  options = Parse({"--max-in-flight=500", "--rate-limit=600/m", "--rate-limit-burst=20",
+                   "--rate-limit-clients", "1000"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.max_in_flight, 500u);
+  EXPECT_DOUBLE_EQ(options->config.rate_limit.per_second, 10);
+  EXPECT_EQ(options->config.rate_limit.burst, 20u);
+  EXPECT_EQ(options->config.rate_limit_clients, 1000u);
+  for (const auto& [text, per_second] :
+       {std::pair<std::string, double>{"10", 10}, {"10/s", 10}, {"2.5", 2.5}, {"3600/h", 1},
+        {"0", 0}}) {
+    options = Parse({"--rate-limit=" + text});
+    ASSERT_TRUE(options.ok()) << text << ": " << options.status();
+    EXPECT_DOUBLE_EQ(options->config.rate_limit.per_second, per_second) << text;
+  }
+  for (const char* bad : {"", "x", "10/d", "-1", "1e3", "10/", "/s", "nan", "10 /s"}) {
+    ExpectError({std::string("--rate-limit=") + bad}, "--rate-limit");
+  }
+  ExpectError({"--max-in-flight=-1"}, "--max-in-flight");
+  ExpectError({"--rate-limit-clients=0"}, "--rate-limit-clients");
+}
+
+TEST(OptionsTest, TlsClientCertificates) {
+  using ClientAuth = tls::TlsSettings::ClientAuth;
+  absl::StatusOr<Options> options = Parse({"--tls-cert=c.pem", "--tls-key=k.pem"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_FALSE(options->config.tls.verifies_clients());
+  // Required once a CA is given.
+  options = Parse({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-ca=ca.pem"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.tls.client_ca_path, "ca.pem");
+  EXPECT_EQ(options->config.tls.client_auth, ClientAuth::kRequired);
+  options = Parse({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-ca", "ca.pem",
+                   "--tls-client-auth=optional"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->config.tls.client_auth, ClientAuth::kOptional);
+  ExpectError({"--tls-client-ca=ca.pem"}, "--tls-cert");
+  ExpectError({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-auth=optional"},
+              "--tls-client-ca");
+  ExpectError({"--tls-cert=c.pem", "--tls-key=k.pem", "--tls-client-ca=ca.pem",
+               "--tls-client-auth=maybe"},
+              "--tls-client-auth");
+  ExpectError({"--tls-client-ca="}, "--tls-client-ca");
+}
+
 TEST(OptionsTest, UnknownOptionsAreNamed) {
   ExpectError({"--bogus"}, "--bogus");
   ExpectError({"--bogus=1"}, "--bogus");

@@ -93,7 +93,7 @@ TestCertificate TestCertificate::Generate(KeyType type, const std::vector<std::s
   AddExtension(cert, NID_key_usage,
                type == KeyType::kRsa2048 ? "critical,digitalSignature,keyEncipherment,keyCertSign"
                                          : "critical,digitalSignature,keyCertSign");
-  AddExtension(cert, NID_ext_key_usage, "serverAuth");
+  AddExtension(cert, NID_ext_key_usage, "serverAuth,clientAuth");  // mTLS tests: clients too
   AddExtension(cert, NID_subject_key_identifier, "hash");
   AddExtension(cert, NID_subject_alt_name, sans);
   CERT_CHECK(X509_sign(cert, key, EVP_sha256()) > 0);
