@@ -136,7 +136,8 @@ int main(int argc, char** argv) {
            {"uptime_seconds", std::chrono::duration_cast<std::chrono::seconds>(uptime).count()}});
   });
 
-  // A path parameter: Request::PathParam gives the segment as sent.
+  // A path parameter: Request::PathParam gives the segment percent-decoded
+  // ("/api/items/%31" is item 1; RawPathParam gives "%31").
   (void)router.Fast("GET", "/api/items/{id}", [](const Request& request, Response& response) {
     static constexpr const char* kItems[] = {"nut", "bolt", "washer"};
     const std::string_view id = request.PathParam("id");

@@ -30,13 +30,15 @@
 //                          command line into Options (config, root, ...)
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
-//                          Static, Use, SetErrorHandler), Handler,
+//                          Static, Use, SetErrorHandler,
+//                          SetDefaultErrorHandler), Handler,
 //                          RouteOptions, BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
 //                          HeaderElements, ReadBody, body_error,
-//                          client_address), BodyError, BodyErrorName,
+//                          client_address, PathParam, RawPathParam,
+//                          allowed_methods), BodyError, BodyErrorName,
 //                          Method, Version,
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,

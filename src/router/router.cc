@@ -104,6 +104,7 @@ absl::Status Router::Static(std::string_view prefix, std::string_view root,
   route.path = absl::StrCat(AbslView(prefix), "*");
   route.kind = HandlerKind::kFast;
   route.mount = &mount->files;
+  route.options.middleware = options.middleware;
   route.id = count_++;
   mounts_.push_back(std::move(mount));
   std::stable_sort(mounts_.begin(), mounts_.end(), [](const auto& a, const auto& b) {
@@ -168,6 +169,7 @@ Match Router::Find(std::string_view method, std::string_view path,
   }
   match.path_known = true;
   match.allow = found.allow;
+  match.allow_scratch = found.allow_scratch;
   match.route = found.route;
   if (match.route == nullptr) {
     if (method == "OPTIONS" && !found.has_options) {

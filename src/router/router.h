@@ -12,15 +12,19 @@
 // segment as the parameter id, "/files/{path...}" the rest of the path
 // (possibly empty, '/' included; "/files" itself does not match it), and a
 // pattern without braces is an exact path. Handlers read the values with
-// Request::PathParam("id"): raw views into the path, not percent-decoded
-// (http::DecodePathParam decodes one). Precedence, per segment from the
+// Request::PathParam("id"), percent-decoded (Request::RawPathParam: as
+// sent). Paths are matched clean (clean_path.h: the server answers 400 to a
+// malformed escape and redirects "//", "." and ".." to the clean path first)
+// and segment by segment decoded ("/%61pi" is "/api"; a "%2F" stays inside
+// its segment, and a parameter gets it as '/'). Precedence, per segment from the
 // left: a static segment beats a parameter, which beats a catch-all; if the
 // more specific branch has no route for the method further down, the next
 // is tried (route_tree.h). Add refuses, with a message: a duplicate
 // (method, pattern); a parameter named differently from one already at the
 // same place, by any method ("/u/{id}" then "/u/{name}"); a catch-all not
 // last; "{}" or a name that is not [A-Za-z0-9_]+; a name twice in one
-// pattern; more than 8 parameters.
+// pattern; more than 8 parameters; an empty segment but the last, a "." or
+// ".." segment, or a broken escape (no clean path could match them).
 //
 // Answers from the table itself: a path that some pattern matches, but
 // not for the method, is a 405 whose Allow lists that pattern's methods
@@ -49,6 +53,7 @@
 #include "src/http/parser.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
+#include "src/router/clean_path.h"
 #include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
@@ -95,6 +100,9 @@ struct StaticOptions {
   // as if absent, except /.well-known/ under "/" (files/url_path.h,
   // IsHiddenPath); true serves them like any file (--static-dotfiles=allow).
   bool serve_dotfiles = false;
+  // Run around this mount's files, after the global ones (middleware.h:
+  // what an after may change on a file's answer).
+  std::vector<Middleware> middleware;
 };
 
 // A directory whose files answer GET and HEAD under a URL prefix.
@@ -126,6 +134,9 @@ struct Match {
   const Route* route = nullptr;  // null: see path_known (a mount's route: route->mount)
   bool path_known = false;       // path exists with other methods: 405
   std::string_view allow;        // "GET, HEAD, OPTIONS" for the Allow header
+  // `allow` is a view of the calling thread's scratch, valid until its next
+  // Find (else of the router, valid as long as it is).
+  bool allow_scratch = false;
   // OPTIONS of a known path (or "*") that no route takes: the server
   // answers 204 with `allow`.
   bool options = false;
@@ -161,7 +172,8 @@ class Router {
   // longest matching prefix wins; mounts come before the fallback. Hidden
   // paths (a segment starting with '.') are 404 unless `options` says
   // otherwise (StaticOptions). Fails if `root` is not a directory that can
-  // be opened, or the prefix is taken.
+  // be opened, or the prefix is taken. The prefix is compared with the
+  // path as sent (not decoded).
   absl::Status Static(std::string_view prefix, std::string_view root,
                       StaticOptions options = {});
 
@@ -169,11 +181,16 @@ class Router {
   Match Find(std::string_view method, std::string_view path,
              http::PathParams* params = nullptr) const;
 
-  // Middleware around every route (and 404/405 answers), in Use() order
-  // before the route's own; custom 404/405/500 pages. See middleware.h.
+  // Middleware around every route, static mount and the router's and the
+  // server's own answers, in Use() order before the route's own; error
+  // pages for any status from 400 to 599, and one for all of them. See
+  // middleware.h.
   void Use(Middleware middleware) { pipeline_.Use(std::move(middleware)); }
   absl::Status SetErrorHandler(int status, ErrorHandler handler) {
     return pipeline_.SetErrorHandler(status, std::move(handler));
+  }
+  absl::Status SetDefaultErrorHandler(ErrorHandler handler) {
+    return pipeline_.SetDefaultErrorHandler(std::move(handler));
   }
   const Pipeline& pipeline() const { return pipeline_; }
 
