@@ -6,6 +6,7 @@
 //   - path parameters arrive percent-decoded (the raw form beside them),
 //     and routes match a clean path ("//" redirected, "%2F" inside a
 //     segment);
+//   - a CORS preflight is answered with the methods the route table has.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -247,6 +248,37 @@ TEST_F(Served, PathParametersArriveDecoded) {
   EXPECT_EQ(dots.status, 308);
   EXPECT_EQ(dots.Header("location"), "/api/items/7");
   EXPECT_EQ(Exchange(port_, Get("/api/items/100%")).status, 400);
+}
+
+// Item 7: a preflight for DELETE is allowed because the table has DELETE.
+TEST_F(Served, CorsPreflightNamesTheRoutesMethods) {
+  auto cors = uring_http::middleware::Cors({});
+  ASSERT_TRUE(cors.ok());
+  router_.Use(*cors);
+  auto ok = [](const Request&, Response& r) { r.set_body("ok"); };
+  ASSERT_TRUE(router_.Fast("GET", "/api/items/{id}", ok).ok());
+  ASSERT_TRUE(router_.Fast("DELETE", "/api/items/{id}", ok).ok());
+  ASSERT_TRUE(router_.Slow("PUT", "/api/items/{id}", ok).ok());
+  ASSERT_TRUE(router_.Fast("POST", "/api/items", ok).ok());
+  Start();
+  const std::string preflight =
+      "OPTIONS /api/items/7 HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+      "Access-Control-Request-Method: DELETE\r\nConnection: close\r\n\r\n";
+  const Answer a = Exchange(port_, preflight);
+  EXPECT_EQ(a.status, 204);
+  EXPECT_EQ(a.Header("access-control-allow-origin"), "*");
+  const std::string methods = a.Header("access-control-allow-methods");
+  EXPECT_NE(methods.find("DELETE"), std::string::npos) << methods;
+  EXPECT_NE(methods.find("PUT"), std::string::npos) << methods;
+  EXPECT_NE(methods.find("GET"), std::string::npos) << methods;
+  EXPECT_EQ(methods.find("POST"), std::string::npos) << methods;  // another path's
+  const Answer other = Exchange(
+      port_,
+      "OPTIONS /api/items HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+      "Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(other.status, 204);
+  EXPECT_NE(other.Header("access-control-allow-methods").find("POST"), std::string::npos);
+  EXPECT_EQ(other.Header("access-control-allow-methods").find("DELETE"), std::string::npos);
 }
 
 }  // namespace
