@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   if (!options.ok()) return 2;
   options->config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
   router::Router router;
-  (void)router.Fast("GET", "/", [](auto&, auto& r) { r.set_static_body("hello, world\n"); });
+  router.Fast("GET", "/", [](auto&, auto& r) { r.set_static_body("hello, world\n"); });
   serving::Server server(options->config, std::move(router));
   return server.Run([](auto& s) { std::cout << s.ReadyLine() << std::endl; }).ok() ? 0 : 1;
 }

@@ -121,15 +121,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   router.Use(*std::move(cors_middleware));
-  (void)router.SetErrorHandler(404, [](const Request& request, Response& response) {
+  router.SetErrorHandler(404, [](const Request& request, Response& response) {
     Reply(response, 404, json{{"error", "no such endpoint"}, {"path", request.path}});
   });
-  (void)router.SetErrorHandler(500, [](const Request&, Response& response) {
+  router.SetErrorHandler(500, [](const Request&, Response& response) {
     Reply(response, 500, json{{"error", "internal error"}});
   });
-  (void)router.Fast("POST", "/api/sum", Sum);
+  router.Fast("POST", "/api/sum", Sum);
   const auto started = std::chrono::steady_clock::now();
-  (void)router.Fast("GET", "/api/health", [started](const Request&, Response& response) {
+  router.Fast("GET", "/api/health", [started](const Request&, Response& response) {
     const auto uptime = std::chrono::steady_clock::now() - started;
     Reply(response, 200,
           {{"status", "ok"},
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
 
   // A path parameter: Request::PathParam gives the segment percent-decoded
   // ("/api/items/%31" is item 1; RawPathParam gives "%31").
-  (void)router.Fast("GET", "/api/items/{id}", [](const Request& request, Response& response) {
+  router.Fast("GET", "/api/items/{id}", [](const Request& request, Response& response) {
     static constexpr const char* kItems[] = {"nut", "bolt", "washer"};
     const std::string_view id = request.PathParam("id");
     uint64_t n = 0;

@@ -9,7 +9,7 @@
 //     auto options = serving::ParseOptions(argc, argv);  // the server's flags
 //     if (!options.ok()) return 2;
 //     router::Router router;
-//     (void)router.Fast("GET", "/", [](const http::Request&, http::Response& r) {
+//     router.Fast("GET", "/", [](const http::Request&, http::Response& r) {
 //       r.set_static_body("hello\n");
 //     });
 //     serving::Server server(options->config, std::move(router));
@@ -31,7 +31,8 @@
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler,
-//                          SetDefaultErrorHandler), Handler,
+//                          SetDefaultErrorHandler), Registration,
+//                          Handler,
 //                          RouteOptions, BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
@@ -43,6 +44,7 @@
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
+//   src/router/registration.h  Registration (what registering returns)
 //   src/router/middleware.h  Middleware (before/after hooks), Flow,
 //                          ErrorHandler (Router::Use, SetErrorHandler)
 //   src/middleware/cors.h, request_id.h  the two shipped middlewares

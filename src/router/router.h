@@ -57,6 +57,7 @@
 #include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
+#include "src/router/registration.h"
 #include "src/router/route_tree.h"
 
 namespace uring_http::router {
@@ -142,29 +143,33 @@ struct Match {
   bool options = false;
 };
 
+// Every registration returns a Registration (registration.h): its outcome,
+// which may be ignored without a cast, because a failed one is also
+// recorded here, naming the route, and a Server refuses to start with a
+// router that has any (registration_error()).
 class Router {
  public:
   // Fails on a pattern that is malformed or conflicts (see the top), or a
   // FAST handler asked to stream its body (a FAST route streams through a
   // BodySink: FastStream).
-  absl::Status Add(HandlerKind kind, std::string_view method, std::string_view path,
+  Registration Add(HandlerKind kind, std::string_view method, std::string_view path,
                    Handler handler, RouteOptions options = {});
-  absl::Status Fast(std::string_view method, std::string_view path, Handler handler,
+  Registration Fast(std::string_view method, std::string_view path, Handler handler,
                     RouteOptions options = {}) {
     return Add(HandlerKind::kFast, method, path, std::move(handler), options);
   }
-  absl::Status Slow(std::string_view method, std::string_view path, Handler handler,
+  Registration Slow(std::string_view method, std::string_view path, Handler handler,
                     RouteOptions options = {}) {
     return Add(HandlerKind::kSlow, method, path, std::move(handler), options);
   }
   // A FAST route whose body streams into a sink the factory makes per request.
-  absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+  Registration FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           uint64_t max_body_bytes = kUnlimitedBody);
   // The same with the route's middleware (options.body is ignored).
-  absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+  Registration FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           RouteOptions options);
   // Answers every request no route matches (instead of 404/405), any method.
-  absl::Status SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
+  Registration SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
   // Serves the files under directory `root` for GET and HEAD of paths that
   // start with `prefix` (which must start and end with '/': "/assets/", or
   // "/" for every path) and that no exact route claims; "/assets" (no
@@ -174,7 +179,7 @@ class Router {
   // otherwise (StaticOptions). Fails if `root` is not a directory that can
   // be opened, or the prefix is taken. The prefix is compared with the
   // path as sent (not decoded).
-  absl::Status Static(std::string_view prefix, std::string_view root,
+  Registration Static(std::string_view prefix, std::string_view root,
                       StaticOptions options = {});
 
   // `params` (if given) receives the matched route's path parameters.
@@ -186,12 +191,12 @@ class Router {
   // pages for any status from 400 to 599, and one for all of them. See
   // middleware.h.
   void Use(Middleware middleware) { pipeline_.Use(std::move(middleware)); }
-  absl::Status SetErrorHandler(int status, ErrorHandler handler) {
-    return pipeline_.SetErrorHandler(status, std::move(handler));
-  }
-  absl::Status SetDefaultErrorHandler(ErrorHandler handler) {
-    return pipeline_.SetDefaultErrorHandler(std::move(handler));
-  }
+  Registration SetErrorHandler(int status, ErrorHandler handler);
+  Registration SetDefaultErrorHandler(ErrorHandler handler);
+
+  // OK, or FailedPrecondition listing every failed registration so far,
+  // each named ("GET /users/{id}: ..."); Server::Run() returns it.
+  absl::Status registration_error() const;
   const Pipeline& pipeline() const { return pipeline_; }
 
   size_t size() const { return count_; }
@@ -200,7 +205,17 @@ class Router {
   size_t mount_count() const { return mounts_.size(); }
 
  private:
+  absl::Status AddRoute(HandlerKind kind, std::string_view method, std::string_view path,
+                        Handler handler, RouteOptions options);
+  absl::Status AddStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+                         RouteOptions options);
+  absl::Status AddFallback(HandlerKind kind, Handler handler, RouteOptions options);
+  absl::Status AddStatic(std::string_view prefix, std::string_view root, StaticOptions options);
   absl::Status Insert(Route route);
+  // Keeps a failure, named by `what`, for registration_error().
+  Registration Record(std::string_view what, absl::Status status);
+
+  std::vector<std::string> errors_;
 
   std::vector<std::unique_ptr<Route>> routes_;  // the tree points into them
   RouteTree tree_;

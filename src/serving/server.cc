@@ -61,6 +61,9 @@ Server::~Server() {
 absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
   if (!builtin_routes_.ok()) return builtin_routes_;
+  // A registration the program did not check (a duplicate route) must not
+  // be lost silently.
+  if (absl::Status s = router_.registration_error(); !s.ok()) return s;
   // A peer that resets mid-send must not kill the process (sends also pass
   // MSG_NOSIGNAL; this covers everything else).
   signal(SIGPIPE, SIG_IGN);
