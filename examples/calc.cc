@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   serving::Options options = serving::ParseOptions(argc, argv);
 
   router::Router router;
-  (void)router.Slow("GET", "/calc", Calc);
+  router.Slow("GET", "/calc", Calc);
 
   options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
   serving::Server server(options.config, std::move(router));

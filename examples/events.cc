@@ -190,11 +190,11 @@ int main(int argc, char** argv) {
 
   StopSignal stop;  // outlives the server, whose workers use it
   router::Router router;
-  (void)router.Fast("GET", "/", [](const Request&, Response& response) {
+  router.Fast("GET", "/", [](const Request&, Response& response) {
     response.set_content_type("text/html; charset=utf-8");
     response.set_static_body(kPage);
   });
-  (void)router.Slow("GET", "/events", [&stop](const Request& request, Response& response) {
+  router.Slow("GET", "/events", [&stop](const Request& request, Response& response) {
     Events(stop, request, response);
   });
 

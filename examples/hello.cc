@@ -8,7 +8,7 @@ int main(int argc, char** argv) {
   serving::Options options = serving::ParseOptions(argc, argv);  // --help, bad flags: exits
   options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
   router::Router router;
-  (void)router.Fast("GET", "/", [](auto&, auto& r) { r.set_static_body("hello, world\n"); });
+  router.Fast("GET", "/", [](auto&, auto& r) { r.set_static_body("hello, world\n"); });
   serving::Server server(options.config, std::move(router));
   return server.Run([](auto& s) { std::cout << s.ReadyLine() << std::endl; }).ok() ? 0 : 1;
 }

@@ -113,23 +113,24 @@ int main(int argc, char** argv) {
     return 1;
   }
   router.Use(*std::move(cors_middleware));
-  (void)router.SetErrorHandler(404, [](const Request& request, Response& response) {
+  router.SetErrorHandler(404, [](const Request& request, Response& response) {
     Reply(response, 404, Json{{"error", "no such endpoint"}, {"path", request.path}});
   });
-  (void)router.SetErrorHandler(500, [](const Request&, Response& response) {
+  router.SetErrorHandler(500, [](const Request&, Response& response) {
     Reply(response, 500, Json{{"error", "internal error"}});
   });
-  (void)router.Fast("POST", "/api/sum", Sum);
+  router.Fast("POST", "/api/sum", Sum);
   const auto started = std::chrono::steady_clock::now();
-  (void)router.Fast("GET", "/api/health", [started](const Request&, Response& response) {
+  router.Fast("GET", "/api/health", [started](const Request&, Response& response) {
     const auto uptime = std::chrono::steady_clock::now() - started;
     Reply(response, 200,
           {{"status", "ok"},
            {"uptime_seconds", std::chrono::duration_cast<std::chrono::seconds>(uptime).count()}});
   });
 
-  // A path parameter: Request::PathParam gives the segment as sent.
-  (void)router.Fast("GET", "/api/items/{id}", [](const Request& request, Response& response) {
+  // A path parameter: Request::PathParam gives the segment percent-decoded
+  // ("/api/items/%31" is item 1; RawPathParam gives "%31").
+  router.Fast("GET", "/api/items/{id}", [](const Request& request, Response& response) {
     static constexpr const char* kItems[] = {"nut", "bolt", "washer"};
     const std::string_view id = request.PathParam("id");
     uint64_t n = 0;

@@ -9,7 +9,7 @@
 //     // The server's flags (--help: usage, exit 0; a bad flag: exit 2).
 //     serving::Options options = serving::ParseOptions(argc, argv);
 //     router::Router router;
-//     (void)router.Fast("GET", "/", [](const http::Request&, http::Response& r) {
+//     router.Fast("GET", "/", [](const http::Request&, http::Response& r) {
 //       r.set_static_body("hello\n");
 //     });
 //     serving::Server server(options.config, std::move(router));
@@ -42,18 +42,21 @@
 //                          FormatSize, ParseDuration, FormatDuration
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
-//                          Static, Use, SetErrorHandler), Handler,
+//                          Static, Use, SetErrorHandler,
+//                          SetDefaultErrorHandler), Registration, Handler,
 //                          RouteOptions (max_in_flight,
 //                          rate_per_client, ...), BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
 //                          HeaderElements, ReadBody, body_error,
-//                          client_address), BodyError, BodyErrorName,
+//                          client_address, PathParam, RawPathParam,
+//                          allowed_methods), BodyError, BodyErrorName,
 //                          Method, Version,
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
+//   src/router/registration.h  Registration (what registering returns)
 //   src/router/middleware.h  Middleware (before/after hooks), Flow,
 //                          ErrorHandler (Router::Use, SetErrorHandler)
 //   src/middleware/cors.h, request_id.h  the two shipped middlewares

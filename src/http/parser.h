@@ -120,6 +120,11 @@ struct Request {
   const ClientCertificate* client_certificate = nullptr;
   // The matched route's path parameters; set by the server, not the parser.
   PathParams path_params;
+  // The methods the route table has for this path, as an Allow header
+  // lists them ("GET, DELETE, HEAD, OPTIONS"; a static mount's "GET,
+  // HEAD"); set by the server. Empty where no pattern or mount matches the
+  // path (a 404, a fallback's request) and before routing.
+  std::string_view allowed_methods;
 
   // Case-insensitive lookup of the first header with this name; empty if none.
   std::string_view FindHeader(std::string_view name) const;
@@ -129,9 +134,12 @@ struct Request {
   // The rules are in form.h, cookies.h and header_values.h.
   //
   // The path parameter `name` of the route's pattern ("/users/{id}": "id"),
-  // raw (not percent-decoded: DecodePathParam); empty if the pattern has
-  // none of that name. Iterate path_params for all of them.
+  // percent-decoded ("%31" gives "1", "a%2Fb" gives "a/b"); empty if the
+  // pattern has none of that name. Iterate path_params for all of them.
+  // Valid while the request is (a decoded value lives in path_params).
   std::string_view PathParam(std::string_view name) const { return path_params.Get(name); }
+  // The same as sent in the path, not decoded.
+  std::string_view RawPathParam(std::string_view name) const { return path_params.RawGet(name); }
   // The query string's parameters (form encoding: '+' is a space).
   // QueryParam("x") is the first x, decoded: absent, malformed or present.
   UrlEncodedParams QueryParams() const { return UrlEncodedParams(query); }

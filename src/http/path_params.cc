@@ -1,5 +1,7 @@
 #include "src/http/path_params.h"
 
+#include <cstring>
+
 #include "src/http/percent.h"
 
 namespace uring_http::http {
@@ -17,6 +19,49 @@ std::optional<std::string_view> DecodePathParam(std::string_view raw, char* out,
     out[n++] = c;
   }
   return std::string_view(out, n);
+}
+
+void PathParams::Decode() {
+  size_t need = 0;
+  for (size_t i = 0; i < size_; ++i) {
+    const std::string_view raw = items_[i].raw;
+    items_[i].value = raw;
+    if (raw.find('%') != std::string_view::npos) need += raw.size();
+  }
+  if (need == 0) return;
+  char* out = inline_;
+  if (need > sizeof(inline_)) {
+    // Sized once, before any value points into it.
+    overflow_.resize(need);
+    out = overflow_.data();
+  }
+  for (size_t i = 0; i < size_; ++i) {
+    const std::string_view raw = items_[i].raw;
+    if (raw.find('%') == std::string_view::npos) continue;
+    const size_t n = DecodeLenient(raw, out);
+    items_[i].value = std::string_view(out, n);
+    out += n;
+  }
+}
+
+void PathParams::CopyFrom(const PathParams& other) {
+  items_ = other.items_;
+  size_ = other.size_;
+  overflow_ = other.overflow_;
+  std::memcpy(inline_, other.inline_, sizeof(inline_));
+  // Decoded values point into `other`: the same offsets here.
+  const char* other_inline = other.inline_;
+  const char* other_heap = other.overflow_.data();
+  for (size_t i = 0; i < size_; ++i) {
+    std::string_view& v = items_[i].value;
+    if (v.empty()) continue;
+    if (v.data() >= other_inline && v.data() < other_inline + sizeof(inline_)) {
+      v = std::string_view(inline_ + (v.data() - other_inline), v.size());
+    } else if (!other.overflow_.empty() && v.data() >= other_heap &&
+               v.data() < other_heap + other.overflow_.size()) {
+      v = std::string_view(overflow_.data() + (v.data() - other_heap), v.size());
+    }
+  }
 }
 
 }  // namespace uring_http::http

@@ -1,12 +1,14 @@
-// A matched route's path parameters ("/users/{id}" -> id), as views: the
-// names point into the router's route table, the values into the request's
-// path, so filling them allocates nothing. The capacity is fixed (the router
-// refuses a pattern with more parameters at registration).
+// A matched route's path parameters ("/users/{id}" -> id). Names are views
+// into the router's route table; each value comes percent-decoded (as Go's
+// PathValue: "/items/%31" gives "1", "a%2Fb" gives "a/b", "caf%C3%A9"
+// gives the UTF-8 bytes of "café"; '+' stays '+', which is a query-string
+// rule) and raw, as sent (raw(), RawGet()). A value without '%' is a view
+// into the request's path; a decoded one lives in this object: an inline
+// area of kInlineDecodedBytes for all of them together (nothing allocated),
+// the heap past it. Copies and moves take the decoded bytes with them.
 //
-// Values are the path's raw bytes, not percent-decoded: a view cannot hold
-// decoded bytes, and a decoded "%2F" would be indistinguishable from a
-// segment separator. DecodePathParam() decodes one into a caller's buffer
-// ('+' stays '+': that rule belongs to query strings, not paths).
+// The capacity is fixed (the router refuses a pattern with more parameters
+// at registration).
 //
 // Thread-safety: a plain value; owned by one Request.
 #ifndef URING_HTTP_SRC_HTTP_PATH_PARAMS_H_
@@ -16,24 +18,43 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace uring_http::http {
 
 struct PathParamEntry {
   std::string_view name;
-  std::string_view value;
+  std::string_view value;  // percent-decoded
+  std::string_view raw;    // as in the path
 };
 
 class PathParams {
  public:
   static constexpr size_t kCapacity = 8;
+  // Decoded bytes (of the values holding a '%') kept in the object itself.
+  static constexpr size_t kInlineDecodedBytes = 256;
 
-  // The value of parameter `name`; empty if the route has no such parameter
-  // (a "{name}" parameter is never empty; a "{name...}" catch-all may be).
+  PathParams() = default;
+  PathParams(const PathParams& other) { CopyFrom(other); }
+  PathParams& operator=(const PathParams& other) {
+    if (this != &other) CopyFrom(other);
+    return *this;
+  }
+
+  // The decoded value of parameter `name`; empty if the route has no such
+  // parameter (a "{name}" parameter is never empty; a "{name...}" catch-all
+  // may be).
   std::string_view Get(std::string_view name) const {
     for (size_t i = 0; i < size_; ++i) {
       if (items_[i].name == name) return items_[i].value;
+    }
+    return {};
+  }
+  // The same, as sent (not percent-decoded).
+  std::string_view RawGet(std::string_view name) const {
+    for (size_t i = 0; i < size_; ++i) {
+      if (items_[i].name == name) return items_[i].raw;
     }
     return {};
   }
@@ -50,26 +71,38 @@ class PathParams {
   const PathParamEntry* end() const { return items_.data() + size_; }
   const PathParamEntry& operator[](size_t i) const { return items_[i]; }
 
-  // For the router: false when full.
-  bool Push(std::string_view name, std::string_view value) {
+  // For the router: a raw value (its decoded one is the same until
+  // Decode()); false when full.
+  bool Push(std::string_view name, std::string_view raw) {
     if (size_ == kCapacity) return false;
-    items_[size_++] = PathParamEntry{name, value};
+    items_[size_++] = PathParamEntry{name, raw, raw};
     return true;
   }
   void Truncate(size_t size) {
     if (size < size_) size_ = static_cast<uint8_t>(size);
   }
   void Clear() { size_ = 0; }
+  // For the router, once a route matched: decodes every value from its raw
+  // form (again, if called twice). A '%' that does not start a whole
+  // escape is kept as it is (the server refuses such a path with 400
+  // before routing it).
+  void Decode();
 
  private:
+  void CopyFrom(const PathParams& other);
+
   std::array<PathParamEntry, kCapacity> items_{};
   uint8_t size_ = 0;
+  // Decoded bytes: inline_ while they fit, else all of them in overflow_.
+  char inline_[kInlineDecodedBytes];
+  std::string overflow_;
 };
 
 // Percent-decodes `raw` (a path parameter) into out[0..capacity) and returns
 // the decoded bytes, or `raw` itself when it holds no '%' (nothing copied).
 // nullopt if a '%' is not followed by two hex digits, or the result does not
-// fit. '+' is not a space in a path.
+// fit. '+' is not a space in a path. (PathParams hands its values decoded
+// already: this is for other text, e.g. a value's raw form.)
 std::optional<std::string_view> DecodePathParam(std::string_view raw, char* out, size_t capacity);
 
 }  // namespace uring_http::http

@@ -31,6 +31,32 @@ constexpr bool DecodeEscape(std::string_view raw, size_t i, char* out) {
   return true;
 }
 
+// Percent-decodes `raw` into out[0..raw.size()) leniently (a '%' that does
+// not start a whole escape is kept as it is) and returns the decoded size.
+// Decoding never lengthens: `out` needs room for raw.size() bytes.
+constexpr size_t DecodeLenient(std::string_view raw, char* out) {
+  size_t n = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '%' && DecodeEscape(raw, i, &c)) i += 2;
+    out[n++] = c;
+  }
+  return n;
+}
+
+// Whether `raw` percent-decodes (leniently, as above) to `decoded`, without
+// decoding it anywhere.
+constexpr bool DecodesTo(std::string_view raw, std::string_view decoded) {
+  size_t n = 0;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '%' && DecodeEscape(raw, i, &c)) i += 2;
+    if (n == decoded.size() || decoded[n] != c) return false;
+    ++n;
+  }
+  return n == decoded.size();
+}
+
 }  // namespace uring_http::http
 
 #endif  // URING_HTTP_SRC_HTTP_PERCENT_H_

@@ -92,10 +92,28 @@ class ProducerOutput final : public http::BodyOutput {
 };
 
 void Connection::RunHandler(const http::Request& request) {
-  if (ex_.route->mount != nullptr) return StartFile(request);
   http::Response response;
   const router::Pipeline& pipeline = env_->router->pipeline();
   const router::Route& route = *ex_.route;
+  if (route.mount != nullptr) {
+    if (pipeline.Active(route.options.middleware)) {
+      // Around a static file: the befores before it is looked up, the
+      // afters once its answer is known (ServeFile, AnswerError).
+      bool answered = false;
+      const size_t ran = router::RunBefores(pipeline, route.options.middleware, request,
+                                            response, &answered, route.name());
+      if (answered) {
+        pipeline.MaybeFailPage(request, response);
+        router::RunAfters(pipeline, route.options.middleware, ran, request, response,
+                          route.name());
+        ex_.chain_done = true;
+        return SendHandlerResponse(request, response);
+      }
+      ex_.afters_due = static_cast<uint16_t>(ran);
+    }
+    return StartFile(request);
+  }
+  ex_.chain_done = true;
   if (pipeline.Active(route.options.middleware)) {
     router::RunChain(pipeline, route.options.middleware, request, response, route.handler,
                      /*head_sent=*/nullptr, route.name());
@@ -133,14 +151,16 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
                           std::string_view body) {
   (void)request;
   io::ChunkPool* chunks = env_->chunks;
-  const size_t need = sizeof(worker::TaskBuffer) + head.size() + body.size();
+  const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
+  const size_t need = sizeof(worker::TaskBuffer) + head.size() + body.size() + allow.size();
   char* memory = need <= chunks->chunk_size() ? chunks->Acquire()
                                               : static_cast<char*>(std::malloc(need));
   if (memory == nullptr) return Abort();
   auto* task = new (memory) worker::TaskBuffer();
   task->head_len = static_cast<uint32_t>(head.size());
   task->body_len = body.size();
-  task->capacity = static_cast<uint32_t>(head.size() + body.size());
+  task->capacity = static_cast<uint32_t>(head.size() + body.size() + allow.size());
+  task->allow_len = static_cast<uint16_t>(allow.size());
   task->head_only = ex_.head;
   task->keep_alive = ex_.keep_alive;
   task->keep_alive_header = ex_.keep_alive && ex_.http10;
@@ -150,6 +170,9 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->client_certificate = client_cert_;
   std::memcpy(task->data(), head.data(), head.size());
   if (!body.empty()) std::memcpy(task->data() + head.size(), body.data(), body.size());
+  if (!allow.empty()) {
+    std::memcpy(task->data() + head.size() + body.size(), allow.data(), allow.size());
+  }
   if (!env_->host->Dispatch(slot_, task, *ex_.route, ex_.started_ns)) {
     task->~TaskBuffer();
     chunks->Release(memory);
@@ -162,10 +185,11 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
       input_ = Input::kDone;
       linger_ = true;
     }
-    RespondError(503, /*close=*/unread);
+    AnswerError(503, /*close=*/unread, &request);
     return;
   }
   env_->stats->slow_dispatched.Add();
+  ex_.chain_done = true;  // the worker runs it
   task_ = task;
   task_inflight_ = true;
   ex_.answer = Answer::kTask;
@@ -203,10 +227,12 @@ void Connection::OnTaskDone() {
     // Its body failed and nothing of the handler's answer has been queued:
     // the connection answers for it, whatever the handler did (a handler
     // that returned on ReadBody()'s -1 left the default 200).
+    // (The kept head, not the task's copy, is what the error page gets.)
+    if (ex_.head_kept) ex_.head_ptr = req_.data;
     FreeTask();  // an answer it began streaming is dropped with its pipe
     if (resp_pipe() != nullptr) resp_pipe()->Abort();
     ex_.answer = Answer::kPending;
-    RespondError(ex_.body_status, /*close=*/true);
+    AnswerError(ex_.body_status, /*close=*/true);
     Sync();
     return;
   }
@@ -330,7 +356,77 @@ void Connection::RespondError(int status, bool close, std::string_view allow) {
 void Connection::BadRequest(int status) {
   env_->stats->bad_requests.Add();
   linger_ = true;  // the peer may still be sending the bad request's body
-  RespondError(status, /*close=*/true);
+  AnswerError(status, /*close=*/true);
+}
+
+void Connection::AnswerError(int status, bool close, const http::Request* request) {
+  const router::Pipeline& pipeline = env_->router->pipeline();
+  if (!pipeline.HandlesNotFound() && ex_.afters_due == 0) {
+    return RespondError(status, close);  // no page, no hook: allocation-free
+  }
+  if (ex_.answer == Answer::kNone) {
+    // No request to answer for (a bad head, a timeout): the error itself.
+    ex_ = Exchange();
+    ex_.route_id = env_->unmatched_route;
+    ex_.started_ns = NowNs();
+    ex_.answer = Answer::kPending;
+  }
+  http::Request parsed;
+  if (request == nullptr) {
+    if (ex_.head_kept) {
+      ReparseHead(&parsed);
+    } else {
+      // No head was parsed: method, target and path stay empty.
+      parsed.client_address = client_address();
+    }
+    request = &parsed;
+  }
+  http::Response response;
+  if (ex_.afters_due > 0) {
+    // The route's (or mount's) befores ran: their afters see this answer.
+    pipeline.ErrorPage(status, *request, response);
+    RunDueAfters(*request, response);
+  } else if (ex_.chain_done) {
+    // Its afters saw the handler's answer, which this one replaces.
+    pipeline.ErrorPage(status, *request, response);
+  } else {
+    pipeline.AnswerServer(status, *request, response);
+  }
+  Respond(response, close);
+}
+
+void Connection::RunDueAfters(const http::Request& request, http::Response& response) {
+  if (ex_.afters_due == 0) return;
+  const size_t ran = ex_.afters_due;
+  ex_.afters_due = 0;
+  ex_.chain_done = true;
+  router::RunAfters(env_->router->pipeline(), ex_.route->options.middleware, ran, request,
+                    response, ex_.route->name());
+}
+
+void Connection::AnswerUncleanPath(const http::Request& request, router::PathShape shape,
+                                   bool close) {
+  const router::Pipeline& pipeline = env_->router->pipeline();
+  if (shape == router::PathShape::kMalformed) {
+    env_->stats->bad_requests.Add();
+    if (!pipeline.HandlesNotFound()) return RespondError(400, close);
+    http::Response response;
+    pipeline.AnswerUnmatched(400, {}, request, response);
+    return Respond(response, close);
+  }
+  // 301 as Go's ServeMux answers; 308 where a 301 would let a client turn
+  // a POST into a GET.
+  const bool get = request.method_id == http::Method::kGet ||
+                   request.method_id == http::Method::kHead;
+  std::string location;
+  router::AppendCleanPath(request.path, &location);
+  if (!request.query.empty()) {
+    location.push_back('?');
+    location.append(request.query);
+  }
+  http::Response response;
+  pipeline.AnswerRedirect(get ? 301 : 308, location, request, response);
+  Respond(response, close);
 }
 
 void Connection::StartProducer(http::Response& response, bool gzip_accepted) {

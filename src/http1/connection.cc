@@ -404,7 +404,7 @@ void Connection::OnDeadline() {
     env_->stats->timeouts.Add();
     ReleaseBuffer(in_);
     head_scanned_ = 0;
-    RespondError(408, /*close=*/true);
+    AnswerError(408, /*close=*/true);
     input_ = Input::kDone;
     phase_ = Phase::kFinishing;
     linger_ = true;

@@ -202,6 +202,16 @@ class Connection final : private ExternalOwner {
     uint32_t head_len = 0;
     uint8_t request_id_len = 0;  // of request_id_
     bool limits_held = false;    // a place in flight is ours: ReleaseLimits()
+    // The route's middleware chain (middleware.h): its befores ran and the
+    // afters of the first `afters_due` are still to run on whatever answers
+    // (a static file's answer, a body sink's); `chain_done`: it ran whole
+    // (a handler, on the ring or a worker), and no after runs again.
+    uint16_t afters_due = 0;
+    bool chain_done = false;
+    // Request::allowed_methods of the path; `allow_scratch`: a view of
+    // the ring thread's scratch (route_tree.h), found again if needed.
+    std::string_view allow;
+    bool allow_scratch = false;
   };
 
   // ---- input (requests.cc)
@@ -256,6 +266,17 @@ class Connection final : private ExternalOwner {
   // The response's X-Request-Id (if any) for the access log line.
   void NoteRequestId(std::string_view header_lines);
   void RespondError(int status, bool close, std::string_view allow = {});
+  // An error the server answers for the exchange (or, with none begun, for
+  // the connection): its error page and the afters due (middleware.h) if
+  // the router has pages or middlewares, else RespondError. `request`: the
+  // request, when at hand; else the kept head is parsed again, or, with
+  // none, a minimal request stands in.
+  void AnswerError(int status, bool close, const http::Request* request = nullptr);
+  // The afters still due on the exchange's answer, if any.
+  void RunDueAfters(const http::Request& request, http::Response& response);
+  // The router's own answers for a path that is not clean (clean_path.h):
+  // 400 for a malformed escape, else a redirect to the clean path.
+  void AnswerUncleanPath(const http::Request& request, router::PathShape shape, bool close);
   // A handler's response with a refused header (Response::header_refused):
   // logged, and answered 500 in its place.
   void RespondRefused(const http::Response& response, bool close);

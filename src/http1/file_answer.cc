@@ -80,15 +80,15 @@ void Connection::StartFile(const http::Request& request) {
   thread_local files::ResolvedPath resolved;
   files::ResolveUrlPath(request.path, mount.prefix, &resolved);
   if (resolved.status != files::PathStatus::kOk) {
-    return RespondError(resolved.status == files::PathStatus::kBadRequest ? 400 : 404,
-                        /*close=*/false);
+    return AnswerError(resolved.status == files::PathStatus::kBadRequest ? 400 : 404,
+                       /*close=*/false, &request);
   }
   // Dotfiles (.env, .git/...) answer as if absent: a 404, not a 403 that
   // would say they exist, nor a 301 for a hidden directory.
   if (!mount.options.serve_dotfiles && files::IsHiddenPath(resolved.relative, mount.prefix)) {
-    return RespondError(404, /*close=*/false);
+    return AnswerError(404, /*close=*/false, &request);
   }
-  if (env_->file_buffers == nullptr) return RespondError(500, /*close=*/false);
+  if (env_->file_buffers == nullptr) return AnswerError(500, /*close=*/false, &request);
   FileStream& f = S().file;
   URING_CHECK(f.idle() && !f.inflight);
   std::string_view rel = resolved.relative;
@@ -193,6 +193,7 @@ void Connection::RedirectToDirectory() {
   (void)response.AddHeader("X-Content-Type-Options", "nosniff");
   response.set_body("301 Moved Permanently\n");
   EndFile();
+  RunDueAfters(request, response);
   Respond(response);
   Sync();
 }
@@ -259,6 +260,7 @@ void Connection::ServeFile(const http::Request* request) {
   (void)response.AddHeader("X-Content-Type-Options", "nosniff");
   if (plan.status == 304) {
     EndFile();
+    RunDueAfters(*request, response);
     return Respond(response);
   }
   if (plan.status == 412 || plan.status == 416) {
@@ -267,15 +269,23 @@ void Connection::ServeFile(const http::Request* request) {
     response.set_static_body(plan.status == 416 ? "416 Range Not Satisfiable\n"
                                                 : "412 Precondition Failed\n");
     EndFile();
+    RunDueAfters(*request, response);
     return Respond(response);
   }
   response.set_content_type(files::ContentTypeFor(f.path_view()));
   (void)response.AddHeader("Accept-Ranges", "bytes");
   if (plan.status == 206) (void)response.AddHeader("Content-Range", plan.content_range_view());
+  if (ex_.afters_due > 0) {
+    // The file's bytes follow with their length: an after adds headers,
+    // its status or body would not be true to them (middleware.h).
+    RunDueAfters(*request, response);
+    response.set_status(plan.status);
+  }
   if (response.header_refused()) {
     EndFile();
     return RespondRefused(response, /*close=*/false);
   }
+  if (env_->access_log) NoteRequestId(response.header_lines());
 
   const http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
   size_t room = 0;
@@ -520,7 +530,7 @@ void Connection::OnFileWritable(int res) {
 
 void Connection::FileError(int status) {
   EndFile();
-  RespondError(status, /*close=*/false);
+  AnswerError(status, /*close=*/false);
   Sync();
 }
 

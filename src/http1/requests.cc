@@ -199,11 +199,22 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   const std::string_view head(data, *used);
   unparsed_ = std::string_view(data + *used, len - *used);
 
+  uint64_t limit = config.limits.max_body_bytes;
+  const router::Pipeline& pipeline = env_->router->pipeline();
+  if (const router::PathShape shape = router::CheckPath(request.path);
+      shape != router::PathShape::kClean) {
+    // Only clean paths are routed: a broken escape is refused, "//", "."
+    // and ".." are redirected (clean_path.h).
+    if (!SkipBody(request, limit)) return;
+    AnswerUncleanPath(request, shape, has_body && request.expect_continue);
+    return;
+  }
   const router::Match match =
       env_->router->Find(request.method, request.path, &request.path_params);
   const router::Route* route = match.route;
-  uint64_t limit = config.limits.max_body_bytes;
-  const router::Pipeline& pipeline = env_->router->pipeline();
+  request.allowed_methods = match.allow;
+  ex_.allow = match.allow;
+  ex_.allow_scratch = match.allow_scratch;
   if (route == nullptr) {
     // OPTIONS that no route takes is answered from the route table.
     const int status = match.options ? 204 : match.path_known ? 405 : 404;
@@ -233,7 +244,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     // Refused without reading the body (and without a 100 Continue).
     stats.bad_requests.Add();
     linger_ = true;
-    RespondError(413, /*close=*/true);
+    AnswerError(413, /*close=*/true, &request);
     return;
   }
   if (env_->limits != nullptr && !Admit(request, limit)) return;
@@ -246,11 +257,15 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     const size_t ran =
         router::RunBefores(pipeline, route->options.middleware, request, response, &answered);
     if (answered) {
+      pipeline.MaybeFailPage(request, response);
       router::RunAfters(pipeline, route->options.middleware, ran, request, response);
+      ex_.chain_done = true;
       if (!SkipBody(request, limit)) return;
       Respond(response, /*close=*/has_body && request.expect_continue);
       return;
     }
+    // Whatever answers (the sink, or the body's failure) gets the afters.
+    ex_.afters_due = static_cast<uint16_t>(ran);
   }
   if (!has_body) {
     if (route->sink != nullptr) {
@@ -351,7 +366,7 @@ bool Connection::SkipBody(const http::Request& request, uint64_t limit) {
     if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
       ex_.body_done = true;  // too much to read through: answered and closed
       linger_ = true;
-      RespondError(413, /*close=*/true);
+      AnswerError(413, /*close=*/true, &request);
       return false;
     }
     input_ = Input::kBody;
@@ -378,17 +393,9 @@ bool Connection::MakeSink(const http::Request& request) {
   ex_.body_done = true;
   input_ = Input::kDone;
   linger_ = true;
-  const router::Pipeline& pipeline = env_->router->pipeline();
-  const std::vector<router::Middleware>& chain = ex_.route->options.middleware;
-  if (!pipeline.HasServerErrorPage() && !pipeline.Active(chain)) {
-    RespondError(500, /*close=*/true);
-    return false;
-  }
-  // The 500 page, and the afters (every before returned, see BeginExchange).
-  http::Response response;
-  pipeline.Fail(request, response);
-  router::RunAfters(pipeline, chain, pipeline.global().size() + chain.size(), request, response);
-  Respond(response, /*close=*/true);
+  // The 500 page, and the afters due (every before returned, see
+  // BeginExchange).
+  AnswerError(500, /*close=*/true, &request);
   return false;
 }
 
@@ -413,6 +420,11 @@ bool Connection::ReparseHead(http::Request* request) {
   request->client_certificate = client_cert_.get();
   // The route's own pattern gives back the parameters Find() gave.
   if (ex_.route != nullptr) ex_.route->pattern.Match(request->path, &request->path_params);
+  if (ex_.allow_scratch) {
+    // The thread's scratch may hold another request's text by now.
+    ex_.allow = env_->router->Find(request->method, request->path).allow;
+  }
+  request->allowed_methods = ex_.allow;
   ex_.head_ptr = req_.data;
   return true;
 }
@@ -553,12 +565,8 @@ void Connection::BodyEnded() {
                              router::FailureStage::kBodySink, std::current_exception());
         pipeline.Fail(request, response);
       }
-      const std::vector<router::Middleware>& chain = ex_.route->options.middleware;
-      if (pipeline.Active(chain)) {
-        // Every before returned (else the body was not read).
-        router::RunAfters(pipeline, chain, pipeline.global().size() + chain.size(), request,
-                          response);
-      }
+      // Every before returned (else the body was not read).
+      RunDueAfters(request, response);
       if (st_) st_->sink.reset();
       SendHandlerResponse(request, response);
       break;
@@ -583,13 +591,13 @@ void Connection::BodyFailed(int status, http::BodyError reason) {
   }
   switch (ex_.body) {
     case BodyMode::kBuffer:
-      RespondError(status, /*close=*/true);
+      AnswerError(status, /*close=*/true);
       break;
     case BodyMode::kSink:
       env_->stats->aborted_streams.Add();
       if (sink() != nullptr) sink()->OnAbort();
       if (st_) st_->sink.reset();
-      RespondError(status, /*close=*/true);
+      AnswerError(status, /*close=*/true);
       break;
     case BodyMode::kPipe:
       env_->stats->aborted_streams.Add();
@@ -598,7 +606,7 @@ void Connection::BodyFailed(int status, http::BodyError reason) {
       if (ex_.answer == Answer::kPending) {
         // No byte of it had come: no worker ever had it.
         if (st_) st_->req_pipe.reset();
-        RespondError(status, /*close=*/true);
+        AnswerError(status, /*close=*/true);
       }
       break;
     case BodyMode::kDiscard:
@@ -614,8 +622,11 @@ void Connection::PeerEndedBody() {
 }
 
 bool Connection::DispatchStreamed() {
-  // (The request itself is not needed: the worker parses the head again.)
-  Dispatch(http::Request(), std::string_view(req_.data, ex_.head_len), {});
+  // (The worker parses the head again; this request is for what Dispatch
+  // copies, and for a 503.)
+  http::Request request;
+  ReparseHead(&request);
+  Dispatch(request, std::string_view(req_.data, ex_.head_len), {});
   return ex_.answer == Answer::kTask;
 }
 

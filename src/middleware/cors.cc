@@ -28,6 +28,12 @@ struct Policy {
            !request.FindHeader("access-control-request-method").empty();
   }
 
+  // Access-Control-Allow-Methods for a preflight; empty: not answered.
+  std::string_view Methods(const http::Request& request) const {
+    return options.allowed_methods.empty() ? request.allowed_methods
+                                           : std::string_view(options.allowed_methods);
+  }
+
   // A refused header (the header limit) fails the response by itself: no
   // need to look at each result.
   void Allow(std::string_view allow, http::Response& response) const {
@@ -41,9 +47,12 @@ struct Policy {
     if (!IsPreflight(request)) return router::Flow::kNext;
     const std::string_view allow = AllowOrigin(request.FindHeader("origin"));
     if (allow.empty()) return router::Flow::kNext;
+    const std::string_view methods = Methods(request);
+    // No route for the path: nothing to allow (its 404, or the fallback).
+    if (methods.empty()) return router::Flow::kNext;
     response.set_status(204);
     Allow(allow, response);
-    (void)response.AddHeader("Access-Control-Allow-Methods", options.allowed_methods);
+    (void)response.AddHeader("Access-Control-Allow-Methods", methods);
     const bool echo = options.allowed_headers.empty();
     const std::string_view headers =
         echo ? request.FindHeader("access-control-request-headers")
@@ -58,7 +67,7 @@ struct Policy {
   void After(const http::Request& request, http::Response& response) const {
     const std::string_view allow = AllowOrigin(request.FindHeader("origin"));
     // A preflight this middleware answered has its headers already.
-    if (!allow.empty() && IsPreflight(request)) return;
+    if (!allow.empty() && IsPreflight(request) && !Methods(request).empty()) return;
     // Every other answer depends on Origin, allowed or not, present or not:
     // a cache must not give one origin's answer to another.
     (void)response.AddHeader("Vary", "Origin");

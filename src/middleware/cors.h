@@ -6,7 +6,13 @@
 // no CORS headers (the browser then refuses it). From an allowed origin:
 //   - a preflight (OPTIONS with Access-Control-Request-Method) is answered
 //     204 at once with Access-Control-Allow-Origin, -Allow-Methods,
-//     -Allow-Headers, -Max-Age and -Allow-Credentials as configured;
+//     -Allow-Headers, -Max-Age and -Allow-Credentials as configured. The
+//     methods are, unless configured, those the route table has for the
+//     path (Request::allowed_methods: "GET, DELETE, HEAD, OPTIONS" for a
+//     path with GET and DELETE routes), so that a preflight for DELETE
+//     succeeds exactly where a DELETE route exists. A preflight for a path
+//     no route or mount matches is not answered here: it goes on (a 404,
+//     or the fallback route);
 //   - any other request goes on to its handler, and its response gets
 //     Access-Control-Allow-Origin (and -Allow-Credentials, -Expose-Headers).
 // Every answer that passes through gets "Vary: Origin", allowed or not,
@@ -39,7 +45,8 @@ struct CorsOptions {
   // Exact origins ("https://app.example.com"), or {"*"} for any (then
   // without credentials).
   std::vector<std::string> allowed_origins = {"*"};
-  std::string allowed_methods = "GET, HEAD, POST";
+  // Access-Control-Allow-Methods; empty: the methods of the path's routes.
+  std::string allowed_methods;
   // Request headers a preflight may ask for; empty: whatever it asks for.
   std::string allowed_headers;
   // Response headers scripts may read, beyond the safelisted ones.

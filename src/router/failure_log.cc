@@ -13,7 +13,7 @@ std::string_view StageName(FailureStage stage) {
     case FailureStage::kBefore: return "a middleware's before threw";
     case FailureStage::kHandler: return "the handler threw";
     case FailureStage::kAfter: return "a middleware's after threw";
-    case FailureStage::kErrorPage: return "the 500 page threw";
+    case FailureStage::kErrorPage: return "the error page threw";
     case FailureStage::kProducer: return "the response's producer threw";
     case FailureStage::kBodySink: return "the body sink threw";
   }

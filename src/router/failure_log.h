@@ -50,7 +50,7 @@ enum class FailureStage : uint8_t {
   kBefore,     // a middleware's before
   kHandler,
   kAfter,      // a middleware's after
-  kErrorPage,  // the 500 page (SetErrorHandler)
+  kErrorPage,  // an error page (SetErrorHandler, SetDefaultErrorHandler)
   kProducer,   // a streamed response's producer
   kBodySink,   // a FAST route's BodySink or its factory
 };

@@ -91,54 +91,99 @@ void Afters(const Pipeline& pipeline, const std::vector<Middleware>& route, size
 
 absl::Status Pipeline::SetErrorHandler(int status, ErrorHandler handler) {
   if (!handler) return absl::InvalidArgumentError("error handler is empty");
-  switch (status) {
-    case 404:
-      not_found_ = std::move(handler);
-      return absl::OkStatus();
-    case 405:
-      not_allowed_ = std::move(handler);
-      return absl::OkStatus();
-    case 500:
-      server_error_ = std::move(handler);
-      return absl::OkStatus();
-    default:
-      return absl::InvalidArgumentError("only 404, 405 and 500 have error handlers");
+  if (status < 400 || status > 599) {
+    return absl::InvalidArgumentError(
+        "error handlers are for statuses 400 to 599, not " + std::to_string(status));
   }
+  for (auto& [code, page] : pages_) {
+    if (code == status) {
+      page = std::move(handler);
+      return absl::OkStatus();
+    }
+  }
+  pages_.emplace_back(status, std::move(handler));
+  return absl::OkStatus();
+}
+
+absl::Status Pipeline::SetDefaultErrorHandler(ErrorHandler handler) {
+  if (!handler) return absl::InvalidArgumentError("default error handler is empty");
+  default_page_ = std::move(handler);
+  return absl::OkStatus();
+}
+
+const ErrorHandler* Pipeline::PageFor(int status) const {
+  if (status < 400) return nullptr;
+  for (const auto& [code, page] : pages_) {
+    if (code == status) return &page;
+  }
+  return default_page_ != nullptr ? &default_page_ : nullptr;
+}
+
+void Pipeline::ApplyPage(const http::Request& request, http::Response& response) const {
+  const int status = response.status();
+  const ErrorHandler* page = PageFor(status);
+  if (page == nullptr) return;
+  try {
+    (*page)(request, response);
+    // The page may not turn the failure into a success.
+    if (response.status() < 400) response.set_status(status);
+  } catch (...) {
+    LogException(ContextOf({}, request, &response), FailureStage::kErrorPage,
+                 std::current_exception());
+    response.Clear();
+    response.set_status(status);
+  }
+}
+
+void Pipeline::ErrorPage(int status, const http::Request& request,
+                         http::Response& response) const {
+  response.set_status(status);
+  if (PageFor(status) == nullptr) {
+    if (http::StatusHasBody(status)) DefaultPage(status, response);
+    return;
+  }
+  ApplyPage(request, response);
 }
 
 void Pipeline::Fail(const http::Request& request, http::Response& response) const {
   // Clear(), not a new Response: the server's header limit stays.
   response.Clear();
   response.set_status(500);
-  if (server_error_ == nullptr) return;
-  try {
-    server_error_(request, response);
-    // The page may not turn the failure into a success.
-    if (response.status() < 500) response.set_status(500);
-  } catch (...) {
-    LogException(ContextOf({}, request, &response), FailureStage::kErrorPage,
-                 std::current_exception());
-    response.Clear();
-    response.set_status(500);
-  }
+  ApplyPage(request, response);
 }
 
 void Pipeline::AnswerUnmatched(int status, std::string_view allow, const http::Request& request,
                                http::Response& response) const {
   static const std::vector<Middleware> kNone;
-  // 204: an OPTIONS answered from the route table has no page (and no body).
-  static const ErrorHandler kNoPage;
-  const ErrorHandler& page = status == 405 ? not_allowed_ : status == 404 ? not_found_ : kNoPage;
   RunChain(*this, kNone, request, response,
            [&](const http::Request& r, http::Response& out) {
              out.set_status(status);
              // Before the page runs, so that it cannot be left out. (A
              // refusal, were the limit tiny, fails the answer: a 500.)
              if (!allow.empty() && !out.AddHeader("Allow", allow)) return;
+             // 204: an OPTIONS answered from the route table has no page
+             // (and no body).
              if (status == 204) return;
-             if (page == nullptr) return DefaultPage(status, out);
-             page(r, out);
+             ErrorPage(status, r, out);
            });
+}
+
+void Pipeline::AnswerRedirect(int status, std::string_view location,
+                              const http::Request& request, http::Response& response) const {
+  static const std::vector<Middleware> kNone;
+  RunChain(*this, kNone, request, response, [&](const http::Request&, http::Response& out) {
+    out.set_status(status);
+    // A Location past the header limit fails the answer: a 500.
+    if (!out.AddHeader("Location", location)) return;
+    DefaultPage(status, out);
+  });
+}
+
+void Pipeline::AnswerServer(int status, const http::Request& request,
+                            http::Response& response) const {
+  static const std::vector<Middleware> kNone;
+  ErrorPage(status, request, response);
+  RunAfters(*this, kNone, global_.size(), request, response);
 }
 
 size_t RunBefores(const Pipeline& pipeline, const std::vector<Middleware>& route,
@@ -158,7 +203,10 @@ void RunChain(const Pipeline& pipeline, const std::vector<Middleware>& route,
   Caught caught;
   bool answered = false;
   const size_t ran = Befores(pipeline, route, request, response, &answered, name, &caught);
-  if (!answered) {
+  if (answered && caught.count == 0) {
+    // A before's bare 401 gets the 401 page, as a handler's would.
+    pipeline.MaybeFailPage(request, response);
+  } else if (!answered) {
     try {
       handler(request, response);
       if (head_sent == nullptr || !*head_sent) pipeline.MaybeFailPage(request, response);

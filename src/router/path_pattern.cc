@@ -1,6 +1,7 @@
 #include "src/router/path_pattern.h"
 
 #include "absl/strings/str_cat.h"
+#include "src/http/percent.h"
 
 namespace uring_http::router {
 namespace {
@@ -28,7 +29,21 @@ absl::StatusOr<PathPattern> PathPattern::Parse(std::string_view pattern) {
     const bool opens = segment.find('{') != std::string_view::npos;
     const bool closes = segment.find('}') != std::string_view::npos;
     if (!opens && !closes) {
-      s.text = std::string(segment);
+      // Compared with the path's segments decoded: kept decoded.
+      s.text.resize(segment.size());
+      for (size_t i = 0; i < segment.size(); ++i) {
+        char c;
+        if (segment[i] == '%' && !http::DecodeEscape(segment, i, &c)) {
+          return error("a '%' must start an escape of two hex digits");
+        }
+      }
+      s.text.resize(http::DecodeLenient(segment, s.text.data()));
+      if (s.text == "." || s.text == "..") {
+        return error("a \".\" or \"..\" segment matches no path (paths are cleaned first)");
+      }
+      if (s.text.empty() && !rest.empty()) {
+        return error("an empty segment (\"//\") matches no path (paths are cleaned first)");
+      }
       out.segments_.push_back(std::move(s));
       continue;
     }
@@ -63,7 +78,10 @@ absl::StatusOr<PathPattern> PathPattern::Parse(std::string_view pattern) {
 
 bool PathPattern::Match(std::string_view path, http::PathParams* params) const {
   params->Clear();
-  if (MatchInto(path, params)) return true;
+  if (MatchInto(path, params)) {
+    params->Decode();
+    return true;
+  }
   params->Clear();
   return false;
 }
@@ -80,7 +98,7 @@ bool PathPattern::MatchInto(std::string_view path, http::PathParams* params) con
     std::string_view segment;
     NextSegment(&rest, &segment);
     if (s.kind == PatternSegment::Kind::kStatic) {
-      if (segment != s.text) return false;
+      if (!http::DecodesTo(segment, s.text)) return false;
     } else {
       if (segment.empty()) return false;
       params->Push(s.text, segment);

@@ -8,7 +8,15 @@
 // pattern starts with '/'; a parameter is a whole segment "{name}" or
 // "{name...}" whose name is [A-Za-z0-9_]+; no other '{' or '}'; a
 // catch-all is the last segment; no name twice; at most
-// http::PathParams::kCapacity parameters.
+// http::PathParams::kCapacity parameters; no empty segment but the last
+// ("/a//b"), no "." or ".." segment (paths are cleaned before they are
+// matched: clean_path.h); a '%' starts an escape of two hex digits.
+//
+// Static segments are kept percent-decoded and compared with the path's
+// segments decoded, one segment at a time: "/caf%C3%A9" and "/café" are
+// the same pattern, "/%61pi" matches "/api", and a "%2F" in a path never
+// splits its segment (it matches no static segment without a decoded '/';
+// a parameter takes it as a '/').
 //
 // Match() checks one path against this one pattern, which is how the worker
 // and a re-parsed head recover the parameters of the route already chosen
@@ -31,7 +39,7 @@ namespace uring_http::router {
 struct PatternSegment {
   enum class Kind : uint8_t { kStatic, kParam, kCatchAll };
   Kind kind = Kind::kStatic;
-  std::string text;  // the static segment, or the parameter's name
+  std::string text;  // the static segment (percent-decoded), or the parameter's name
 };
 
 class PathPattern {
@@ -46,8 +54,9 @@ class PathPattern {
   size_t param_count() const { return param_count_; }
   bool empty() const { return segments_.empty(); }
 
-  // True if `path` matches; then `params` (cleared first) holds the values,
-  // named by views into this pattern (which must outlive them).
+  // True if `path` matches; then `params` (cleared first) holds the values
+  // (decoded, and raw), named by views into this pattern (which must
+  // outlive them).
   bool Match(std::string_view path, http::PathParams* params) const;
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "src/http/percent.h"
 
 namespace uring_http::router {
 namespace {
@@ -150,7 +151,18 @@ absl::Status RouteTree::Insert(const PathPattern& pattern, std::string_view meth
   }
   if (node->get != nullptr && !node->has_head) absl::StrAppend(&node->allow, ", HEAD");
   if (!node->has_options) absl::StrAppend(&node->allow, ", OPTIONS");
-  if (pattern.param_count() == 0) exact_[pattern.text()] = node;
+  if (pattern.param_count() == 0) {
+    // Keyed by the decoded path, which a path without '%' is. A decoded
+    // '/' in a segment ("/a%2Fb") would alias "/a/b": such a pattern is
+    // found by the walk alone.
+    std::string key;
+    bool aliases = false;
+    for (const PatternSegment& s : pattern.segments()) {
+      absl::StrAppend(&key, "/", s.text);
+      aliases |= s.text.find('/') != std::string::npos;
+    }
+    if (!aliases) exact_[key] = node;
+  }
 
   if (new_method) methods_.emplace_back(method);
   const size_t bit = std::find(methods_.begin(), methods_.end(), method) - methods_.begin();
@@ -183,7 +195,20 @@ bool RouteTree::Descend(const Node* node, std::string_view rest, Search* s) {
   std::string_view next = rest;
   NextSegment(&next, &segment);
   if (!node->statics.empty()) {
-    const Node* child = node->Static(segment);
+    // Static segments compare decoded (path_pattern.h).
+    const Node* child = nullptr;
+    if (segment.find('%') == std::string_view::npos) {
+      child = node->Static(segment);
+    } else if (segment.size() <= kDecodeOnStack) {
+      char decoded[kDecodeOnStack];
+      child = node->Static(std::string_view(decoded, http::DecodeLenient(segment, decoded)));
+    } else {
+      // Longer than an ordinary segment: the thread's buffer, grown once.
+      thread_local std::string decoded;
+      decoded.resize(segment.size());
+      decoded.resize(http::DecodeLenient(segment, decoded.data()));
+      child = node->Static(decoded);
+    }
     if (child != nullptr && Descend(child, next, s)) return true;
   }
   const size_t mark = s->params->size();
@@ -206,14 +231,17 @@ RouteTree::Result RouteTree::Find(std::string_view method, std::string_view path
   Search s{method, method == "HEAD", params};
   Result result;
   if (path.empty() || path.front() != '/') return result;
-  // A wholly static pattern is the most specific match there can be.
-  auto exact = exact_.find(AbslView(path));
+  // A wholly static pattern is the most specific match there can be. (A
+  // path with escapes is compared segment by segment, decoded, by the walk.)
+  const bool escaped = path.find('%') != std::string_view::npos;
+  auto exact = escaped ? exact_.end() : exact_.find(AbslView(path));
   if (exact != exact_.end() && Terminal(exact->second, &s)) {
     result.route = s.route;
   } else {
     s.known = nullptr;
     if (Descend(root_.get(), path, &s)) result.route = s.route;
   }
+  if (result.route != nullptr) params->Decode();
   if (s.known != nullptr) {
     result.path_known = true;
     result.allow = s.known->allow;
@@ -223,6 +251,7 @@ RouteTree::Result RouteTree::Find(std::string_view method, std::string_view path
       // "/users/{id}"): the resource allows what any of them does (RFC 9110
       // 10.2.1). Rare, so spelled out here rather than kept per node.
       result.allow = AllowOf(s.method_bits);
+      result.allow_scratch = true;
     }
   }
   return result;

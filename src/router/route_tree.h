@@ -3,7 +3,9 @@
 // most one parameter child and at most one catch-all child, and the routes
 // (one per method) whose pattern ends there. A lookup walks the path's segments, so its cost
 // depends on the path, not on how many routes exist, and it allocates
-// nothing: parameters are views into the path, names views into the tree.
+// nothing: names are views into the tree, parameters views into the path
+// (decoded ones live in the PathParams). Static segments compare decoded:
+// a path with escapes skips the exact-path hash and walks the tree.
 //
 // Precedence: at each segment a static child is tried first, then the
 // parameter, then the catch-all; when a branch matches no route for the
@@ -53,6 +55,8 @@ class RouteTree {
     // patterns match too, all of theirs (then a view valid until the next
     // Find on this thread).
     std::string_view allow;
+    // `allow` is in the thread's scratch (the miss above), not the tree.
+    bool allow_scratch = false;
     // True if that pattern's node has an OPTIONS route of its own.
     bool has_options = false;
   };
@@ -79,6 +83,8 @@ class RouteTree {
   // The Allow text of a set of methods (bits of methods_).
   std::string_view AllowOf(uint64_t method_bits) const;
 
+  // A segment with escapes is decoded on the stack up to this size.
+  static constexpr size_t kDecodeOnStack = 256;
   // Methods are bits of a 64-bit set (Insert refuses a 65th).
   static constexpr size_t kMaxMethods = 64;
   static constexpr size_t kMaxAllowText = 1024;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "src/router/route_tree.h"
+#include "absl/strings/str_join.h"
 
 namespace uring_http::router {
 namespace {
@@ -24,8 +25,54 @@ Router::~Router() = default;
 Router::Router(Router&&) noexcept = default;
 Router& Router::operator=(Router&&) noexcept = default;
 
-absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_view path,
+Registration Router::Record(std::string_view what, absl::Status status) {
+  if (!status.ok()) {
+    errors_.push_back(absl::StrCat(AbslView(what), ": ", status.message()));
+  }
+  return status;
+}
+
+absl::Status Router::registration_error() const {
+  if (errors_.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("the router has ", errors_.size(), " failed registration",
+                   errors_.size() == 1 ? "" : "s", ", so the server does not start: ",
+                   absl::StrJoin(errors_, "; ")));
+}
+
+Registration Router::Add(HandlerKind kind, std::string_view method, std::string_view path,
                          Handler handler, RouteOptions options) {
+  return Record(absl::StrCat(AbslView(method), " ", AbslView(path)),
+                AddRoute(kind, method, path, std::move(handler), std::move(options)));
+}
+
+Registration Router::FastStream(std::string_view method, std::string_view path,
+                                BodySinkFactory sink, RouteOptions options) {
+  return Record(absl::StrCat(AbslView(method), " ", AbslView(path)),
+                AddStream(method, path, std::move(sink), std::move(options)));
+}
+
+Registration Router::SetFallback(HandlerKind kind, Handler handler, RouteOptions options) {
+  return Record("fallback route", AddFallback(kind, std::move(handler), std::move(options)));
+}
+
+Registration Router::Static(std::string_view prefix, std::string_view root,
+                            StaticOptions options) {
+  return Record(absl::StrCat("static ", AbslView(prefix)),
+                AddStatic(prefix, root, std::move(options)));
+}
+
+Registration Router::SetErrorHandler(int status, ErrorHandler handler) {
+  return Record(absl::StrCat("error handler ", status),
+                pipeline_.SetErrorHandler(status, std::move(handler)));
+}
+
+Registration Router::SetDefaultErrorHandler(ErrorHandler handler) {
+  return Record("default error handler", pipeline_.SetDefaultErrorHandler(std::move(handler)));
+}
+
+absl::Status Router::AddRoute(HandlerKind kind, std::string_view method, std::string_view path,
+                              Handler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("route handler is empty");
   if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -41,15 +88,15 @@ absl::Status Router::Add(HandlerKind kind, std::string_view method, std::string_
   return Insert(std::move(route));
 }
 
-absl::Status Router::FastStream(std::string_view method, std::string_view path,
+Registration Router::FastStream(std::string_view method, std::string_view path,
                                 BodySinkFactory sink, uint64_t max_body_bytes) {
   RouteOptions options;
   options.max_body_bytes = max_body_bytes;
   return FastStream(method, path, std::move(sink), std::move(options));
 }
 
-absl::Status Router::FastStream(std::string_view method, std::string_view path,
-                                BodySinkFactory sink, RouteOptions options) {
+absl::Status Router::AddStream(std::string_view method, std::string_view path,
+                               BodySinkFactory sink, RouteOptions options) {
   if (!sink) return absl::InvalidArgumentError("route body sink factory is empty");
   Route route;
   route.method = std::string(method);
@@ -61,7 +108,7 @@ absl::Status Router::FastStream(std::string_view method, std::string_view path,
   return Insert(std::move(route));
 }
 
-absl::Status Router::SetFallback(HandlerKind kind, Handler handler, RouteOptions options) {
+absl::Status Router::AddFallback(HandlerKind kind, Handler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("fallback handler is empty");
   if (fallback_ != nullptr) return absl::AlreadyExistsError("a fallback route is already set");
   if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
@@ -81,8 +128,8 @@ Router::Mount::~Mount() {
   if (files.dir_fd >= 0) close(files.dir_fd);
 }
 
-absl::Status Router::Static(std::string_view prefix, std::string_view root,
-                            StaticOptions options) {
+absl::Status Router::AddStatic(std::string_view prefix, std::string_view root,
+                               StaticOptions options) {
   if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
     return absl::InvalidArgumentError(
         absl::StrCat("static prefix must start and end with '/': ", AbslView(prefix)));
@@ -110,6 +157,7 @@ absl::Status Router::Static(std::string_view prefix, std::string_view root,
   route.path = absl::StrCat(AbslView(prefix), "*");
   route.kind = HandlerKind::kFast;
   route.mount = &mount->files;
+  route.options.middleware = options.middleware;
   route.id = count_++;
   mounts_.push_back(std::move(mount));
   std::stable_sort(mounts_.begin(), mounts_.end(), [](const auto& a, const auto& b) {
@@ -174,6 +222,7 @@ Match Router::Find(std::string_view method, std::string_view path,
   }
   match.path_known = true;
   match.allow = found.allow;
+  match.allow_scratch = found.allow_scratch;
   match.route = found.route;
   if (match.route == nullptr) {
     if (method == "OPTIONS" && !found.has_options) {

@@ -12,15 +12,19 @@
 // segment as the parameter id, "/files/{path...}" the rest of the path
 // (possibly empty, '/' included; "/files" itself does not match it), and a
 // pattern without braces is an exact path. Handlers read the values with
-// Request::PathParam("id"): raw views into the path, not percent-decoded
-// (http::DecodePathParam decodes one). Precedence, per segment from the
+// Request::PathParam("id"), percent-decoded (Request::RawPathParam: as
+// sent). Paths are matched clean (clean_path.h: the server answers 400 to a
+// malformed escape and redirects "//", "." and ".." to the clean path first)
+// and segment by segment decoded ("/%61pi" is "/api"; a "%2F" stays inside
+// its segment, and a parameter gets it as '/'). Precedence, per segment from the
 // left: a static segment beats a parameter, which beats a catch-all; if the
 // more specific branch has no route for the method further down, the next
 // is tried (route_tree.h). Add refuses, with a message: a duplicate
 // (method, pattern); a parameter named differently from one already at the
 // same place, by any method ("/u/{id}" then "/u/{name}"); a catch-all not
 // last; "{}" or a name that is not [A-Za-z0-9_]+; a name twice in one
-// pattern; more than 8 parameters.
+// pattern; more than 8 parameters; an empty segment but the last, a "." or
+// ".." segment, or a broken escape (no clean path could match them).
 //
 // Answers from the table itself: a path that some pattern matches, but
 // not for the method, is a 405 whose Allow lists that pattern's methods
@@ -50,9 +54,11 @@
 #include "src/http/path_params.h"
 #include "src/http/response.h"
 #include "src/limits/rate_limit.h"
+#include "src/router/clean_path.h"
 #include "src/router/failure_log.h"
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
+#include "src/router/registration.h"
 
 namespace uring_http::router {
 
@@ -109,6 +115,9 @@ struct StaticOptions {
   // as if absent, except /.well-known/ under "/" (files/url_path.h,
   // IsHiddenPath); true serves them like any file (--static-dotfiles=allow).
   bool serve_dotfiles = false;
+  // Run around this mount's files, after the global ones (middleware.h:
+  // what an after may change on a file's answer).
+  std::vector<Middleware> middleware;
 };
 
 // A directory whose files answer GET and HEAD under a URL prefix.
@@ -140,6 +149,9 @@ struct Match {
   const Route* route = nullptr;  // null: see path_known (a mount's route: route->mount)
   bool path_known = false;       // path exists with other methods: 405
   std::string_view allow;        // "GET, HEAD, OPTIONS" for the Allow header
+  // `allow` is a view of the calling thread's scratch, valid until its next
+  // Find (else of the router, valid as long as it is).
+  bool allow_scratch = false;
   // OPTIONS of a known path (or "*") that no route takes: the server
   // answers 204 with `allow`.
   bool options = false;
@@ -147,6 +159,10 @@ struct Match {
 
 class RouteTree;  // route_tree.h (internal: abseil's hash maps)
 
+// Every registration returns a Registration (registration.h): its outcome,
+// which may be ignored without a cast, because a failed one is also
+// recorded here, naming the route, and a Server refuses to start with a
+// router that has any (registration_error()).
 class Router {
  public:
   Router();
@@ -157,24 +173,24 @@ class Router {
   // Fails on a pattern that is malformed or conflicts (see the top), or a
   // FAST handler asked to stream its body (a FAST route streams through a
   // BodySink: FastStream).
-  absl::Status Add(HandlerKind kind, std::string_view method, std::string_view path,
+  Registration Add(HandlerKind kind, std::string_view method, std::string_view path,
                    Handler handler, RouteOptions options = {});
-  absl::Status Fast(std::string_view method, std::string_view path, Handler handler,
+  Registration Fast(std::string_view method, std::string_view path, Handler handler,
                     RouteOptions options = {}) {
     return Add(HandlerKind::kFast, method, path, std::move(handler), options);
   }
-  absl::Status Slow(std::string_view method, std::string_view path, Handler handler,
+  Registration Slow(std::string_view method, std::string_view path, Handler handler,
                     RouteOptions options = {}) {
     return Add(HandlerKind::kSlow, method, path, std::move(handler), options);
   }
   // A FAST route whose body streams into a sink the factory makes per request.
-  absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+  Registration FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           uint64_t max_body_bytes = kUnlimitedBody);
   // The same with the route's middleware (options.body is ignored).
-  absl::Status FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+  Registration FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           RouteOptions options);
   // Answers every request no route matches (instead of 404/405), any method.
-  absl::Status SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
+  Registration SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
   // Serves the files under directory `root` for GET and HEAD of paths that
   // start with `prefix` (which must start and end with '/': "/assets/", or
   // "/" for every path) and that no exact route claims; "/assets" (no
@@ -182,20 +198,26 @@ class Router {
   // longest matching prefix wins; mounts come before the fallback. Hidden
   // paths (a segment starting with '.') are 404 unless `options` says
   // otherwise (StaticOptions). Fails if `root` is not a directory that can
-  // be opened, or the prefix is taken.
-  absl::Status Static(std::string_view prefix, std::string_view root,
+  // be opened, or the prefix is taken. The prefix is compared with the
+  // path as sent (not decoded).
+  Registration Static(std::string_view prefix, std::string_view root,
                       StaticOptions options = {});
 
   // `params` (if given) receives the matched route's path parameters.
   Match Find(std::string_view method, std::string_view path,
              http::PathParams* params = nullptr) const;
 
-  // Middleware around every route (and 404/405 answers), in Use() order
-  // before the route's own; custom 404/405/500 pages. See middleware.h.
+  // Middleware around every route, static mount and the router's and the
+  // server's own answers, in Use() order before the route's own; error
+  // pages for any status from 400 to 599, and one for all of them. See
+  // middleware.h.
   void Use(Middleware middleware) { pipeline_.Use(std::move(middleware)); }
-  absl::Status SetErrorHandler(int status, ErrorHandler handler) {
-    return pipeline_.SetErrorHandler(status, std::move(handler));
-  }
+  Registration SetErrorHandler(int status, ErrorHandler handler);
+  Registration SetDefaultErrorHandler(ErrorHandler handler);
+
+  // OK, or FailedPrecondition listing every failed registration so far,
+  // each named ("GET /users/{id}: ..."); Server::Run() returns it.
+  absl::Status registration_error() const;
   const Pipeline& pipeline() const { return pipeline_; }
 
   size_t size() const { return count_; }
@@ -204,7 +226,17 @@ class Router {
   size_t mount_count() const { return mounts_.size(); }
 
  private:
+  absl::Status AddRoute(HandlerKind kind, std::string_view method, std::string_view path,
+                        Handler handler, RouteOptions options);
+  absl::Status AddStream(std::string_view method, std::string_view path, BodySinkFactory sink,
+                         RouteOptions options);
+  absl::Status AddFallback(HandlerKind kind, Handler handler, RouteOptions options);
+  absl::Status AddStatic(std::string_view prefix, std::string_view root, StaticOptions options);
   absl::Status Insert(Route route);
+  // Keeps a failure, named by `what`, for registration_error().
+  Registration Record(std::string_view what, absl::Status status);
+
+  std::vector<std::string> errors_;
 
   std::vector<std::unique_ptr<Route>> routes_;  // the tree points into them
   std::unique_ptr<RouteTree> tree_;  // never null (but after a move)

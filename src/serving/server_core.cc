@@ -83,6 +83,9 @@ ServerCore::~ServerCore() {
 absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_ready) {
   if (config_.accept_threads < 1) return absl::InvalidArgumentError("accept_threads < 1");
   if (!builtin_routes_.ok()) return builtin_routes_;
+  // A registration the program did not check (a duplicate route) must not
+  // be lost silently.
+  if (absl::Status s = router_.registration_error(); !s.ok()) return s;
   // A metric the app could not register would be missing from /metrics
   // without a word: refused here, named.
   if (absl::Status s = metrics_->status(); !s.ok()) return s;

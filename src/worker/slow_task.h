@@ -55,6 +55,9 @@ struct TaskBuffer {
   uint32_t head_len = 0;    // the request head at data()
   uint64_t body_len = 0;    // a buffered body right after it
   uint32_t capacity = 0;    // bytes at data()
+  // Request::allowed_methods, right after the body (route_tree.h's text can
+  // live in a ring thread's scratch: copied).
+  uint16_t allow_len = 0;
   bool head_only = false;   // HEAD: a streamed response sends no body
   bool keep_alive = true;   // the request allows keep-alive (the ring decides at the end)
   bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in a streamed head

@@ -98,6 +98,8 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
   // The route matched the path on the ring thread; its pattern alone gives
   // the same parameters back.
   task.route->pattern.Match(request.path, &request.path_params);
+  request.allowed_methods =
+      std::string_view(buf->data() + buf->head_len + buf->body_len, buf->allow_len);
   PipeBodyReader reader(buf);
   if (buf->request_body != nullptr) {
     request.body_reader = &reader;

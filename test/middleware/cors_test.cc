@@ -14,12 +14,15 @@ using testing::HeaderOf;
 using testing::ParsedRequest;
 
 // The chain with only `cors`, around a handler answering 200 "data".
+// `allowed`: the methods the route table has for the path, as the server
+// sets them (Request::allowed_methods).
 http::Response Serve(const absl::StatusOr<router::Middleware>& cors, std::string_view head,
-                     bool* handled) {
+                     bool* handled, std::string_view allowed = "GET, PUT, HEAD, OPTIONS") {
   EXPECT_TRUE(cors.ok()) << cors.status();
   router::Pipeline pipeline;
   if (cors.ok()) pipeline.Use(*cors);
   ParsedRequest parsed{head};
+  parsed.request.allowed_methods = allowed;
   http::Response response;
   *handled = false;
   router::RunChain(pipeline, {}, parsed.request, response,
@@ -65,6 +68,23 @@ TEST(CorsTest, PreflightEchoesRequestedHeadersWhenNoneConfiguredAndMaxAgeCanBeOm
   EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Origin"), "*");
   EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Headers"), "x-token");
   EXPECT_EQ(HeaderOf(r, "Access-Control-Max-Age"), "(none)");
+}
+
+// Issue 23: the methods default to the route table's for the path, so that
+// a DELETE preflight succeeds where a DELETE route exists (and only there).
+TEST(CorsTest, PreflightMethodsDefaultToTheRouteTables) {
+  bool handled = true;
+  const http::Response r =
+      Serve(Cors({}), kPreflight, &handled, "GET, DELETE, HEAD, OPTIONS");
+  EXPECT_FALSE(handled);
+  EXPECT_EQ(r.status(), 204);
+  EXPECT_EQ(HeaderOf(r, "Access-Control-Allow-Methods"), "GET, DELETE, HEAD, OPTIONS");
+  // A path no route matches: the preflight goes on (to its 404, or the
+  // fallback), with no CORS answer of its own.
+  const http::Response none = Serve(Cors({}), kPreflight, &handled, "");
+  EXPECT_TRUE(handled);
+  EXPECT_EQ(HeaderOf(none, "Access-Control-Allow-Methods"), "(none)");
+  EXPECT_EQ(HeaderOf(none, "Vary"), "Origin");
 }
 
 TEST(CorsTest, SimpleRequestGetsAllowOriginAndVary) {

@@ -298,8 +298,10 @@ TEST(TestingClientTest, AnAnswerBeforeTheUploadEndsStopsIt) {
   };
   r = Client(options).Do(post);
   EXPECT_TRUE(absl::IsDeadlineExceeded(r.error)) << r;
-  EXPECT_NE(r.error.message().find("POST /: timed out sending the body ("), std::string::npos)
-      << r.error;
+  // "timed out sending the body (...)", or "timed out sending (the server
+  // does not read)" when the reader's thread is slow to start reading on a
+  // loaded machine: the send timed out either way.
+  EXPECT_NE(r.error.message().find("POST /: timed out sending"), std::string::npos) << r.error;
 }
 
 TEST(TestingClientTest, NothingListening) {

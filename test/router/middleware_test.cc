@@ -167,7 +167,7 @@ TEST_F(ChainTest, ThrowingOrSucceedingErrorPageCannotHideTheFailure) {
   handler_throws_ = true;
   http::Response r = Run({});
   EXPECT_EQ(r.status(), 500);
-  EXPECT_EQ(r.body_view(), "");  // the plain 500, not the half-made page
+  EXPECT_EQ(r.body_view(), "");  // the bare 500, not the half-made page
 
   Pipeline lying;
   ASSERT_TRUE(lying
@@ -180,13 +180,145 @@ TEST_F(ChainTest, ThrowingOrSucceedingErrorPageCannotHideTheFailure) {
   EXPECT_EQ(l.status(), 500);
 }
 
-TEST_F(ChainTest, OnlyTheThreeErrorStatusesHavePages) {
+TEST_F(ChainTest, EveryErrorStatusCanHaveAPage) {
   auto page = [](const http::Request&, http::Response&) {};
-  EXPECT_TRUE(pipeline_.SetErrorHandler(404, page).ok());
-  EXPECT_TRUE(pipeline_.SetErrorHandler(405, page).ok());
-  EXPECT_TRUE(pipeline_.SetErrorHandler(500, page).ok());
-  EXPECT_FALSE(pipeline_.SetErrorHandler(403, page).ok());
+  for (int status : {400, 404, 405, 408, 413, 414, 431, 500, 501, 503, 505, 599}) {
+    EXPECT_TRUE(pipeline_.SetErrorHandler(status, page).ok()) << status;
+  }
+  for (int status : {0, 200, 304, 399, 600}) {
+    EXPECT_FALSE(pipeline_.SetErrorHandler(status, page).ok()) << status;
+  }
   EXPECT_FALSE(pipeline_.SetErrorHandler(404, nullptr).ok());
+  EXPECT_FALSE(pipeline_.SetDefaultErrorHandler(nullptr).ok());
+}
+
+// The JSON API of issue 23: one page for every error, and its own for 413.
+TEST_F(ChainTest, DefaultPageAnswersEveryStatusWithoutItsOwn) {
+  ASSERT_TRUE(pipeline_
+                  .SetDefaultErrorHandler([](const http::Request&, http::Response& r) {
+                    r.set_content_type("application/json");
+                    r.set_body("{\"status\":" + std::to_string(r.status()) + "}");
+                  })
+                  .ok());
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(413, [](const http::Request&, http::Response& r) {
+                    r.set_body("{\"error\":\"too large\"}");
+                  })
+                  .ok());
+  EXPECT_TRUE(pipeline_.HandlesNotFound());
+  for (int status : {400, 404, 408, 431, 500, 503}) {
+    http::Response r;
+    pipeline_.ErrorPage(status, get_.request, r);
+    EXPECT_EQ(r.status(), status);
+    EXPECT_EQ(r.body_view(), "{\"status\":" + std::to_string(status) + "}");
+    EXPECT_EQ(HeaderOf(r, "Content-Type"), "application/json");
+  }
+  http::Response too_large;
+  pipeline_.ErrorPage(413, get_.request, too_large);
+  EXPECT_EQ(too_large.body_view(), "{\"error\":\"too large\"}");
+  // A handler throwing: the default page answers the 500.
+  handler_throws_ = true;
+  EXPECT_EQ(Run({}).body_view(), "{\"status\":500}");
+}
+
+TEST_F(ChainTest, WithoutPagesTheServersTextAnswers) {
+  http::Response r;
+  pipeline_.ErrorPage(431, get_.request, r);
+  EXPECT_EQ(r.status(), 431);
+  EXPECT_EQ(r.body_view(), "431 Request Header Fields Too Large\n");
+  EXPECT_EQ(HeaderOf(r, "Content-Type"), "text/plain");
+}
+
+TEST_F(ChainTest, PagesMayChangeTheErrorButNotIntoASuccess) {
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(404, [](const http::Request&, http::Response& r) {
+                    r.set_status(410);
+                  })
+                  .ok());
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(403, [](const http::Request&, http::Response& r) {
+                    r.set_status(200);
+                    r.set_body("fine");
+                  })
+                  .ok());
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(400, [](const http::Request&, http::Response& r) {
+                    r.set_body("half");
+                    throw std::runtime_error("page");
+                  })
+                  .ok());
+  http::Response gone, forbidden, bad;
+  pipeline_.ErrorPage(404, get_.request, gone);
+  pipeline_.ErrorPage(403, get_.request, forbidden);
+  pipeline_.ErrorPage(400, get_.request, bad);
+  EXPECT_EQ(gone.status(), 410);
+  EXPECT_EQ(forbidden.status(), 403);
+  EXPECT_EQ(bad.status(), 400);
+  EXPECT_EQ(bad.body_view(), "");  // not the half-made page
+}
+
+// A handler's (or an answering before's) bare error gets its page; one that
+// says why keeps its body.
+TEST_F(ChainTest, BareErrorsFromHandlersAndBeforesGetTheirPage) {
+  ASSERT_TRUE(pipeline_
+                  .SetDefaultErrorHandler([](const http::Request&, http::Response& r) {
+                    r.set_body("page " + std::to_string(r.status()));
+                  })
+                  .ok());
+  http::Response bare;
+  RunChain(pipeline_, {}, get_.request, bare, [](const http::Request&, http::Response& out) {
+    out.set_status(404);
+    EXPECT_TRUE(out.AddHeader("X-Kept", "yes"));
+  });
+  EXPECT_EQ(bare.body_view(), "page 404");
+  EXPECT_EQ(HeaderOf(bare, "X-Kept"), "yes");
+  http::Response own;
+  RunChain(pipeline_, {}, get_.request, own, [](const http::Request&, http::Response& out) {
+    out.set_status(404);
+    out.set_body("no such user");
+  });
+  EXPECT_EQ(own.body_view(), "no such user");
+  Middleware auth;
+  auth.before = [](const http::Request&, http::Response& r) {
+    r.set_status(401);
+    return Flow::kAnswered;
+  };
+  pipeline_.Use(auth);
+  EXPECT_EQ(Run({}).body_view(), "page 401");
+  EXPECT_EQ(trace_, std::vector<std::string>{});  // the handler did not run
+}
+
+// The server's own answers: the page, then every global after (no before:
+// the answer is given).
+TEST_F(ChainTest, ServerAnswersRunThePageAndEveryGlobalAfter) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  pipeline_.Use(Traced(&trace_, "g2"));
+  http::Response r;
+  pipeline_.AnswerServer(413, get_.request, r);
+  EXPECT_EQ(r.status(), 413);
+  EXPECT_EQ(r.body_view(), "413 Content Too Large\n");
+  EXPECT_EQ(trace_, (std::vector<std::string>{"after:g2", "after:g1"}));
+  // A minimal request (no head was parsed) is fine for pages and afters.
+  ASSERT_TRUE(pipeline_
+                  .SetErrorHandler(400, [](const http::Request& req, http::Response& out) {
+                    out.set_body("bad [" + std::string(req.method) + "][" +
+                                 std::string(req.path) + "]");
+                  })
+                  .ok());
+  http::Request minimal;
+  http::Response bad;
+  pipeline_.AnswerServer(400, minimal, bad);
+  EXPECT_EQ(bad.body_view(), "bad [][]");
+  EXPECT_EQ(HeaderOf(bad, "X-After"), "g2");
+}
+
+TEST_F(ChainTest, RedirectsRunTheGlobalChain) {
+  pipeline_.Use(Traced(&trace_, "g1"));
+  http::Response r;
+  pipeline_.AnswerRedirect(308, "/a/b?x=1", get_.request, r);
+  EXPECT_EQ(r.status(), 308);
+  EXPECT_EQ(HeaderOf(r, "Location"), "/a/b?x=1");
+  EXPECT_EQ(trace_, (std::vector<std::string>{"before:g1", "after:g1"}));
 }
 
 TEST_F(ChainTest, UnmatchedAnswersDefaultTextAllowAndGlobals) {

@@ -48,6 +48,65 @@ TEST(PathPatternTest, RefusesMalformedPatterns) {
   EXPECT_TRUE(PathPattern::Parse("/{rest...}").ok());
 }
 
+// Paths are cleaned before they are matched (clean_path.h): a pattern that
+// only an unclean path could match is refused, and so is a broken escape.
+TEST(PathPatternTest, RefusesPatternsNoCleanPathMatches) {
+  for (const char* pattern : {"//", "/a//b", "//a", "/a/./b", "/a/..", "/./a", "/a/%2e",
+                              "/%2E%2e/x", "/a%zz", "/100%", "/a%4"}) {
+    absl::StatusOr<PathPattern> p = PathPattern::Parse(pattern);
+    EXPECT_FALSE(p.ok()) << pattern;
+  }
+  EXPECT_NE(PathPattern::Parse("/a//b").status().message().find("empty segment"),
+            absl::string_view::npos);
+  EXPECT_NE(PathPattern::Parse("/a/../b").status().message().find("\"..\" segment"),
+            absl::string_view::npos);
+  // A trailing slash is a segment of its own; "..." is an ordinary name.
+  EXPECT_TRUE(PathPattern::Parse("/a/").ok());
+  EXPECT_TRUE(PathPattern::Parse("/a/.../b").ok());
+  EXPECT_TRUE(PathPattern::Parse("/.well-known/x").ok());
+}
+
+// Static segments compare decoded, parameters arrive decoded with their raw
+// form beside them, and a "%2F" never splits a segment.
+TEST(PathPatternTest, MatchesDecodedSegments) {
+  struct Case {
+    const char* pattern;
+    const char* path;
+    bool match;
+    const char* params;  // decoded
+    const char* raw;     // raw
+  };
+  const Case cases[] = {
+      {"/api/items/{id}", "/api/items/%31", true, "id=1", "id=%31"},
+      {"/api/items/{id}", "/%61pi/items/7", true, "id=7", "id=7"},  // an unreserved escape
+      {"/api/items/{id}", "/api/items/caf%C3%A9", true, "id=caf\xc3\xa9", "id=caf%C3%A9"},
+      {"/api/items/{id}", "/api/items/a%2Fb", true, "id=a/b", "id=a%2Fb"},
+      {"/api/items/{id}", "/api/items/a%2fb/c", false, "", ""},  // two segments, not three
+      {"/api/items/{id}", "/api/items/100%25", true, "id=100%", "id=100%25"},
+      {"/api/items/{id}", "/api/items/%2541", true, "id=%41", "id=%2541"},  // decoded once
+      {"/api/items/{id}", "/api/items/a+b", true, "id=a+b", "id=a+b"},  // '+' is no space
+      {"/a/b", "/a%2Fb", false, "", ""},     // "a/b" is one segment: not "a", "b"
+      {"/a%2Fb", "/a%2fb", true, "", ""},    // a pattern's escapes are decoded too
+      {"/a%2Fb", "/a/b", false, "", ""},
+      {"/caf%C3%A9", "/caf%c3%a9", true, "", ""},
+      {"/files/{p...}", "/files/a%2Fb/c%20d", true, "p=a/b/c d", "p=a%2Fb/c%20d"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<PathPattern> p = PathPattern::Parse(c.pattern);
+    ASSERT_TRUE(p.ok()) << c.pattern << p.status();
+    http::PathParams params;
+    EXPECT_EQ(p->Match(c.path, &params), c.match) << c.pattern << " " << c.path;
+    EXPECT_EQ(Params(params), c.params) << c.pattern << " " << c.path;
+    std::string raw;
+    for (const http::PathParamEntry& e : params) {
+      raw += std::string(e.name) + "=" + std::string(e.raw);
+      EXPECT_EQ(params.RawGet(e.name), e.raw);
+      EXPECT_EQ(params.Get(e.name), e.value);
+    }
+    EXPECT_EQ(raw, c.raw) << c.pattern << " " << c.path;
+  }
+}
+
 TEST(PathPatternTest, MatchesOnePathOneWay) {
   struct Case {
     const char* pattern;
@@ -60,7 +119,7 @@ TEST(PathPatternTest, MatchesOnePathOneWay) {
       {"/users/{id}", "/users/", false, ""},  // a parameter is never empty
       {"/users/{id}", "/users", false, ""},
       {"/users/{id}", "/users/42/", false, ""},
-      {"/users/{id}", "/users/a%2Fb", true, "id=a%2Fb"},  // raw, not decoded
+      {"/users/{id}", "/users/a%2Fb", true, "id=a/b"},  // decoded; one segment still
       {"/users/{id}/edit", "/users/7/edit", true, "id=7"},
       {"/files/{path...}", "/files/a/b/c.txt", true, "path=a/b/c.txt"},
       {"/files/{path...}", "/files/", true, "path="},  // may be empty
@@ -226,6 +285,57 @@ TEST_F(TreeTest, ManyRoutesEachFoundWithItsParams) {
     EXPECT_EQ(Find("GET", path.c_str()),
               patterns[i] + " id=x" + std::to_string(i) + " sub=y");
   }
+}
+
+TEST_F(TreeTest, StaticSegmentsCompareDecoded) {
+  ASSERT_TRUE(Add("GET", "/api/items").ok());
+  ASSERT_TRUE(Add("GET", "/api/items/{id}").ok());
+  ASSERT_TRUE(Add("GET", "/a/b").ok());
+  ASSERT_TRUE(Add("GET", "/x%2Fy").ok());
+  ASSERT_TRUE(Add("GET", "/caf%C3%A9").ok());
+  EXPECT_EQ(Find("GET", "/api/items"), "/api/items");
+  EXPECT_EQ(Find("GET", "/%61pi/%69tems"), "/api/items");  // the exact path, walked
+  EXPECT_EQ(Find("GET", "/api/items/%31"), "/api/items/{id} id=1");
+  EXPECT_EQ(Find("GET", "/%61pi/items/%34%32"), "/api/items/{id} id=42");
+  EXPECT_EQ(Find("GET", "/a%2Fb"), "404");    // one segment "a/b"
+  EXPECT_EQ(Find("GET", "/x/y"), "404");      // two segments
+  EXPECT_EQ(Find("GET", "/x%2fy"), "/x%2Fy");
+  EXPECT_EQ(Find("GET", "/caf%c3%a9"), "/caf%C3%A9");
+  // A segment longer than the stack's buffer is decoded all the same.
+  ASSERT_TRUE(Add("GET", ("/" + std::string(300, 'z') + "/{id}").c_str()).ok());
+  std::string encoded = "/";
+  for (int i = 0; i < 300; ++i) encoded += "%7a";
+  EXPECT_EQ(Find("GET", (encoded + "/%31").c_str()),
+            "/" + std::string(300, 'z') + "/{id} id=1");
+}
+
+TEST(PathParamsTest, DecodedValuesTravelWithCopies) {
+  http::PathParams params;
+  params.Push("a", "x%2Fy");
+  params.Push("b", "plain");
+  params.Decode();
+  params.Decode();  // from the raw form again: "%2F" is not decoded twice
+  http::PathParams copy = params;
+  params.Clear();
+  params.Push("a", "%41%41");
+  params.Decode();
+  EXPECT_EQ(copy.Get("a"), "x/y");
+  EXPECT_EQ(copy.RawGet("a"), "x%2Fy");
+  EXPECT_EQ(copy.Get("b"), "plain");
+  EXPECT_EQ(params.Get("a"), "AA");
+  // Past the inline area: the heap, and copies still work.
+  const std::string long_raw = std::string(200, 'q') + "%20" + std::string(200, 'r');
+  http::PathParams big;
+  big.Push("a", long_raw);
+  big.Push("b", "%31");
+  big.Decode();
+  const std::string want = std::string(200, 'q') + " " + std::string(200, 'r');
+  EXPECT_EQ(big.Get("a"), want);
+  http::PathParams big_copy;
+  big_copy = big;
+  big = http::PathParams();
+  EXPECT_EQ(big_copy.Get("a"), want);
+  EXPECT_EQ(big_copy.Get("b"), "1");
 }
 
 TEST(DecodePathParamTest, DecodesPercentButNotPlus) {

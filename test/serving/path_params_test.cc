@@ -86,7 +86,7 @@ TEST_F(PathParamsTest, FastAndSlowHandlersSeeTheirParams) {
       {"POST /users/5 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc", 200,
        "fast-post id=5 body=abc"},
       {"PUT /files/a/b%20c.txt HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi", 200,
-       "slow-put a/b c.txt path=a/b%20c.txt body=hi"},
+       "slow-put a/b c.txt path=a/b c.txt body=hi"},
       {Get("/users/7/posts"), 404, "404 Not Found\n"},
   };
   for (const Case& k : cases) {
