@@ -272,6 +272,17 @@ class Connection final : private ExternalOwner {
   void ServeFile(const http::Request* request);
   // The path is a directory reached beneath the root: 301 to "path/".
   void RedirectToDirectory();
+  // ---- a static file's encoded variants (file_variants.cc)
+  // Picks a precompressed sibling or the on-the-fly gzip for the file now
+  // open; false when that needs a ring operation first (the answer goes on
+  // from its completion).
+  bool ChooseFileVariant(const http::Request& request);
+  void ProbeSibling();
+  void OnSiblingProbed(int res);
+  // The sibling chosen is missing or unusable after all: the original.
+  void FallBackToOriginal();
+  // A directory without index.html, on a mount that lists them.
+  void ServeListing();
   void PumpFile();
   void PumpSplice();
   // A send of file bytes came back short (the socket is full): the file's

@@ -86,10 +86,16 @@ absl::Status Router::Static(std::string_view prefix, std::string_view root,
       return absl::AlreadyExistsError(absl::StrCat("duplicate static prefix ", AbslView(prefix)));
     }
   }
+  for (char c : options.cache_control) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("static ", AbslView(prefix), ": cache_control holds a control byte"));
+    }
+  }
   auto mount = std::make_unique<Mount>();
   mount->files.prefix = std::string(prefix);
   mount->files.root = std::string(root);
-  mount->files.options = options;
+  mount->files.options = std::move(options);
   // O_PATH: the descriptor only anchors lookups (openat2 RESOLVE_BENEATH,
   // statx); it needs no read permission on the directory itself.
   mount->files.dir_fd = open(mount->files.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);

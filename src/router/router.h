@@ -95,6 +95,28 @@ struct StaticOptions {
   // as if absent, except /.well-known/ under "/" (files/url_path.h,
   // IsHiddenPath); true serves them like any file (--static-dotfiles=allow).
   bool serve_dotfiles = false;
+  // Precompressed siblings, as nginx's gzip_static: "app.js.gz" (or ".br",
+  // ".zst") beside "app.js", not older than it, is sent instead with its
+  // Content-Encoding to a client that accepts that coding (ties: br, zstd,
+  // gzip). Ranges and validators apply to the sibling's bytes; its ETag is
+  // its own, marked with the coding. Which siblings a file has is kept in
+  // the open-file cache for the valid interval: a file without any costs
+  // no extra statx per request once cached.
+  bool precompressed = false;
+  // On-the-fly gzip of compressible files (src/http/compress.h's types)
+  // when ServerConfig::compression is enabled and there is no sibling: done
+  // once per file version and kept in the open-file cache beside the
+  // file's bytes, so only files the cache keeps in memory qualify
+  // (--file-cache-max-file, 64 KiB by default; larger ones are read or
+  // spliced as they are). Not for a request with a Range (the identity
+  // bytes answer it). The gzip's ETag is weak.
+  bool gzip = true;
+  // The Cache-Control value for this mount's files ("" sends none), e.g.
+  // "public, max-age=31536000, immutable" for fingerprinted assets.
+  std::string cache_control;
+  // A directory without index.html answers with a listing of its names
+  // (HTML, sorted, dotfiles left out: files/dir_listing.h) instead of 404.
+  bool list_directories = false;
 };
 
 // A directory whose files answer GET and HEAD under a URL prefix.
