@@ -30,7 +30,8 @@
 //                          command line into Options (config, root, ...)
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
-//                          Static, Use, SetErrorHandler), Handler,
+//                          Static, Use, SetErrorHandler,
+//                          RedirectTrailingSlash), Handler,
 //                          RouteOptions, BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
 //   src/http/parser.h      Request (method, path, query, headers, body,
@@ -41,6 +42,9 @@
 //                          ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
+//   src/http/response_helpers.h  Redirect, CacheControl/SetCacheControl,
+//                          SetContentDisposition, SetCookie/SetCookieOptions,
+//                          SameSite
 //   src/router/middleware.h  Middleware (before/after hooks), Flow,
 //                          ErrorHandler (Router::Use, SetErrorHandler)
 //   src/middleware/cors.h, request_id.h  the two shipped middlewares
@@ -64,6 +68,7 @@
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/http/response_helpers.h"
 #include "src/middleware/cors.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"

@@ -187,6 +187,16 @@ class Router {
   absl::Status Static(std::string_view prefix, std::string_view root,
                       StaticOptions options = {});
 
+  // Trailing-slash redirects (off by default, as in Go's ServeMux for
+  // patterns; Gin's RedirectTrailingSlash): a path no pattern knows whose
+  // twin with the final '/' added or removed has a route for the method is
+  // answered with a redirect there (301 for GET and HEAD, 308 otherwise, so
+  // the method and body are kept), the query kept and leading slashes
+  // collapsed (never a "//host" Location). Patterns only: mounts redirect
+  // their directories themselves, and the redirect comes before mounts and
+  // the fallback. Global middleware runs around it as around any route.
+  void RedirectTrailingSlash(bool on = true);
+
   // `params` (if given) receives the matched route's path parameters.
   Match Find(std::string_view method, std::string_view path,
              http::PathParams* params = nullptr) const;
@@ -221,6 +231,7 @@ class Router {
   };
   std::vector<std::unique_ptr<Mount>> mounts_;
   std::unique_ptr<Route> fallback_;
+  std::unique_ptr<Route> slash_redirect_;  // RedirectTrailingSlash()
   uint32_t count_ = 0;
   Pipeline pipeline_;
 };
