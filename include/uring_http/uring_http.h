@@ -34,7 +34,7 @@
 //                          RedirectTrailingSlash), Handler,
 //                          RouteOptions, BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
-//   src/http/parser.h      Request (method, path, query, headers, body,
+//   src/http/parser.h      Request (method, path, query, headers, body, secure,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
 //                          HeaderElements, ReadBody, body_error,
 //                          client_address), BodyError, BodyErrorName,
@@ -47,7 +47,8 @@
 //                          SameSite
 //   src/router/middleware.h  Middleware (before/after hooks), Flow,
 //                          ErrorHandler (Router::Use, SetErrorHandler)
-//   src/middleware/cors.h, request_id.h  the two shipped middlewares
+//   src/middleware/cors.h, request_id.h, https_redirect.h  the shipped
+//                          middlewares
 //   src/http/path_params.h  PathParams (Request::path_params, PathParam),
 //                          DecodePathParam
 //   src/http/client_address.h  ClientAddress (known, port, Format)
@@ -70,6 +71,7 @@
 #include "src/http/response.h"
 #include "src/http/response_helpers.h"
 #include "src/middleware/cors.h"
+#include "src/middleware/https_redirect.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"
 #include "src/router/router.h"

@@ -113,6 +113,8 @@ struct Request {
   // on a --proxy-protocol listener the client the proxy's header names.
   // Unknown (known() false) when neither could be had.
   ClientAddress client_address;
+  // The request came over TLS (set by the server, not the parser).
+  bool secure = false;
   // The matched route's path parameters; set by the server, not the parser.
   PathParams path_params;
 

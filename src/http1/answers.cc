@@ -147,6 +147,7 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->http10 = ex_.http10;
   task->request_body = req_pipe();
   task->client_address = client_address();
+  task->secure = secure_;
   std::memcpy(task->data(), head.data(), head.size());
   if (!body.empty()) std::memcpy(task->data() + head.size(), body.data(), body.size());
   if (!env_->host->Dispatch(slot_, task, *ex_.route, ex_.started_ns)) {

@@ -174,6 +174,7 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
   }
   *used = r.consumed;
   request.client_address = client_address();
+  request.secure = secure_;
   BeginExchange(request, data, len, used);
   return true;
 }
@@ -383,6 +384,7 @@ bool Connection::ReparseHead(http::Request* request) {
   // The same bytes parsed complete once already.
   URING_CHECK(r.status == http::ParseStatus::kComplete && r.consumed == ex_.head_len);
   request->client_address = client_address();
+  request->secure = secure_;
   // The route's own pattern gives back the parameters Find() gave.
   if (ex_.route != nullptr) ex_.route->pattern.Match(request->path, &request->path_params);
   ex_.head_ptr = req_.data;

@@ -59,6 +59,7 @@ struct TaskBuffer {
   bool http10 = false;      // no chunked framing: a streamed body is close-delimited
   BodyPipe* request_body = nullptr;  // streamed request body, or null
   http::ClientAddress client_address;  // Request::client_address
+  bool secure = false;                 // Request::secure
   RingAddress ring;
   uint64_t notify_user_data = 0;     // kStreamNotify for this connection
 

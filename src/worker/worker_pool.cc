@@ -94,6 +94,7 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
     return;
   }
   request.client_address = buf->client_address;
+  request.secure = buf->secure;
   // The route matched the path on the ring thread; its pattern alone gives
   // the same parameters back.
   task.route->pattern.Match(request.path, &request.path_params);
