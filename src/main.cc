@@ -115,14 +115,14 @@ int main(int argc, char** argv) {
   serving::Options options = serving::ParseOptions(argc, argv, &flags);
 
   uring_http::router::Router router;
-  (void)router.Fast("GET", "/test/fast", [](const Request&, Response&) {});
+  router.Fast("GET", "/test/fast", [](const Request&, Response&) {});
   const auto slow = std::chrono::milliseconds(slow_ms);
-  (void)router.Slow("GET", "/test/slow",
+  router.Slow("GET", "/test/slow",
                     [slow](const Request&, Response&) { std::this_thread::sleep_for(slow); });
 
   // The body is built per request, as a handler's would be; N is capped so a
   // client cannot make the server allocate without bound.
-  (void)router.Fast("GET", "/test/bytes", [](const Request& request, Response& response) {
+  router.Fast("GET", "/test/bytes", [](const Request& request, Response& response) {
     constexpr size_t kMaxBytes = size_t{1} << 20;
     size_t n = 0;
     bool ok = !request.query.empty() && request.query.size() <= 7;
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
     s.resize(size_t{1} << 20);
     return s;
   }();
-  (void)router.Fast("GET", "/test/text", [](const Request& request, Response& response) {
+  router.Fast("GET", "/test/text", [](const Request& request, Response& response) {
     size_t n = 0;
     bool ok = !request.query.empty() && request.query.size() <= 7;
     for (char ch : request.query) {
@@ -174,14 +174,14 @@ int main(int argc, char** argv) {
     response.set_content_type("text/plain");
     response.set_static_body(std::string_view(text).substr(0, n));
   });
-  (void)router.Fast("POST", "/test/echo", [](const Request& request, Response& response) {
+  router.Fast("POST", "/test/echo", [](const Request& request, Response& response) {
     response.set_content_type("application/octet-stream");
     response.set_body(request.body);
   });
   uring_http::router::RouteOptions streamed;
   streamed.body = uring_http::router::BodyMode::kStreamed;
   streamed.max_body_bytes = uring_http::router::kUnlimitedBody;
-  (void)router.Slow(
+  router.Slow(
       "POST", "/test/sink",
       [](const Request& request, Response& response) {
         char buffer[64 * 1024];
@@ -202,10 +202,10 @@ int main(int argc, char** argv) {
       response.set_body(std::to_string(total) + "\n");
     }
   };
-  (void)router.FastStream("POST", "/test/count", [](const Request&) {
+  router.FastStream("POST", "/test/count", [](const Request&) {
     return std::make_unique<CountingSink>();
   });
-  (void)router.Slow("GET", "/test/stream", [](const Request& request, Response& response) {
+  router.Slow("GET", "/test/stream", [](const Request& request, Response& response) {
     uint64_t bytes = 0;
     uint64_t chunk = 16384;
     bool ok = ParseQueryNumber(request.query, "bytes", &bytes, /*required=*/true) &&

@@ -43,11 +43,12 @@
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler,
-//                          SetDefaultErrorHandler), Registration, Handler,
+//                          SetDefaultErrorHandler, RedirectTrailingSlash),
+//                          Registration, Handler,
 //                          RouteOptions (max_in_flight,
 //                          rate_per_client, ...), BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
-//   src/http/parser.h      Request (method, path, query, headers, body,
+//   src/http/parser.h      Request (method, path, query, headers, body, secure,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
 //                          HeaderElements, ReadBody, body_error,
 //                          client_address, PathParam, RawPathParam,
@@ -57,9 +58,13 @@
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
 //   src/router/registration.h  Registration (what registering returns)
+//   src/http/response_helpers.h  Redirect, CacheControl/SetCacheControl,
+//                          SetContentDisposition, SetCookie/SetCookieOptions,
+//                          SameSite
 //   src/router/middleware.h  Middleware (before/after hooks), Flow,
 //                          ErrorHandler (Router::Use, SetErrorHandler)
-//   src/middleware/cors.h, request_id.h  the two shipped middlewares
+//   src/middleware/cors.h, request_id.h, https_redirect.h  the shipped
+//                          middlewares
 //   src/http/path_params.h  PathParams (Request::path_params, PathParam),
 //                          DecodePathParam
 //   src/http/client_address.h  ClientAddress (known, port, Format)
@@ -108,7 +113,9 @@
 #include "src/http/response.h"
 #include "src/limits/rate_limit.h"
 #include "src/metrics/registry.h"
+#include "src/http/response_helpers.h"
 #include "src/middleware/cors.h"
+#include "src/middleware/https_redirect.h"
 #include "src/middleware/request_id.h"
 #include "src/router/middleware.h"
 #include "src/router/multipart_sink.h"

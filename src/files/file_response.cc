@@ -2,9 +2,23 @@
 
 namespace uring_http::files {
 
-FilePlan PlanFileResponse(const FileRequestFields& request, const FileVersion& version) {
+FilePlan PlanFileResponse(const FileRequestFields& request, const FileVersion& version,
+                          EtagVariant variant) {
   FilePlan plan;
-  plan.etag_len = FormatStrongEtag(version, plan.etag);
+  char* tag = plan.etag;
+  if (variant.weak) {
+    tag[0] = 'W';
+    tag[1] = '/';
+    tag += 2;
+  }
+  size_t n = FormatStrongEtag(version, tag);
+  if (!variant.suffix.empty() && variant.suffix.size() <= 12) {
+    // Inside the closing quote.
+    --n;
+    for (char c : variant.suffix) tag[n++] = c;
+    tag[n++] = '"';
+  }
+  plan.etag_len = static_cast<size_t>(tag - plan.etag) + n;
   FormatHttpDate(version.mtime_sec, plan.last_modified);
   ConditionalHeaders conditions;
   conditions.if_match = request.if_match;

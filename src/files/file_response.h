@@ -28,11 +28,19 @@ struct FileRequestFields {
   std::string_view if_unmodified_since;
 };
 
+// How an encoded representation's ETag differs from the file's own:
+// `suffix` goes inside the quotes ("\"1f-65a.0-br\""), and a `weak` tag is
+// W/ (a gzip made on the fly: the bytes depend on the compressor).
+struct EtagVariant {
+  std::string_view suffix{};
+  bool weak = false;
+};
+
 struct FilePlan {
   int status = 200;    // 200, 206, 304, 412 or 416
   uint64_t offset = 0; // the body: file bytes [offset, offset + length)
   uint64_t length = 0; // (200 and 206 only; HEAD sends none but says it)
-  char etag[kMaxEtagSize];
+  char etag[kMaxEtagSize + 16];
   size_t etag_len = 0;
   char last_modified[kHttpDateSize];
   char content_range[kMaxContentRangeSize];  // 206 and 416
@@ -43,7 +51,8 @@ struct FilePlan {
   std::string_view content_range_view() const { return {content_range, content_range_len}; }
 };
 
-FilePlan PlanFileResponse(const FileRequestFields& request, const FileVersion& version);
+FilePlan PlanFileResponse(const FileRequestFields& request, const FileVersion& version,
+                          EtagVariant variant = {});
 
 }  // namespace uring_http::files
 

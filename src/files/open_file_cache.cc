@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "src/base/check.h"
+#include "src/http/gzip_encoder.h"
 
 namespace uring_http::files {
 
@@ -128,7 +129,27 @@ void OpenFileCache::EndContent(Entry* e, bool ok) {
   }
 }
 
+bool OpenFileCache::GzipContent(Entry* e, int level) {
+  if (e->gzip_state_ == Entry::Gzip::kReady) return true;
+  if (e->gzip_state_ == Entry::Gzip::kUseless || !e->content_ready()) return false;
+  const uint64_t size = e->version_.size;
+  // The gzip is no larger than the content it is kept for: room for that.
+  if (stats_.content_bytes + size > limits_.max_content_bytes) return false;
+  if (!http::GzipBuffer(std::string_view(e->content_.get(), size), level, &e->gzip_) ||
+      e->gzip_.size() >= size) {
+    e->gzip_.clear();
+    e->gzip_state_ = Entry::Gzip::kUseless;
+    return false;
+  }
+  e->gzip_state_ = Entry::Gzip::kReady;
+  stats_.content_bytes += e->gzip_.size();
+  return true;
+}
+
 void OpenFileCache::DropContent(Entry* e) {
+  if (e->gzip_state_ == Entry::Gzip::kReady) stats_.content_bytes -= e->gzip_.size();
+  e->gzip_state_ = Entry::Gzip::kNone;
+  e->gzip_.clear();
   if (e->content_state_ == Entry::Content::kNone) return;
   stats_.content_bytes -= e->version_.size;
   e->content_state_ = Entry::Content::kNone;
@@ -155,6 +176,9 @@ void OpenFileCache::Recycle(Entry* e) {
     e->content_.reset();
     e->content_cap_ = 0;
   }
+  if (e->gzip_.capacity() > 4096) std::string().swap(e->gzip_);
+  e->siblings_known_ = false;
+  e->siblings_ = 0;
   free_.push_back(e);
 }
 

@@ -9,7 +9,11 @@
 // so a changed or deleted file, or one whose mode or owner changed, is
 // noticed within that interval, as with nginx's open_file_cache_valid. A
 // small file may also keep its bytes (Content*): it is then answered from
-// memory, with no read at all.
+// memory, with no read at all, and its gzip can be kept beside it
+// (Gzip*: the on-the-fly compression of a static file, done once per
+// version). An entry also remembers which precompressed siblings its file
+// had when last looked for (Siblings*), so that a file without any costs no
+// extra statx per request: that knowledge expires with the valid interval.
 //
 // Bounds: at most `max_entries` entries (the least recently used one that
 // no response is reading goes first) and `max_content_bytes` of contents.
@@ -63,10 +67,18 @@ class OpenFileCache {
     const char* content() const { return content_.get(); }
     uint32_t refs() const { return refs_; }
     bool cached() const { return in_table_; }
+    // The gzip of the content (GzipContent), while the entry is held.
+    bool gzip_ready() const { return gzip_state_ == Gzip::kReady; }
+    bool gzip_useless() const { return gzip_state_ == Gzip::kUseless; }
+    std::string_view gzip() const { return gzip_; }
+    // The precompressed siblings found (files/encodings.h bits).
+    uint8_t siblings() const { return siblings_; }
 
    private:
     friend class OpenFileCache;
     enum class Content : uint8_t { kNone, kLoading, kReady };
+    // kUseless: compressed once and no smaller (not tried again).
+    enum class Gzip : uint8_t { kNone, kReady, kUseless };
     std::string key_;  // mount index (4 bytes) + relative path
     int file_index_ = -1;
     FileVersion version_;
@@ -76,6 +88,11 @@ class OpenFileCache {
     Content content_state_ = Content::kNone;
     std::unique_ptr<char[]> content_;
     size_t content_cap_ = 0;
+    Gzip gzip_state_ = Gzip::kNone;
+    std::string gzip_;
+    bool siblings_known_ = false;
+    uint8_t siblings_ = 0;
+    uint64_t siblings_tick_ = 0;
     // The LRU list of entries in the table (most recent at the head).
     Entry* prev_ = nullptr;
     Entry* next_ = nullptr;
@@ -134,6 +151,22 @@ class OpenFileCache {
   // The read into BeginContent()'s room ended: `ok` with every byte of the
   // version's size, else the room is dropped.
   void EndContent(Entry* e, bool ok);
+
+  // Compresses a ready content (content_ready()) with gzip at `level` and
+  // keeps the result beside it, counted with the contents; true when it is
+  // there (gzip_ready()), false when the bound has no room for it or it
+  // came out no smaller (then gzip_useless()). Allocates: once per version.
+  bool GzipContent(Entry* e, int level);
+
+  // Whether the entry's sibling knowledge is within the valid interval.
+  bool SiblingsFresh(const Entry* e, uint64_t now_tick) const {
+    return e->siblings_known_ && now_tick - e->siblings_tick_ <= limits_.valid_ticks;
+  }
+  void SetSiblings(Entry* e, uint8_t present, uint64_t now_tick) {
+    e->siblings_known_ = true;
+    e->siblings_ = present;
+    e->siblings_tick_ = now_tick;
+  }
 
   const Stats& stats() const { return stats_; }
   size_t size() const { return table_.size(); }

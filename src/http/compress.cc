@@ -112,6 +112,10 @@ void AcceptEncoding::AddElement(std::string_view element) {
     slot = &identity_;
   } else if (coding == "*") {
     slot = &star_;
+  } else if (EqualsLower(coding, "br")) {
+    slot = &br_;
+  } else if (EqualsLower(coding, "zstd")) {
+    slot = &zstd_;
   }
   if (slot != nullptr && *slot < 0) *slot = weight;
 }
@@ -125,6 +129,25 @@ bool AcceptEncoding::PrefersGzip() const {
   const int identity = identity_ >= 0 ? identity_ : (star_ >= 0 ? star_ : 0);
   // Ties go to gzip: equal preference, fewer bytes.
   return gzip > 0 && gzip >= identity;
+}
+
+int AcceptEncoding::CodingWeight(std::string_view coding) const {
+  if (!present_) return 0;
+  int named = -1;
+  if (EqualsLower(coding, "gzip")) {
+    named = gzip_;
+  } else if (EqualsLower(coding, "br")) {
+    named = br_;
+  } else if (EqualsLower(coding, "zstd")) {
+    named = zstd_;
+  }
+  if (named >= 0) return named;
+  return star_ >= 0 ? star_ : 0;
+}
+
+int AcceptEncoding::IdentityWeight() const {
+  if (!present_) return -1;
+  return identity_ >= 0 ? identity_ : (star_ >= 0 ? star_ : -1);
 }
 
 bool PrefersGzip(const HeaderValueRange& accept_encoding_lines) {

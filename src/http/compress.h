@@ -77,6 +77,15 @@ class AcceptEncoding {
   int gzip_weight() const { return gzip_; }
   int identity_weight() const { return identity_; }
   int star_weight() const { return star_; }
+  int br_weight() const { return br_; }
+  int zstd_weight() const { return zstd_; }
+
+  // What a precompressed file may be sent as (files/encodings.h): the
+  // weight of "gzip", "br" or "zstd" (its own, else that of "*", else 0),
+  // and identity's (its own, else "*"'s, else -1: acceptable, not ranked).
+  // Without any Accept-Encoding every coding is 0.
+  int CodingWeight(std::string_view coding) const;
+  int IdentityWeight() const;
 
  private:
   void AddElement(std::string_view element);
@@ -85,6 +94,8 @@ class AcceptEncoding {
   int gzip_ = -1;
   int identity_ = -1;
   int star_ = -1;
+  int br_ = -1;
+  int zstd_ = -1;
 };
 
 // Over a request's Accept-Encoding lines: request.HeaderValues("accept-encoding").

@@ -118,6 +118,8 @@ struct Request {
   // on plain HTTP, without --tls-client-ca, or when the client sent none
   // under --tls-client-auth=optional. Valid during the handler's call.
   const ClientCertificate* client_certificate = nullptr;
+  // The request came over TLS (set by the server, not the parser).
+  bool secure = false;
   // The matched route's path parameters; set by the server, not the parser.
   PathParams path_params;
   // The methods the route table has for this path, as an Allow header

@@ -168,6 +168,7 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->request_body = req_pipe();
   task->client_address = client_address();
   task->client_certificate = client_cert_;
+  task->secure = secure_;
   std::memcpy(task->data(), head.data(), head.size());
   if (!body.empty()) std::memcpy(task->data() + head.size(), body.data(), body.size());
   if (!allow.empty()) {

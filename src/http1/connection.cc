@@ -32,6 +32,8 @@ void Connection::Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below
   phase_ = Phase::kOpen;
   input_ = Input::kHead;
   proxy_pending_ = env->config->proxy_protocol && !proxy_header_below;
+  // Only the TLS layer reads the PROXY header below us.
+  secure_ = proxy_header_below;
   // The header is due within the head's time, not the idle one: a proxy
   // sends it at once, and a connection that sends nothing is not a proxy.
   if (proxy_pending_) head_deadline_ = After(env->config->header_timeout_ms);

@@ -90,7 +90,8 @@ class Connection final : private ExternalOwner {
   // The slot holds a new socket: starts reading. `proxy_header_below`: on
   // a --proxy-protocol listener, the layer beneath reads the PROXY header
   // (TLS: it comes in clear, before the ClientHello) and names the client
-  // with SetProxiedClient; the connection's bytes start after it.
+  // with SetProxiedClient; the connection's bytes start after it. The
+  // layer beneath is TLS exactly when it is set: requests are secure.
   void Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below = false);
   void SetProxiedClient(const http::ClientAddress& client) { proxied_ = client; }
 
@@ -309,6 +310,17 @@ class Connection final : private ExternalOwner {
   void ServeFile(const http::Request* request);
   // The path is a directory reached beneath the root: 301 to "path/".
   void RedirectToDirectory();
+  // ---- a static file's encoded variants (file_variants.cc)
+  // Picks a precompressed sibling or the on-the-fly gzip for the file now
+  // open; false when that needs a ring operation first (the answer goes on
+  // from its completion).
+  bool ChooseFileVariant(const http::Request& request);
+  void ProbeSibling();
+  void OnSiblingProbed(int res);
+  // The sibling chosen is missing or unusable after all: the original.
+  void FallBackToOriginal();
+  // A directory without index.html, on a mount that lists them.
+  void ServeListing();
   void PumpFile();
   void PumpSplice();
   // A send of file bytes came back short (the socket is full): the file's
@@ -401,6 +413,7 @@ class Connection final : private ExternalOwner {
   bool send_dont_wait_ = false;   // ... and it returns -EAGAIN, not waits, on a full socket
   bool batch_hook_ = false;       // OnBatchEnd() is due
   bool proxy_pending_ = false;    // the PROXY header is still to come
+  bool secure_ = false;           // TLS below (Request::secure)
 
   Buffer in_;                     // staged input, not yet processed
   size_t head_scanned_ = 0;       // FindHeadEnd's progress over in_

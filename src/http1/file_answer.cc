@@ -106,6 +106,9 @@ void Connection::StartFile(const http::Request& request) {
   f.mount = &mount;
   f.buffers = env_->file_buffers;
   f.aborted = false;
+  f.variant = FileStream::Variant::kUndecided;
+  f.encoding = files::Encoding::kIdentity;
+  f.vary = f.gzip = f.reload = false;
   ex_.answer = Answer::kFile;
   if (input_ == Input::kHead) input_ = Input::kWait;
 
@@ -129,6 +132,7 @@ void Connection::StartFile(const http::Request& request) {
 
 void Connection::OnFileStat(int res) {
   FileStream& f = st_->file;
+  if (f.step == FileStream::Step::kProbe) return OnSiblingProbed(res);
   URING_CHECK(f.inflight && f.step == FileStream::Step::kStat);
   f.inflight = false;
   if (f.aborted) return;
@@ -137,6 +141,16 @@ void Connection::OnFileStat(int res) {
   files::OpenFileCache::Entry* e =
       cache != nullptr ? cache->Find(f.mount->index, f.path_view(), env_->now_tick, &fresh)
                        : nullptr;
+  if (f.encoding != files::Encoding::kIdentity &&
+      (res < 0 || !S_ISREG(f.stx.stx_mode) ||
+       !files::SiblingIsCurrent(f.base_version, VersionOf(f.stx)))) {
+    // The sibling chosen went away (or went stale) since it was looked for.
+    if (e != nullptr) cache->Remove(e);
+    return FallBackToOriginal();
+  }
+  if (res == -ENOENT && f.index && f.mount->options.list_directories) {
+    return ServeListing();  // a directory without index.html
+  }
   if (res < 0) {
     if (e != nullptr) cache->Remove(e);  // deleted (or no longer reachable)
     e = nullptr;
@@ -215,6 +229,7 @@ void Connection::OnFileOpen(int res) {
     if (res >= 0) env_->file_closer->CloseFile(res);
     return;
   }
+  if (res < 0 && f.encoding != files::Encoding::kIdentity) return FallBackToOriginal();
   if (res < 0) return FileError(StatusForErrno(-res));
   // The version is the statx's, taken just before: a file replaced in
   // between shows as a short read (the connection then closes) or is cut
@@ -239,6 +254,9 @@ void Connection::ServeFile(const http::Request* request) {
     ReparseHead(&reparsed);
     request = &reparsed;
   }
+  // A precompressed sibling or the gzip instead of the file: either may
+  // need a statx or a read first.
+  if (!ChooseFileVariant(*request)) return;
   files::FileRequestFields fields;
   fields.head = ex_.head;
   fields.range = request->FindHeader("range");
@@ -247,7 +265,15 @@ void Connection::ServeFile(const http::Request* request) {
   fields.if_none_match = request->FindHeader("if-none-match");
   fields.if_modified_since = request->FindHeader("if-modified-since");
   fields.if_unmodified_since = request->FindHeader("if-unmodified-since");
-  const files::FilePlan plan = files::PlanFileResponse(fields, f.version);
+  files::EtagVariant etag_variant;
+  files::FileVersion version = f.version;
+  if (f.encoding != files::Encoding::kIdentity) {
+    etag_variant.suffix = files::EtagSuffix(f.encoding);
+  } else if (f.gzip) {
+    etag_variant = {"-gzip", /*weak=*/true};
+    version.size = f.entry->gzip().size();
+  }
+  const files::FilePlan plan = files::PlanFileResponse(fields, version, etag_variant);
 
   http::Response response;
   response.set_status(plan.status);
@@ -258,6 +284,10 @@ void Connection::ServeFile(const http::Request* request) {
   // The Content-Type is the file name's guess: a browser must not second-
   // guess it (an uploaded .txt run as HTML or script).
   (void)response.AddHeader("X-Content-Type-Options", "nosniff");
+  if (!f.mount->options.cache_control.empty()) {
+    (void)response.AddHeader("Cache-Control", f.mount->options.cache_control);
+  }
+  if (f.vary) (void)response.AddHeader("Vary", "Accept-Encoding");
   if (plan.status == 304) {
     EndFile();
     RunDueAfters(*request, response);
@@ -272,7 +302,12 @@ void Connection::ServeFile(const http::Request* request) {
     RunDueAfters(*request, response);
     return Respond(response);
   }
-  response.set_content_type(files::ContentTypeFor(f.path_view()));
+  response.set_content_type(files::ContentTypeFor(f.base_path()));
+  if (f.encoding != files::Encoding::kIdentity) {
+    (void)response.AddHeader("Content-Encoding", files::EncodingToken(f.encoding));
+  } else if (f.gzip) {
+    (void)response.AddHeader("Content-Encoding", "gzip");
+  }
   (void)response.AddHeader("Accept-Ranges", "bytes");
   if (plan.status == 206) (void)response.AddHeader("Content-Range", plan.content_range_view());
   if (ex_.afters_due > 0) {
@@ -310,6 +345,7 @@ void Connection::ServeFile(const http::Request* request) {
   }
   f.step = FileStream::Step::kBody;
   files::OpenFileCache::Entry* e = f.entry;
+  if (f.gzip) return PumpFile();  // from the entry's memory
   // Unless the body comes from memory now, the exchange ends in a later
   // event (a read's, a splice's), after the receive buffer the head was
   // parsed from has been reused: keep it (the access log names it).
@@ -345,10 +381,11 @@ void Connection::PumpFile() {
   if (f.splice) return PumpSplice();
   producer_retry_ = 0;
   while (f.next < f.end && out_.room() >= 2 && out_.pending() < kOutputHighWater) {
-    if (f.entry != nullptr && f.entry->content_ready()) {
+    if (f.entry != nullptr && (f.gzip || f.entry->content_ready())) {
       // From the cache's memory: it stays valid while the entry is held.
       const size_t n = f.end - f.next;
-      URING_CHECK(out_.AppendExternal(f.entry->content() + f.next, n, &f));
+      const char* memory = f.gzip ? f.entry->gzip().data() : f.entry->content();
+      URING_CHECK(out_.AppendExternal(memory + f.next, n, &f));
       f.Queued(nullptr, n);
       f.next += n;
       break;
@@ -407,6 +444,15 @@ void Connection::OnFileRead(int res) {
     env_->file_cache->EndContent(f.entry, whole);
     f.read_buf = nullptr;
     if (f.aborted) return;
+    if (f.reload) {
+      // Loaded to be gzipped: the answer is planned now (and the content
+      // is not loaded for it twice).
+      f.reload = false;
+      f.variant = FileStream::Variant::kLoaded;
+      ServeFile(nullptr);
+      Sync();
+      return;
+    }
     f.step = FileStream::Step::kBody;  // from memory, or by reads if that failed
     PumpFile();
     Sync();
@@ -557,6 +603,9 @@ void Connection::EndFile() {
   f.own_index = -1;
   f.step = FileStream::Step::kIdle;
   f.index = f.aborted = f.yield_after_read = false;
+  f.gzip = f.vary = f.reload = false;
+  f.encoding = files::Encoding::kIdentity;
+  f.variant = FileStream::Variant::kUndecided;
   f.stat_errno = 0;
   f.mount = nullptr;
   f.path_len = 0;

@@ -19,6 +19,11 @@
 // holding no buffer: read bytes the socket did not take are given back by
 // the output queue (TakeBackOutput) and read again when it has room, so
 // that stalled readers cannot starve the others of the loop's buffers.
+//   kProbe  a statx of a precompressed sibling ("path.gz", ".br", ".zst"
+//           in turn) whose presence the cache does not know (the mount
+//           asked for them: StaticOptions::precompressed). A sibling chosen
+//           is then looked up as the file itself is (kStat, kOpen), with
+//           `encoding` set; should it fail, the original is looked up again.
 //   kDone   every body byte is queued (or the answer was cut short):
 //           waiting for the kernel to finish with them
 // At most one ring operation is in flight (`inflight`): its completion
@@ -41,6 +46,7 @@
 #include <string_view>
 
 #include "src/base/check.h"
+#include "src/files/encodings.h"
 #include "src/files/open_file_cache.h"
 #include "src/files/url_path.h"
 #include "src/files/validators.h"
@@ -52,10 +58,15 @@
 namespace uring_http::http1 {
 
 struct FileStream final : ExternalOwner {
-  enum class Step : uint8_t { kIdle, kStat, kOpen, kCheck, kLoad, kBody, kDone };
+  enum class Step : uint8_t { kIdle, kStat, kOpen, kCheck, kLoad, kProbe, kBody, kDone };
 
-  // Room for a resolved path and the "/index.html" a directory adds.
-  static constexpr size_t kPathRoom = files::kMaxPathBytes + 16;
+  // Room for a resolved path, the "/index.html" a directory adds and a
+  // sibling's ".zst".
+  static constexpr size_t kPathRoom = files::kMaxPathBytes + 24;
+
+  // How far the choice of the encoded variant got (file_variants.cc).
+  // kLoaded: decided, and the content was read in to be gzipped (once).
+  enum class Variant : uint8_t { kUndecided, kProbed, kDecided, kLoaded };
 
   // The body's operation in flight, besides a read: a splice into the
   // pipe, out of it to the socket, or the poll for the socket's room.
@@ -78,6 +89,15 @@ struct FileStream final : ExternalOwner {
   files::FileVersion version;
   files::OpenFileCache::Entry* entry = nullptr;  // referenced while set
   int own_index = -1;         // a descriptor opened outside the cache
+  Variant variant = Variant::kUndecided;
+  uint8_t probe = 0;          // kProbe: index into files::kSiblingEncodings
+  uint8_t siblings = 0;       // kProbed: the siblings found (EncodingBit)
+  bool vary = false;          // the answer could differ by Accept-Encoding
+  bool gzip = false;          // the body is the cache entry's gzip
+  bool reload = false;        // kLoad: ServeFile again once loaded (for gzip)
+  files::Encoding encoding = files::Encoding::kIdentity;  // a sibling's
+  uint32_t base_len = 0;      // the original's path length (a sibling's is longer)
+  files::FileVersion base_version;  // the original's (siblings must not be older)
   uint64_t next = 0;          // the next body byte to read (file offset)
   uint64_t end = 0;           // one past the last body byte
   char* read_buf = nullptr;   // the buffer the read in flight fills
@@ -85,6 +105,10 @@ struct FileStream final : ExternalOwner {
   io::ChunkPool* buffers = nullptr;
 
   std::string_view path_view() const { return {path, path_len}; }
+  // The file the request named (a sibling's path without its suffix).
+  std::string_view base_path() const {
+    return {path, encoding == files::Encoding::kIdentity ? path_len : base_len};
+  }
   int file_index() const { return entry != nullptr ? entry->file_index() : own_index; }
   bool idle() const { return step == Step::kIdle; }
   // A splice to the socket or the wait for its room: the socket is ours

@@ -176,6 +176,7 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
   *used = r.consumed;
   request.client_address = client_address();
   request.client_certificate = client_cert_.get();
+  request.secure = secure_;
   BeginExchange(request, data, len, used);
   return true;
 }
@@ -418,6 +419,7 @@ bool Connection::ReparseHead(http::Request* request) {
   URING_CHECK(r.status == http::ParseStatus::kComplete && r.consumed == ex_.head_len);
   request->client_address = client_address();
   request->client_certificate = client_cert_.get();
+  request->secure = secure_;
   // The route's own pattern gives back the parameters Find() gave.
   if (ex_.route != nullptr) ex_.route->pattern.Match(request->path, &request->path_params);
   if (ex_.allow_scratch) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "src/router/route_tree.h"
 #include "absl/strings/str_join.h"
+#include "src/http/response_helpers.h"
 
 namespace uring_http::router {
 namespace {
@@ -139,10 +140,16 @@ absl::Status Router::AddStatic(std::string_view prefix, std::string_view root,
       return absl::AlreadyExistsError(absl::StrCat("duplicate static prefix ", AbslView(prefix)));
     }
   }
+  for (char c : options.cache_control) {
+    if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("static ", AbslView(prefix), ": cache_control holds a control byte"));
+    }
+  }
   auto mount = std::make_unique<Mount>();
   mount->files.prefix = std::string(prefix);
   mount->files.root = std::string(root);
-  mount->files.options = options;
+  mount->files.options = std::move(options);
   // O_PATH: the descriptor only anchors lookups (openat2 RESOLVE_BENEATH,
   // statx); it needs no read permission on the directory itself.
   mount->files.dir_fd = open(mount->files.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -180,11 +187,32 @@ absl::Status Router::Insert(Route route) {
   return absl::OkStatus();
 }
 
+void Router::RedirectTrailingSlash(bool on) {
+  if (!on) {
+    if (slash_redirect_ != nullptr) slash_redirect_->handler = nullptr;
+    return;
+  }
+  if (slash_redirect_ == nullptr) {
+    slash_redirect_ = std::make_unique<Route>();
+    slash_redirect_->method = "*";
+    slash_redirect_->path = "(trailing slash)";
+    slash_redirect_->kind = HandlerKind::kFast;
+    slash_redirect_->id = count_++;
+  }
+  slash_redirect_->handler = [](const http::Request& request, http::Response& response) {
+    const bool safe = request.method == "GET" || request.method == "HEAD";
+    // A path that fits a request head always fits a Location.
+    (void)http::Redirect(response, http::ToggleTrailingSlash(request.path, request.query),
+                         safe ? 301 : 308);
+  };
+}
+
 std::vector<const Route*> Router::Routes() const {
   std::vector<const Route*> all(count_);
   for (const auto& r : routes_) all[r->id] = r.get();
   for (const auto& m : mounts_) all[m->route.id] = &m->route;
   if (fallback_ != nullptr) all[fallback_->id] = fallback_.get();
+  if (slash_redirect_ != nullptr) all[slash_redirect_->id] = slash_redirect_.get();
   return all;
 }
 
@@ -205,6 +233,24 @@ Match Router::Find(std::string_view method, std::string_view path,
     return match;
   }
   const RouteTree::Result found = tree_->Find(method, path, params);
+  if (!found.path_known && slash_redirect_ != nullptr && slash_redirect_->handler &&
+      path.size() > 1 && path.size() < 1024) {
+    // The twin path, on the stack: a 404 costs no allocation.
+    char twin[1024];
+    size_t n = path.size();
+    std::memcpy(twin, path.data(), n);
+    if (twin[n - 1] == '/') {
+      --n;
+    } else {
+      twin[n++] = '/';
+    }
+    http::PathParams scratch;
+    if (tree_->Find(method, std::string_view(twin, n), &scratch).route != nullptr) {
+      match.path_known = true;
+      match.route = slash_redirect_.get();
+      return match;
+    }
+  }
   if (!found.path_known) {
     for (const auto& m : mounts_) {
       const std::string_view prefix = m->files.prefix;

@@ -118,6 +118,28 @@ struct StaticOptions {
   // Run around this mount's files, after the global ones (middleware.h:
   // what an after may change on a file's answer).
   std::vector<Middleware> middleware;
+  // Precompressed siblings, as nginx's gzip_static: "app.js.gz" (or ".br",
+  // ".zst") beside "app.js", not older than it, is sent instead with its
+  // Content-Encoding to a client that accepts that coding (ties: br, zstd,
+  // gzip). Ranges and validators apply to the sibling's bytes; its ETag is
+  // its own, marked with the coding. Which siblings a file has is kept in
+  // the open-file cache for the valid interval: a file without any costs
+  // no extra statx per request once cached.
+  bool precompressed = false;
+  // On-the-fly gzip of compressible files (src/http/compress.h's types)
+  // when ServerConfig::compression is enabled and there is no sibling: done
+  // once per file version and kept in the open-file cache beside the
+  // file's bytes, so only files the cache keeps in memory qualify
+  // (--file-cache-max-file, 64 KiB by default; larger ones are read or
+  // spliced as they are). Not for a request with a Range (the identity
+  // bytes answer it). The gzip's ETag is weak.
+  bool gzip = true;
+  // The Cache-Control value for this mount's files ("" sends none), e.g.
+  // "public, max-age=31536000, immutable" for fingerprinted assets.
+  std::string cache_control;
+  // A directory without index.html answers with a listing of its names
+  // (HTML, sorted, dotfiles left out: files/dir_listing.h) instead of 404.
+  bool list_directories = false;
 };
 
 // A directory whose files answer GET and HEAD under a URL prefix.
@@ -203,6 +225,16 @@ class Router {
   Registration Static(std::string_view prefix, std::string_view root,
                       StaticOptions options = {});
 
+  // Trailing-slash redirects (off by default, as in Go's ServeMux for
+  // patterns; Gin's RedirectTrailingSlash): a path no pattern knows whose
+  // twin with the final '/' added or removed has a route for the method is
+  // answered with a redirect there (301 for GET and HEAD, 308 otherwise, so
+  // the method and body are kept), the query kept and leading slashes
+  // collapsed (never a "//host" Location). Patterns only: mounts redirect
+  // their directories themselves, and the redirect comes before mounts and
+  // the fallback. Global middleware runs around it as around any route.
+  void RedirectTrailingSlash(bool on = true);
+
   // `params` (if given) receives the matched route's path parameters.
   Match Find(std::string_view method, std::string_view path,
              http::PathParams* params = nullptr) const;
@@ -252,6 +284,7 @@ class Router {
   };
   std::vector<std::unique_ptr<Mount>> mounts_;
   std::unique_ptr<Route> fallback_;
+  std::unique_ptr<Route> slash_redirect_;  // RedirectTrailingSlash()
   uint32_t count_ = 0;
   Pipeline pipeline_;
 };

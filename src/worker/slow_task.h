@@ -67,6 +67,7 @@ struct TaskBuffer {
   // Request::client_certificate: the task holds it, so it outlives a
   // connection that closes while the handler runs.
   std::shared_ptr<const http::ClientCertificate> client_certificate;
+  bool secure = false;                 // Request::secure
   RingAddress ring;
   uint64_t notify_user_data = 0;     // kStreamNotify for this connection
 

@@ -226,3 +226,55 @@ TEST(OpenFileCacheTest, DisabledCachesNothingAndEveryDescriptorClosesOnce) {
 
 }  // namespace
 }  // namespace uring_http::files
+
+namespace uring_http::files {
+namespace {
+
+TEST(OpenFileCacheTest, GzipKeptBesideTheContentAndCounted) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(4));
+  OpenFileCache::Entry* e = cache.Insert(0, "a.js", 7, Version(500), 100);
+  EXPECT_FALSE(cache.GzipContent(e, 1));  // nothing loaded yet
+  char* room = cache.BeginContent(e);
+  ASSERT_NE(room, nullptr);
+  std::fill(room, room + 500, 'x');
+  cache.EndContent(e, true);
+  ASSERT_TRUE(cache.GzipContent(e, 1));
+  EXPECT_TRUE(e->gzip_ready());
+  EXPECT_LT(e->gzip().size(), 100u);
+  EXPECT_EQ(cache.stats().content_bytes, 500u + e->gzip().size());
+  // Dropping the content drops its gzip (the next one's room evicts both).
+  OpenFileCache::Entry* b = cache.Insert(0, "b.js", 8, Version(520), 100);
+  ASSERT_NE(cache.BeginContent(b), nullptr);
+  EXPECT_FALSE(e->gzip_ready());
+  EXPECT_EQ(cache.stats().content_bytes, 520u);
+  // Random bytes do not shrink: tried once, then left alone.
+  cache.EndContent(b, true);
+  cache.Remove(b);
+  b = cache.Insert(0, "c.bin", 9, Version(300), 100);
+  ASSERT_NE(cache.BeginContent(b), nullptr);
+  cache.EndContent(b, true);
+  uint32_t x = 1;
+  char* bytes = const_cast<char*>(b->content());
+  for (int i = 0; i < 300; ++i) bytes[i] = static_cast<char>((x = x * 1103515245 + 12345) >> 16);
+  EXPECT_FALSE(cache.GzipContent(b, 1));
+  EXPECT_TRUE(b->gzip_useless());
+  EXPECT_EQ(cache.stats().content_bytes, 300u);
+}
+
+TEST(OpenFileCacheTest, SiblingsKnownForTheValidIntervalAndForgottenWithTheEntry) {
+  RecordingCloser closer;
+  OpenFileCache cache(&closer, Limits(4, 10));
+  OpenFileCache::Entry* e = cache.Insert(0, "a.js", 7, Version(10), 100);
+  EXPECT_FALSE(cache.SiblingsFresh(e, 100));
+  cache.SetSiblings(e, 5, 100);
+  EXPECT_TRUE(cache.SiblingsFresh(e, 110));
+  EXPECT_EQ(e->siblings(), 5);
+  EXPECT_FALSE(cache.SiblingsFresh(e, 111));
+  cache.Remove(e);
+  OpenFileCache::Entry* again = cache.Insert(0, "a.js", 8, Version(11), 120);
+  EXPECT_FALSE(cache.SiblingsFresh(again, 120));
+}
+
+}  // namespace
+}  // namespace uring_http::files

@@ -79,6 +79,20 @@ TEST(AcceptEncodingTest, Weights) {
   EXPECT_EQ(ae.star_weight(), 125);
 }
 
+TEST(AcceptEncodingTest, BrotliAndZstdWeightsForSiblings) {
+  AcceptEncoding ae;
+  ae.AddFieldValue("br;q=0.5, zstd");
+  ae.AddFieldValue("*;q=0.25");
+  EXPECT_EQ(ae.br_weight(), 500);
+  EXPECT_EQ(ae.zstd_weight(), 1000);
+  EXPECT_EQ(ae.CodingWeight("br"), 500);
+  EXPECT_EQ(ae.CodingWeight("gzip"), 250);  // through "*"
+  EXPECT_EQ(ae.IdentityWeight(), 250);
+  AcceptEncoding none;
+  EXPECT_EQ(none.CodingWeight("gzip"), 0);
+  EXPECT_EQ(none.IdentityWeight(), -1);
+}
+
 TEST(QValueTest, Grammar) {
   EXPECT_EQ(ParseQValue("0"), 0);
   EXPECT_EQ(ParseQValue("1"), 1000);

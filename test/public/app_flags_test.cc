@@ -70,7 +70,7 @@ std::string Get(uint16_t port, const std::string& path) {
   flags.Add("db", &db, "Path of the database").Value("FILE");
   serving::Options options = serving::ParseOptions(args.argc(), args.argv(), &flags);
   router::Router router;
-  (void)router.Fast("GET", "/db",
+  router.Fast("GET", "/db",
                     [db](const http::Request&, http::Response& r) { r.set_body(db); });
   options.config.address = "127.0.0.1";
   options.config.port = 0;
@@ -129,7 +129,7 @@ TEST_F(AppFlagsTest, TheProgramsFlagReachesItsHandler) {
   serving::Options options = serving::ParseOptions(args.argc(), args.argv(), &flags);
   EXPECT_EQ(options.config.accept_threads, 1);
   router::Router router;
-  (void)router.Fast("GET", "/db",
+  router.Fast("GET", "/db",
                     [db](const http::Request&, http::Response& r) { r.set_body(db); });
   serving::Server server(options.config, std::move(router));
   ASSERT_TRUE(server.Start().ok());
