@@ -19,10 +19,11 @@
 // The API is what the headers below declare; each says at its top what its
 // types are for and which thread may call them:
 //   src/serving/server.h   Server (Run, Start, Stop, Wait, port, plain_port,
-//                          Stats, RenderMetrics, ReadyLine, ReloadTls),
-//                          ServerStats
-//   src/serving/config.h   ServerConfig: address, port, threads, workers,
-//                          limits and timeouts, TLS (by hand, or ParseOptions)
+//                          listening, Stats, RenderMetrics, ReadyLine,
+//                          ReloadTls), ServerStats, ListeningAddress
+//   src/serving/config.h   ServerConfig: address, port, listen, threads,
+//                          workers, limits and timeouts, TLS (by hand, or
+//                          ParseOptions); ListenAddress
 //   src/tls/tls_settings.h TlsSettings (ServerConfig::tls): certificate and
 //                          key files, handshake timeout, ticket rotation,
 //                          handshake offload

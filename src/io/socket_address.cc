@@ -268,4 +268,63 @@ absl::StatusOr<std::vector<SocketAddress>> ResolveListenHost(std::string_view ho
   return out;
 }
 
+namespace {
+
+constexpr std::string_view kUnixPrefix = "unix:";
+
+// Splits "HOST:PORT" (or "[V6]:PORT"); *host keeps the brackets.
+absl::Status SplitHostPort(std::string_view text, std::string_view* host, uint16_t* port) {
+  const auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("listen address '", std::string(text), "': ", std::string(why)));
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    return bad("HOST:PORT (\":8080\" for every address), or unix:PATH");
+  }
+  *host = text.substr(0, colon);
+  if (host->find(':') != std::string_view::npos &&
+      !(host->front() == '[' && host->back() == ']')) {
+    return bad("an IPv6 address goes in brackets ([::1]:8080)");
+  }
+  const std::string_view digits = text.substr(colon + 1);
+  if (digits.empty() || digits.size() > 5 ||
+      digits.find_first_not_of("0123456789") != std::string_view::npos) {
+    return bad("no port after the last ':'");
+  }
+  const unsigned long value = std::stoul(std::string(digits));
+  if (value > 65535) return bad("port above 65535");
+  *port = static_cast<uint16_t>(value);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckListenAddress(std::string_view text) {
+  if (text.starts_with(kUnixPrefix)) {
+    return SocketAddress::Unix(text.substr(kUnixPrefix.size())).status();
+  }
+  std::string_view host;
+  uint16_t port = 0;
+  if (absl::Status s = SplitHostPort(text, &host, &port); !s.ok()) return s;
+  const bool literal =
+      host.find(':') != std::string_view::npos ||
+      (!host.empty() && host.find_first_not_of("0123456789.") == std::string_view::npos);
+  if (literal) return SocketAddress::ParseIp(host, port).status();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SocketAddress>> ResolveListenAddress(std::string_view text,
+                                                                bool ipv6) {
+  if (text.starts_with(kUnixPrefix)) {
+    auto named = SocketAddress::Unix(text.substr(kUnixPrefix.size()));
+    if (!named.ok()) return named.status();
+    return std::vector<SocketAddress>{*named};
+  }
+  std::string_view host;
+  uint16_t port = 0;
+  if (absl::Status s = SplitHostPort(text, &host, &port); !s.ok()) return s;
+  return ResolveListenHost(host, port, ipv6);
+}
+
 }  // namespace uring_http::io

@@ -89,6 +89,15 @@ bool Ipv6Available();
 absl::StatusOr<std::vector<SocketAddress>> ResolveListenHost(std::string_view host,
                                                              uint16_t port, bool ipv6);
 
+// A listen address as written in ServerConfig::listen and --listen:
+// "HOST:PORT" (HOST as ResolveListenHost takes it, an IPv6 literal in
+// brackets: "[::1]:8080"; ":8080" for every address) or "unix:PATH" /
+// "unix:@NAME". CheckListenAddress checks its form only (no resolver);
+// ResolveListenAddress gives the addresses to bind.
+absl::Status CheckListenAddress(std::string_view text);
+absl::StatusOr<std::vector<SocketAddress>> ResolveListenAddress(std::string_view text,
+                                                                bool ipv6);
+
 }  // namespace uring_http::io
 
 #endif  // URING_HTTP_SRC_IO_SOCKET_ADDRESS_H_

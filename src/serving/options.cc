@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/io/socket_address.h"
 
 namespace uring_http::serving {
 namespace {
@@ -59,6 +60,8 @@ enum LongOnly {
   kTlsWorkers,
   kTakeover,
   kControlSocket,
+  kListen,
+  kAdminListen,
 };
 
 const option kLongOptions[] = {
@@ -116,6 +119,8 @@ const option kLongOptions[] = {
     {"tls-workers", required_argument, nullptr, kTlsWorkers},
     {"takeover", optional_argument, nullptr, kTakeover},
     {"control-socket", required_argument, nullptr, kControlSocket},
+    {"listen", required_argument, nullptr, kListen},
+    {"admin-listen", required_argument, nullptr, kAdminListen},
     {nullptr, 0, nullptr, 0},
 };
 
@@ -178,7 +183,17 @@ std::string UsageText(const char* program) {
       "uring-http: an io_uring HTTP/1.1 server (event loop + worker threads)\n"
       "Usage: ", program, " [ -<flag> [<val>] | --<name>[{=| }<val>] ]...\n\n"
       "  -p, --port=num              Listen port (9000); 0 picks a free port\n"
-      "      --address=ipv4          Listen address (0.0.0.0)\n"
+      "      --address=host          Listen address: IPv4 or IPv6 (::1), or a name\n"
+      "                              (localhost: ::1 and 127.0.0.1); default every\n"
+      "                              address, dual-stack [::] (0.0.0.0 without IPv6)\n"
+      "      --listen=ADDR:PORT[,tls]  Listen there instead of --address and -p;\n"
+      "                              repeatable. ADDR as --address, [::1] bracketed,\n"
+      "                              empty for every address (:8080); or unix:PATH\n"
+      "                              (a Unix socket, mode 0660) or unix:@NAME. ,tls:\n"
+      "                              it speaks TLS (with --tls-cert); the others then\n"
+      "                              plain HTTP\n"
+      "      --admin-listen=ADDR:PORT  Serve --metrics-path and --health-path there\n"
+      "                              only (plain HTTP), not on the other listeners\n"
       "  -A, --accept-threads=num    Accept threads, one io_uring ring and one SO_REUSEPORT\n"
       "                              listener each (the number of CPUs); >= 1\n"
       "  -C, --accept-capacity=num   Connection slots per accept thread (100000); >= 1.\n"
@@ -369,6 +384,24 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
       case kAddress:
         options.config.address = optarg;
         break;
+      case kListen:
+      case kAdminListen: {
+        ListenAddress listen;
+        std::string_view text = optarg;
+        if (code == kListen && text.ends_with(",tls")) {
+          listen.tls = true;
+          text.remove_suffix(4);
+        }
+        if (absl::Status s = io::CheckListenAddress(text); !s.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("invalid value '", optarg, "' for --", NameOf(code), ": ",
+                           s.message()));
+        }
+        listen.address = std::string(text);
+        listen.admin = code == kAdminListen;
+        options.config.listen.push_back(std::move(listen));
+        break;
+      }
       case kMaxRequestLine:
         n = ParseNumber(code, optarg, 64, 1 << 20);
         if (!n.ok()) return n.status();
@@ -659,6 +692,12 @@ absl::StatusOr<Options> ParseOptions(int argc, char** argv) {
   }
   if (options.config.plain_port >= 0 && certs.empty()) {
     return absl::InvalidArgumentError("--plain-port goes with --tls-cert/--tls-key");
+  }
+  for (const ListenAddress& l : options.config.listen) {
+    if (l.tls && certs.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--listen=", l.address, ",tls goes with --tls-cert/--tls-key"));
+    }
   }
   return options;
 }

@@ -20,6 +20,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -350,8 +351,12 @@ TEST(ListenerTest, AdoptTakesIpv6AndUnixListeners) {
 // ------------------------------------------------------------ Unix sockets
 
 // In /tmp: TEST_TMPDIR's path is longer than a Unix socket's 107 bytes.
+// A fresh directory: a process id is no name (each sandbox's first
+// process has the same).
 std::string TempPath(const std::string& name) {
-  return "/tmp/uring-http-listener-test." + name + "." + std::to_string(getpid()) + ".sock";
+  char dir[] = "/tmp/uring-http-listener-test.XXXXXX";
+  if (mkdtemp(dir) == nullptr) return "/tmp/uring-http-listener-test." + name + ".sock";
+  return std::string(dir) + "/" + name + ".sock";
 }
 
 SocketAddress UnixAt(const std::string& path) {
@@ -503,7 +508,7 @@ TEST(ListenerTest, AUnixSocketsPathStaysWhenHandedOverOrReplaced) {
 }
 
 TEST(ListenerTest, AnAbstractUnixSocketHasNoFile) {
-  const std::string name = "@uring-http-listener-test." + std::to_string(getpid());
+  const std::string name = "@uring-http-listener-test." + std::to_string(std::random_device()());
   auto listener = Listener::Bind(UnixAt(name), Listener::BindOptions());
   ASSERT_TRUE(listener.ok()) << listener.status();
   EXPECT_EQ(listener->local().ToString(), "unix:" + name);
@@ -620,7 +625,7 @@ TEST(ListenerTest, AdoptRefusesWhatIsNotAListeningStreamSocket) {
   // A listening Unix socket of another kind (the takeover's control socket is one).
   int seqpacket = socket(AF_UNIX, SOCK_SEQPACKET, 0);
   auto seqpacket_name =
-      SocketAddress::Unix("@uring-http-listener-test-seqpacket." + std::to_string(getpid()));
+      SocketAddress::Unix("@uring-http-listener-test-seqpacket." + std::to_string(std::random_device()()));
   ASSERT_TRUE(seqpacket_name.ok());
   ASSERT_EQ(bind(seqpacket, seqpacket_name->get(), seqpacket_name->size()), 0);
   ASSERT_EQ(listen(seqpacket, 4), 0);

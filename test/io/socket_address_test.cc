@@ -136,6 +136,31 @@ TEST(SocketAddressTest, NamesAreResolvedOnce) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(SocketAddressTest, ListenAddressesAsWritten) {
+  EXPECT_EQ(Texts(*ResolveListenAddress(":8080", true)), std::vector<std::string>({"[::]:8080"}));
+  EXPECT_EQ(Texts(*ResolveListenAddress(":8080", false)),
+            std::vector<std::string>({"0.0.0.0:8080"}));
+  EXPECT_EQ(Texts(*ResolveListenAddress("127.0.0.1:0", true)),
+            std::vector<std::string>({"127.0.0.1:0"}));
+  EXPECT_EQ(Texts(*ResolveListenAddress("[::1]:443", true)),
+            std::vector<std::string>({"[::1]:443"}));
+  EXPECT_EQ(Texts(*ResolveListenAddress("localhost:80", true)),
+            std::vector<std::string>({"[::1]:80", "127.0.0.1:80"}));
+  EXPECT_EQ(Texts(*ResolveListenAddress("unix:/run/app.sock", true)),
+            std::vector<std::string>({"unix:/run/app.sock"}));
+  EXPECT_EQ(Texts(*ResolveListenAddress("unix:@app", true)),
+            std::vector<std::string>({"unix:@app"}));
+  for (const char* good : {":80", "[::]:80", "0.0.0.0:65535", "example.com:443", "unix:/a"}) {
+    EXPECT_TRUE(CheckListenAddress(good).ok()) << good;
+  }
+  for (const char* bad : {"", "8080", "::1:80", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+                          "127.0.0.1:http", "1.2.3:80", "[::1", "unix:", "unix:rel.sock"}) {
+    EXPECT_EQ(CheckListenAddress(bad).code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_FALSE(ResolveListenAddress(bad, true).ok()) << bad;
+  }
+  EXPECT_NE(CheckListenAddress("::1:80").message().find("brackets"), absl::string_view::npos);
+}
+
 TEST(SocketAddressTest, Ipv6AvailableIsFalseWhereTheKernelRefusesIpv6Sockets) {
   // In a child: the filter binds its process for good.
   const pid_t child = fork();
