@@ -3,7 +3,8 @@
 // address by default, dual-stack [::] taking IPv4 clients too; localhost as
 // both loopbacks; a Unix-domain socket (its mode, its path gone after
 // stop); several listen addresses at once, each named in the ready line;
-// and the admin listener, which alone serves /metrics and /healthz.
+// the admin listener, which alone serves /metrics and /healthz; and a
+// takeover of them all, the Unix socket's path handed on with its socket.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -313,6 +314,44 @@ TEST_F(ListenTest, TheAdminListenerAloneServesMetricsAndHealth) {
   EXPECT_EQ(Status(health), 200) << health;
   EXPECT_EQ(Body(health), "ok\n");
   EXPECT_EQ(Status(Exchange(ConnectTcp("127.0.0.1", adm.port), "/who")), 404);
+}
+
+TEST_F(ListenTest, ATakeoverHandsOverEveryAddressAndTheUnixSocketsPath) {
+  const std::string path = SocketPath("takeover");
+  unlink(path.c_str());
+  const std::string control = "@uring-http-listen-test." + path;
+  ServerConfig config = Config();
+  config.listen.push_back(ListenAddress{"unix:" + path});
+  config.listen.push_back(ListenAddress{"127.0.0.1:0"});
+  config.accept_takeover = true;
+  config.control_socket = control;
+  Start(config);
+  const uint16_t port = server_->listening()[1].port;
+  // The successor: the same addresses (the port the first one picked).
+  config.listen[1].address = "127.0.0.1:" + std::to_string(port);
+  config.accept_takeover = false;
+  config.takeover = true;
+  config.takeover_from = control;
+  Router router;
+  (void)router.Fast("GET", "/who", [](const Request&, Response& response) {
+    response.set_static_body("successor");
+  });
+  Server successor(config, std::move(router));
+  const absl::Status s = successor.Start();
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_NE(successor.ReadyLine().find("3 socket(s) inherited from PID"), std::string::npos)
+      << successor.ReadyLine();
+  // The old server drains and goes; its Unix socket's path stays, the
+  // successor's now.
+  server_->Wait();
+  server_.reset();
+  struct stat st;
+  EXPECT_EQ(lstat(path.c_str(), &st), 0) << "the predecessor removed the path it handed over";
+  EXPECT_EQ(Body(Exchange(ConnectUnix(path), "/who")), "successor");
+  EXPECT_EQ(Body(Exchange(ConnectTcp("127.0.0.1", port), "/who")), "successor");
+  successor.Stop();
+  successor.Wait();
+  EXPECT_NE(lstat(path.c_str(), &st), 0) << "the successor left the path behind";
 }
 
 TEST_F(ListenTest, MistakesAreRefusedAtStart) {
