@@ -19,12 +19,14 @@
 // The API is what the headers below declare; each says at its top what its
 // types are for and which thread may call them:
 //   src/serving/server.h   Server (Run, Start, Stop, Wait, port, plain_port,
-//                          Stats, RenderMetrics, metrics, ReadyLine,
-//                          ReloadTls): a facade, the rings and loops stay
-//                          behind it
-//   src/serving/server_stats.h  ServerStats (and WorkerPoolStats)
-//   src/serving/config.h   ServerConfig: address, port, threads, workers,
-//                          limits and timeouts, TLS (by hand, or ParseOptions)
+//                          listening, Stats, RenderMetrics, metrics,
+//                          ReadyLine, ReloadTls): a facade, the rings and
+//                          loops stay behind it
+//   src/serving/server_stats.h  ServerStats (and WorkerPoolStats),
+//                          ListeningAddress
+//   src/serving/config.h   ServerConfig: address, port, listen, threads,
+//                          workers, limits and timeouts, TLS (by hand, or
+//                          ParseOptions); ListenAddress
 //   src/limits/rate_limit.h  limits::RateLimit: a per-client request rate
 //                          (ServerConfig::rate_limit,
 //                          RouteOptions::rate_per_client)

@@ -15,7 +15,7 @@ start_server() {
     grep -q "ready" "$out/server.out" && break
     sleep 0.1
   done
-  port=$(sed -n 's/.*listening on [0-9.]*:\([0-9]*\),.*/\1/p' "$out/server.out")
+  port=$(sed -n 's/.*listening on [^ ]*:\([0-9]*\),.*/\1/p' "$out/server.out")
   [[ -n $port ]] || { cat "$out/server.out"; exit 1; }
 }
 

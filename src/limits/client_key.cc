@@ -22,9 +22,12 @@ ClientKey KeyOf(const http::ClientAddress& client) {
   ClientKey key;
   const void* raw = client.raw();
   if (client.family() == AF_INET) {
-    const auto* v4 = static_cast<const sockaddr_in*>(raw);
+    // An IPv4 client of a dual-stack listener comes as ::ffff:a.b.c.d and
+    // reports AF_INET: v4_bytes() finds its four bytes either way (the
+    // sockaddr_in's would be the IPv6 flow info, the same for every
+    // client, and every IPv4 client would share one bucket).
     uint32_t a;
-    std::memcpy(&a, &v4->sin_addr, 4);
+    std::memcpy(&a, client.v4_bytes(), 4);
     key.bits = a;
     key.kind = ClientKey::kV4;
   } else if (client.family() == AF_INET6) {

@@ -1,5 +1,6 @@
 #include "src/serving/acceptor.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -136,7 +137,13 @@ int Acceptor::OnAccept(const io_uring_cqe* cqe, LoopStats& stats) {
 bool Acceptor::Listening() const {
   int value = 0;
   socklen_t len = sizeof(value);
-  return getsockopt(listen_fd_, SOL_SOCKET, SO_ACCEPTCONN, &value, &len) == 0 && value != 0;
+  if (getsockopt(listen_fd_, SOL_SOCKET, SO_ACCEPTCONN, &value, &len) != 0 || value == 0) {
+    return false;
+  }
+  // A Unix-domain socket stays in the listening state after a shutdown
+  // (its accepts then fail with EINVAL); poll says it is shut down.
+  pollfd p{listen_fd_, POLLRDHUP, 0};
+  return !(poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP)) != 0);
 }
 
 void Acceptor::OnBackoffDone() {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "src/http/compress.h"
 #include "src/http/parser.h"
@@ -24,9 +25,30 @@ namespace uring_http::serving {
 // threads and of workers.
 inline int CpuCount() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
 
+// One address to listen on (ServerConfig::listen).
+struct ListenAddress {
+  // "HOST:PORT": HOST an IPv4 or IPv6 literal ("127.0.0.1", "[::1]"), a
+  // name ("localhost": ::1 and 127.0.0.1; others resolved once, at start),
+  // or empty for every address (":8080": dual-stack [::], or 0.0.0.0
+  // without IPv6); PORT 0 picks a free one. Or "unix:PATH": a Unix-domain
+  // socket at an absolute PATH (mode 0660), or "unix:@NAME" (abstract).
+  std::string address;
+  bool tls = false;    // speaks TLS (needs ServerConfig::tls)
+  // Serves the built-in endpoints (metrics_path, health_path) and nothing
+  // else; with one, those are served on no other listener.
+  bool admin = false;
+};
+
 struct ServerConfig {
-  std::string address = "0.0.0.0";
+  // Where to listen unless `listen` names addresses: "" is every address
+  // (dual-stack [::] where the kernel has IPv6, as Go's net/http does; else
+  // 0.0.0.0); a literal ("::1", "127.0.0.1") or a name ("localhost").
+  std::string address = "";
   uint16_t port = 9000;          // 0: an ephemeral port (tests)
+  // Listen here instead of address:port (and plain_port): each entry its
+  // own address, plain HTTP or TLS, or the admin endpoints (--listen,
+  // --admin-listen).
+  std::vector<ListenAddress> listen;
   int accept_threads = CpuCount();  // one ring and one listener each
   uint32_t accept_capacity = 100000;  // connection slots per accept thread
   int workers = CpuCount();      // 0: SLOW handlers run inline like FAST ones

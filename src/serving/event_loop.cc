@@ -176,24 +176,30 @@ absl::Status EventLoop::Init() {
   timers_.Init(capacity_, kTimerBuckets, env_.now_tick);
   tick_interval_.tv_sec = 0;
   tick_interval_.tv_nsec = kTickMs * 1000000LL;
-  // The first listener takes connections with a multishot accept. Any
-  // others (a takeover gave this server more listeners than accept
-  // threads) and the plain-HTTP ones accept one at a time, and share the
-  // table's reserve for refusals: those beside the first split its
-  // single-shot budget, the plain ones another.
+  // Every listener takes connections with a multishot accept while the
+  // table has room for what all of their backlogs can bring at once, and
+  // one at a time near the top; the single-shot budget and the table's
+  // reserve for refusals are shared.
   acceptors_.resize(listen_fds_.size() + plain_listen_fds_.size());
+  peer_lengths_.resize(acceptors_.size());
   plain_begin_ = static_cast<uint32_t>(listen_fds_.size());
-  const auto share = [](size_t n) {
-    return static_cast<uint32_t>(Acceptor::kMaxSingleAccepts / std::max<size_t>(n, 1));
-  };
-  for (uint32_t i = 0; i < acceptors_.size(); ++i) {
+  const size_t n = acceptors_.size();
+  const int backlogs = static_cast<int>(std::min<int64_t>(
+      int64_t{config_.listen_backlog} * static_cast<int64_t>(n), 1 << 30));
+  for (uint32_t i = 0; i < n; ++i) {
     const bool plain = i >= plain_begin_;
-    acceptors_[i].Init(ring_.get(), plain ? plain_listen_fds_[i - plain_begin_] : listen_fds_[i],
-                       file_table_size_, config_.listen_backlog, index_, &table_used_, i,
-                       /*multishot=*/i == 0,
-                       i == 0  ? Acceptor::kMaxSingleAccepts
-                       : plain ? share(plain_listen_fds_.size())
-                               : share(listen_fds_.size() - 1));
+    const int fd = plain ? plain_listen_fds_[i - plain_begin_] : listen_fds_[i];
+    // SO_PEERNAME copies exactly the length asked for, and refuses one
+    // longer than the peer's address: the listener's family says which.
+    int domain = AF_INET;
+    socklen_t len = sizeof(domain);
+    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+    peer_lengths_[i] = domain == AF_INET6  ? sizeof(sockaddr_in6)
+                       : domain == AF_UNIX ? sizeof(sa_family_t)
+                                           : sizeof(sockaddr_in);
+    acceptors_[i].Init(ring_.get(), fd, file_table_size_, backlogs, index_, &table_used_, i,
+                       /*multishot=*/true,
+                       static_cast<uint32_t>(Acceptor::kMaxSingleAccepts / n));
     acceptors_[i].Ensure();
   }
   ArmTimerTick();

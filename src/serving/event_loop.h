@@ -56,8 +56,8 @@ namespace uring_http::serving {
 
 class EventLoop final : private http1::ConnectionHost {
  public:
-  // `listen_fds`: the loop's listeners (at least one; the first is accepted
-  // from with a multishot accept, any others one at a time).
+  // `listen_fds`: the loop's listeners (TCP or Unix-domain; each accepted
+  // from with a multishot accept while the table has room).
   // `signal_fd` >= 0: this loop reads it and calls on_signal with the
   // signal's number (one loop only). `tls`: the listener speaks TLS, with
   // the context this source has when a connection arrives.
@@ -170,7 +170,7 @@ class EventLoop final : private http1::ConnectionHost {
   // Arming.
   void ArmTimerTick();
   void ArmSignalRead();
-  void FetchPeerAddress(uint32_t slot, uint32_t file_index);
+  void FetchPeerAddress(uint32_t slot, uint32_t file_index, uint32_t peer_length);
 
   uint64_t NowTick() const;
   io_uring_sqe* Sqe() { return ring_->GetSqe(); }
@@ -224,6 +224,7 @@ class EventLoop final : private http1::ConnectionHost {
   const std::vector<int> listen_fds_;
   const std::vector<int> plain_listen_fds_;
   std::vector<Acceptor> acceptors_;
+  std::vector<uint32_t> peer_lengths_;  // per acceptor: its clients' sockaddr
   uint32_t plain_begin_ = 0;
   worker::WorkerPool* const tls_workers_;  // handshake steps (null: on the ring)
   const std::atomic<bool>* const keep_listeners_;

@@ -46,7 +46,7 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       stats_.active.Add();
       internal::Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
             slot, file_index);
-      FetchPeerAddress(slot, s.file_index);
+      FetchPeerAddress(slot, s.file_index, peer_lengths_[listener]);
       if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl);
       // A TLS connection's PROXY header (if the listener expects one) comes
       // in clear before its ClientHello: the TLS layer reads it.
@@ -68,7 +68,7 @@ void EventLoop::OnEntryClosed() {
   for (size_t i = 1; i < acceptors_.size(); ++i) acceptors_[i].Ensure();
 }
 
-void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
+void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index, uint32_t peer_length) {
   // A direct descriptor has no fd for getpeername(): ask through the ring,
   // getsockopt(SOL_SOCKET, SO_PEERNAME) as an IORING_OP_URING_CMD (Linux
   // 6.7+). On an older kernel it fails and the log shows "-".
@@ -84,9 +84,9 @@ void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index) {
   sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
   sqe->off = SOCKET_URING_OP_GETSOCKOPT;                          // cmd_op
   sqe->addr = uint64_t{SOL_SOCKET} | (uint64_t{SO_PEERNAME} << 32);  // level, optname
-  // optlen: the listener is IPv4, and SO_PEERNAME refuses a length longer
-  // than the address.
-  sqe->splice_fd_in = sizeof(sockaddr_in);
+  // optlen: the listener's family's (see Init()); a Unix client's is its
+  // family alone.
+  sqe->splice_fd_in = static_cast<int32_t>(peer_length);
   sqe->addr3 = reinterpret_cast<uint64_t>(peer->raw());  // optval
   io_uring_sqe_set_data64(sqe, PackUserData(Op::kIgnore, 0, 0));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "src/io/socket_address.h"
 #include "absl/strings/str_split.h"
 #include "src/serving/flags.h"
 
@@ -149,7 +150,34 @@ Flags ServerFlags(Options& options) {
 
   f.Section("Server");
   f.Add("port", &c.port, "Listen port; 0 picks a free port (named in the ready line)").Short('p');
-  f.Add("address", &c.address, "Listen address (IPv4)").Value("IPV4");
+  f.Add("address", &c.address,
+        "Listen address: IPv4 or IPv6 (::1), or a name (localhost: ::1 and 127.0.0.1); "
+        "empty: every address, dual-stack [::] (0.0.0.0 without IPv6)")
+      .Value("HOST")
+      .ShowDefault([&c] { return c.address.empty() ? std::string("every address") : c.address; });
+  for (const bool admin : {false, true}) {
+    f.AddParsed(
+        admin ? "admin-listen" : "listen", admin ? "ADDR:PORT" : "ADDR:PORT[,tls]",
+        admin ? "Serve --metrics-path and --health-path there only (plain HTTP), not on the "
+                "other listeners"
+              : "Listen there instead of --address and -p; repeatable. ADDR as --address, "
+                "[::1] bracketed, empty for every address (:8080); or unix:PATH (a Unix "
+                "socket, mode 0660) or unix:@NAME. ,tls: it speaks TLS (with --tls-cert); "
+                "the others then plain HTTP",
+        [&c, admin](std::string_view text) -> absl::Status {
+          ListenAddress listen;
+          if (!admin && text.ends_with(",tls")) {
+            listen.tls = true;
+            text.remove_suffix(4);
+          }
+          if (absl::Status s = io::CheckListenAddress(text); !s.ok()) return s;
+          listen.address = std::string(text);
+          listen.admin = admin;
+          c.listen.push_back(std::move(listen));
+          return absl::OkStatus();
+        },
+        [] { return std::string("none"); });
+  }
   f.Add("accept-threads", &c.accept_threads,
         "Accept threads, one io_uring ring and one SO_REUSEPORT listener each", 1, 1024)
       .Short('A')
@@ -381,6 +409,12 @@ Flags ServerFlags(Options& options) {
     }
     if (c.plain_port >= 0 && certs.empty()) {
       return absl::InvalidArgumentError("--plain-port goes with --tls-cert/--tls-key");
+    }
+    for (const ListenAddress& l : c.listen) {
+      if (l.tls && certs.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--listen=", l.address, ",tls goes with --tls-cert/--tls-key"));
+      }
     }
     if (c.tls.verifies_clients() && certs.empty()) {
       return absl::InvalidArgumentError("--tls-client-ca goes with --tls-cert/--tls-key");

@@ -25,6 +25,7 @@ void Server::Wait() { core_->Wait(); }
 uint16_t Server::port() const { return core_->port(); }
 uint16_t Server::plain_port() const { return core_->plain_port(); }
 const ServerConfig& Server::config() const { return core_->config(); }
+const std::vector<ListeningAddress>& Server::listening() const { return core_->listening(); }
 std::string Server::ReadyLine() const { return core_->ReadyLine(); }
 ServerStats Server::Stats() const { return core_->Stats(); }
 std::string Server::RenderMetrics() const { return core_->RenderMetrics(); }

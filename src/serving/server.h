@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "src/router/router.h"
@@ -59,6 +60,9 @@ class Server {
   // The plain-HTTP port beside TLS (ServerConfig::plain_port), 0 if none.
   uint16_t plain_port() const;
   const ServerConfig& config() const;
+  // Every address listened on, in the order configured (once each, not
+  // per accept thread's socket). Fixed once ready.
+  const std::vector<ListeningAddress>& listening() const;
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
   ServerStats Stats() const;

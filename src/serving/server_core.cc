@@ -13,7 +13,7 @@
 #include <future>
 
 #include "absl/strings/str_cat.h"
-#include "src/io/listen_fds.h"
+#include "absl/strings/str_join.h"
 #include "src/io/msg_ring_sender.h"
 #include "src/worker/ring_post.h"
 
@@ -28,8 +28,12 @@ ServerCore::ServerCore(ServerConfig config, router::Router router)
 }
 
 absl::Status ServerCore::AddBuiltinRoutes() {
+  // With an admin listener they are its alone (not on the public port).
+  const bool admin = std::any_of(config_.listen.begin(), config_.listen.end(),
+                                 [](const ListenAddress& l) { return l.admin; });
+  router::Router& router = admin ? admin_router_ : router_;
   if (!config_.metrics_path.empty()) {
-    absl::Status s = router_.Fast("GET", config_.metrics_path,
+    absl::Status s = router.Fast("GET", config_.metrics_path,
                                   [this](const http::Request&, http::Response& response) {
                                     response.set_content_type(
                                         "text/plain; version=0.0.4; charset=utf-8");
@@ -38,7 +42,7 @@ absl::Status ServerCore::AddBuiltinRoutes() {
     if (!s.ok()) return s;
   }
   if (!config_.health_path.empty()) {
-    absl::Status s = router_.Fast("GET", config_.health_path,
+    absl::Status s = router.Fast("GET", config_.health_path,
                                   [this](const http::Request&, http::Response& response) {
                                     response.set_content_type("text/plain");
                                     if (draining()) {
@@ -162,6 +166,24 @@ absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_re
         tls_workers_.get(), &keep_listeners_));
     loops_.back()->set_limits(limits_.get());
   }
+  std::vector<EventLoop*> rings;
+  for (auto& loop : loops_) rings.push_back(loop.get());
+  if (!admin_listeners_.empty()) {
+    // A ring of its own, small: a scraper and a health checker, never the
+    // public load, and none of its connection slots taken from it.
+    admin_config_ = config_;
+    admin_config_.accept_threads = 1;
+    admin_config_.accept_capacity = std::min<uint32_t>(config_.accept_capacity, 256);
+    admin_config_.pin_cpus = false;
+    admin_config_.proxy_protocol = false;
+    std::vector<int> fds;
+    for (const io::Listener& l : admin_listeners_) fds.push_back(l.fd());
+    admin_loop_ = std::make_unique<EventLoop>(
+        config_.accept_threads, admin_config_, admin_router_, /*workers=*/nullptr,
+        std::move(fds), /*signal_fd=*/-1, [](int) {}, /*access_log_fd=*/-1, /*tls=*/nullptr,
+        std::vector<int>{}, /*tls_workers=*/nullptr, &keep_listeners_);
+    rings.push_back(admin_loop_.get());
+  }
 
   if (config_.tls.enabled() && config_.handle_signals) {
     // Started here, after the last early return, and stopped below.
@@ -172,19 +194,19 @@ absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_re
   }
 
   // Each ring is created on the thread that owns it (SINGLE_ISSUER).
-  std::vector<std::promise<absl::Status>> inits(loops_.size());
+  std::vector<std::promise<absl::Status>> inits(rings.size());
   std::vector<std::future<absl::Status>> init_results;
   for (auto& p : inits) init_results.push_back(p.get_future());
   std::promise<bool> go_promise;
   std::shared_future<bool> go = go_promise.get_future().share();
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < loops_.size(); ++i) {
-    threads.emplace_back([this, i, &inits, go] {
-      pthread_setname_np(pthread_self(), "uring-accept");
-      absl::Status s = loops_[i]->Init();
+  for (size_t i = 1; i < rings.size(); ++i) {
+    threads.emplace_back([this, i, &inits, &rings, go] {
+      pthread_setname_np(pthread_self(), i < loops_.size() ? "uring-accept" : "uring-admin");
+      absl::Status s = rings[i]->Init();
       const bool ok = s.ok();
       inits[i].set_value(std::move(s));
-      if (ok && go.get()) loops_[i]->Run();
+      if (ok && go.get()) rings[i]->Run();
     });
   }
   inits[0].set_value(loops_[0]->Init());
@@ -234,166 +256,8 @@ absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_re
   const bool keep = keep_listeners_.load();
   for (io::Listener& l : listeners_) keep ? l.CloseDescriptor() : l.Close();
   for (io::Listener& l : plain_listeners_) keep ? l.CloseDescriptor() : l.Close();
+  for (io::Listener& l : admin_listeners_) keep ? l.CloseDescriptor() : l.Close();
   return first_error;
-}
-
-absl::Status ServerCore::SetUpListeners(std::optional<takeover::Successor>* successor) {
-  if (config_.plain_port >= 0 && !config_.tls.enabled()) {
-    return absl::InvalidArgumentError("a plain-HTTP port (--plain-port) goes with TLS");
-  }
-  const int defer_accept_s = static_cast<int>(config_.defer_accept_s);
-  if (config_.systemd_sockets) {
-    auto fds = io::TakeListenFds();
-    if (!fds.ok()) return fds.status();
-    if (!fds->empty() && config_.takeover) {
-      return absl::InvalidArgumentError(
-          "--takeover with systemd's sockets (LISTEN_FDS): systemd keeps them across restarts "
-          "itself");
-    }
-    for (int fd : *fds) {
-      auto listener = io::Listener::Adopt(fd);
-      if (!listener.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("systemd's socket (LISTEN_FDS): ", listener.status().message()));
-      }
-      if (absl::Status s = listener->SetOptions(defer_accept_s); !s.ok()) return s;
-      const bool plain = config_.plain_port > 0 && listener->port() == config_.plain_port;
-      (plain ? plain_listeners_ : listeners_).push_back(*std::move(listener));
-    }
-    if (!fds->empty()) {
-      if (listeners_.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "systemd passed sockets on the plain-HTTP port ", config_.plain_port, " only"));
-      }
-      listeners_origin_ = "from systemd";
-      keep_default_ = true;
-      keep_listeners_.store(true);
-    }
-  }
-  if (listeners_.empty() && config_.takeover) {
-    const std::string name = config_.takeover_from.empty()
-                                 ? takeover::DefaultControlSocket(config_.address, config_.port)
-                                 : config_.takeover_from;
-    auto connected = takeover::Successor::Connect(name);
-    if (absl::IsNotFound(connected.status())) {
-      // Nobody to take over from: a first start with the same command line
-      // as every restart. The port check below still refuses a port that
-      // some other program listens on.
-      std::fprintf(stderr, "uring-http: --takeover: no server answers on %s: starting afresh\n",
-                   name.c_str());
-    } else if (!connected.ok()) {
-      return absl::Status(connected.status().code(),
-                          absl::StrCat("--takeover: ", connected.status().message()));
-    } else {
-      *successor = *std::move(connected);
-      if (absl::Status s = TakeOver(**successor); !s.ok()) return s;
-    }
-  }
-  if (listeners_.empty()) {
-    if (absl::Status s = BindListeners(config_.port, &listeners_); !s.ok()) return s;
-  }
-  port_.store(listeners_[0].port(), std::memory_order_release);
-  listen_address_ = listeners_[0].address();
-  if (config_.plain_port >= 0 && plain_listeners_.empty()) {
-    if (absl::Status s = BindListeners(static_cast<uint16_t>(config_.plain_port),
-                                       &plain_listeners_);
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (!plain_listeners_.empty()) {
-    plain_port_.store(plain_listeners_[0].port(), std::memory_order_release);
-    plain_address_ = plain_listeners_[0].address();
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ServerCore::TakeOver(takeover::Successor& successor) {
-  // From now on the sockets are the old server's too: stopping (a failed
-  // start, a signal) must not shut them down under it.
-  keep_listeners_.store(true);
-  const std::string from = absl::StrCat("PID ", successor.pid());
-  for (size_t i = 0; i < successor.fds().size(); ++i) {
-    const char role = successor.roles()[i];
-    auto listener = io::Listener::Adopt(successor.fds()[i].get());
-    if (!listener.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--takeover: a socket from ", from, ": ", listener.status().message()));
-    }
-    successor.fds()[i].Release();  // the Listener's now
-    const std::string address = listener->address();
-    const uint16_t port = listener->port();
-    if (role == takeover::kRoleMain) {
-      if (address != config_.address || (config_.port != 0 && port != config_.port)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "--takeover: ", from, " listens on ", address, ":", port, ", this server would on ",
-            config_.address, ":", config_.port));
-      }
-      listeners_.push_back(*std::move(listener));
-    } else {
-      // Its queue would be lost with the old server if nobody took it.
-      if (config_.plain_port < 0 || (config_.plain_port != 0 && port != config_.plain_port)) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "--takeover: ", from, " also serves plain HTTP on ", address, ":", port,
-            ": start this one with --plain-port=", port, " (and TLS) to take that over too"));
-      }
-      plain_listeners_.push_back(*std::move(listener));
-    }
-  }
-  if (listeners_.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("--takeover: ", from, " sent no listener"));
-  }
-  // They fit: this server's options on them (its --defer-accept may differ).
-  for (std::vector<io::Listener>* group : {&listeners_, &plain_listeners_}) {
-    for (io::Listener& l : *group) {
-      if (absl::Status s = l.SetOptions(static_cast<int>(config_.defer_accept_s)); !s.ok()) {
-        return s;
-      }
-    }
-  }
-  listeners_origin_ = absl::StrCat("inherited from ", from);
-  return absl::OkStatus();
-}
-
-absl::Status ServerCore::BindListeners(uint16_t port, std::vector<io::Listener>* listeners) {
-  // Our own listeners join each other's SO_REUSEPORT group, and so would
-  // another process's of the same user: a server started by mistake while
-  // the old one still runs would silently share its traffic. Refuse that.
-  if (absl::Status s = io::Listener::CheckNotListening(config_.address, port); !s.ok()) {
-    if (!absl::IsAlreadyExists(s)) return s;
-    return absl::FailedPreconditionError(absl::StrCat(
-        s.message(),
-        ". Is a server still running there? Stop it first, or start this one with --takeover "
-        "to take its listening sockets over without losing a connection"));
-  }
-  // With port 0 the first one picks the port and the others join it.
-  for (int i = 0; i < config_.accept_threads; ++i) {
-    auto listener = io::Listener::Bind(config_.address, port, config_.listen_backlog,
-                                       static_cast<int>(config_.defer_accept_s));
-    if (!listener.ok()) return listener.status();
-    port = listener->port();
-    listeners->push_back(*std::move(listener));
-  }
-  return absl::OkStatus();
-}
-
-std::vector<int> ServerCore::ListenersOf(const std::vector<io::Listener>& listeners,
-                                     int loop) const {
-  // N listeners over M loops. Bound, N = M: one each. Taken over from a
-  // server with another -A: every listener must be accepted from (its
-  // queue would be lost otherwise), so with N > M loop i takes listeners
-  // i, i + M, ...; with N < M (or systemd's one socket) loops share them,
-  // each accepting from the same socket through its own ring.
-  std::vector<int> fds;
-  const size_t n = listeners.size();
-  const size_t m = static_cast<size_t>(config_.accept_threads);
-  if (n == 0) return fds;
-  if (n >= m) {
-    for (size_t j = static_cast<size_t>(loop); j < n; j += m) fds.push_back(listeners[j].fd());
-  } else {
-    fds.push_back(listeners[static_cast<size_t>(loop) % n].fd());
-  }
-  return fds;
 }
 
 void ServerCore::StartControlSocket() {
@@ -430,6 +294,10 @@ absl::StatusOr<takeover::ControlServer::Offer> ServerCore::OfferListeners() {
   }
   for (const io::Listener& l : plain_listeners_) {
     offer.roles.push_back(takeover::kRolePlain);
+    offer.fds.push_back(l.fd());
+  }
+  for (const io::Listener& l : admin_listeners_) {
+    offer.roles.push_back(takeover::kRoleAdmin);
     offer.fds.push_back(l.fd());
   }
   return offer;
@@ -547,6 +415,10 @@ void ServerCore::SendStop() {
     worker::PostToRing(worker::RingAddress{loop->ring_fd(), loop->mailbox()},
                        PackUserData(Op::kStop, 0, 0));
   }
+  if (admin_loop_ != nullptr) {
+    worker::PostToRing(worker::RingAddress{admin_loop_->ring_fd(), admin_loop_->mailbox()},
+                       PackUserData(Op::kStop, 0, 0));
+  }
 }
 
 void ServerCore::Wait() {
@@ -555,9 +427,19 @@ void ServerCore::Wait() {
 
 std::string ServerCore::ReadyLine() const {
   const EventLoop& first = *loops_[0];
+  // Each address; with TLS the plain-HTTP ones are marked (those of
+  // --plain-port are named at the end, as they always were).
+  std::vector<std::string> addresses;
+  for (const ListeningAddress& a : listening_) {
+    if (!a.admin && !a.tls && config_.tls.enabled() && config_.listen.empty()) continue;
+    addresses.push_back(absl::StrCat(a.text, a.admin                             ? " (admin)"
+                                             : !a.tls && config_.tls.enabled() ? " (plain HTTP)"
+                                                                               : ""));
+  }
   return absl::StrCat(
-      "uring-http ready: listening on ", listen_address_, ":", port(), ", ",
-      listeners_.size(), " socket(s) ", listeners_origin_, ", ", config_.accept_threads,
+      "uring-http ready: listening on ", absl::StrJoin(addresses, ", "), ", ",
+      listeners_.size() + plain_listeners_.size() + admin_listeners_.size(), " socket(s) ",
+      listeners_origin_, ", ", config_.accept_threads,
       " accept thread(s), ", config_.workers, " worker(s), ",
       first.capacity(), " connections per thread (fixed-file table ", first.file_table_size(),
       router_.mount_count() > 0
@@ -565,8 +447,9 @@ std::string ServerCore::ReadyLine() const {
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
       "), io_uring: ", first.Features(),
       config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
-      plain_port() != 0 ? absl::StrCat(", plain HTTP on ", plain_address_, ":", plain_port())
-                        : "");
+      config_.listen.empty() && plain_port() != 0
+          ? absl::StrCat(", plain HTTP on ", plain_address_)
+          : "");
 }
 
 ServerStats ServerCore::Stats() const {

@@ -1,8 +1,10 @@
 // ServerCore: what Server (server.h, the public facade) runs. It binds one
-// SO_REUSEPORT listener per accept thread (or takes systemd's sockets, or a
-// running server's: see ServerConfig::takeover), starts the worker pool, runs
-// one EventLoop per accept thread (the calling thread is one of them), and
-// stops them all on request, or when a successor has taken its sockets over.
+// SO_REUSEPORT listener per accept thread for each TCP address it listens
+// on, and one socket for each Unix-domain one (or takes systemd's sockets,
+// or a running server's: see ServerConfig::takeover), starts the worker
+// pool, runs one EventLoop per accept thread (the calling thread is one of
+// them), plus a small one for an admin listener, and stops them all on
+// request, or when a successor has taken its sockets over.
 //
 // Internal: it names the ring, the loops, the listeners and OpenSSL's
 // contexts, which a program embedding the server never sees (server.h
@@ -64,6 +66,9 @@ class ServerCore {
   // The plain-HTTP port beside TLS (ServerConfig::plain_port), 0 if none.
   uint16_t plain_port() const { return plain_port_.load(std::memory_order_acquire); }
   const ServerConfig& config() const { return config_; }
+  // Every address listened on, in the order configured (once each, not
+  // per accept thread's socket). Fixed once ready.
+  const std::vector<ListeningAddress>& listening() const { return listening_; }
   // "listening on 0.0.0.0:9000, 2 accept threads, ..." (after ready).
   std::string ReadyLine() const;
   ServerStats Stats() const;
@@ -96,8 +101,21 @@ class ServerCore {
   // listeners_ and plain_listeners_ from systemd, a predecessor (then
   // *successor is the handshake to finish once serving) or bind().
   absl::Status SetUpListeners(std::optional<takeover::Successor>* successor);
-  absl::Status TakeOver(takeover::Successor& successor);
-  absl::Status BindListeners(uint16_t port, std::vector<io::Listener>* listeners);
+  // An address to listen on, with its role (takeover::kRole*) and the
+  // configured entry it came from (its addresses share a port 0's pick).
+  struct Wanted {
+    io::SocketAddress address;
+    char role = takeover::kRoleMain;
+    size_t entry = 0;
+  };
+  absl::StatusOr<std::vector<Wanted>> WantedAddresses() const;
+  absl::Status TakeOver(takeover::Successor& successor, const std::vector<Wanted>& wanted,
+                        std::vector<bool>* have);
+  // Binds what `wanted` lists and `have` does not (one socket per accept
+  // thread; one for a Unix socket), refusing addresses another process
+  // listens on.
+  absl::Status BindListeners(const std::vector<Wanted>& wanted, const std::vector<bool>& have);
+  std::vector<io::Listener>& ListenersFor(char role);
   // The loop's share of `listeners` (see SetUpListeners).
   std::vector<int> ListenersOf(const std::vector<io::Listener>& listeners, int loop) const;
   void StartControlSocket();
@@ -114,6 +132,13 @@ class ServerCore {
   absl::Status builtin_routes_;
   std::vector<io::Listener> listeners_;
   std::vector<io::Listener> plain_listeners_;
+  std::vector<io::Listener> admin_listeners_;
+  std::vector<ListeningAddress> listening_;
+  // With an admin listener: the built-in endpoints' routes, served by a
+  // ring of their own (admin_loop_) on admin_listeners_ only.
+  router::Router admin_router_;
+  ServerConfig admin_config_;
+  std::unique_ptr<EventLoop> admin_loop_;
   // Where the listeners came from, for the ready line: "bound", "from
   // systemd", "inherited from PID n".
   std::string listeners_origin_ = "bound";

@@ -1,13 +1,24 @@
 // ServerStats: a snapshot of the server's counters, summed over all accept
-// threads and the worker pool (Server::Stats(); /metrics renders the same).
+// threads and the worker pool (Server::Stats(); /metrics renders the same),
+// and ListeningAddress, an address the server listens on.
 #ifndef URING_HTTP_SRC_SERVING_SERVER_STATS_H_
 #define URING_HTTP_SRC_SERVING_SERVER_STATS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "src/worker/worker_pool_stats.h"
 
 namespace uring_http::serving {
+
+// One address the server listens on, as bound (Server::listening()).
+struct ListeningAddress {
+  std::string text;   // "127.0.0.1:8080", "[::]:8080", "unix:/run/app.sock"
+  std::string host;   // "127.0.0.1", "::", "unix:/run/app.sock"
+  uint16_t port = 0;  // the real one after port 0; 0 for a Unix socket
+  bool tls = false;
+  bool admin = false;  // the built-in endpoints only (ListenAddress::admin)
+};
 
 // Sums over all accept threads (and the worker pool).
 struct ServerStats {

@@ -143,7 +143,7 @@ absl::StatusOr<Message> Parse(std::string_view text) {
       has_pid = true;
     } else if (key == "roles" && !has_roles) {
       if (value.empty() || value.size() > kMaxRoles ||
-          value.find_first_not_of("mp") != std::string_view::npos) {
+          value.find_first_not_of("mpa") != std::string_view::npos) {
         return bad("roles");
       }
       m.roles = std::string(value);

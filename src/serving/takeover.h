@@ -54,6 +54,7 @@ namespace uring_http::serving::takeover {
 inline constexpr int kVersion = 1;
 inline constexpr char kRoleMain = 'm';   // a listener of -p
 inline constexpr char kRolePlain = 'p';  // a listener of --plain-port (beside TLS)
+inline constexpr char kRoleAdmin = 'a';  // an admin listener (--admin-listen)
 
 enum class Verb { kHello, kSockets, kRefused, kReady, kAbort, kDraining };
 

@@ -187,7 +187,7 @@ def check_serves(server, names, tmp):
     try:
         line = process.stdout.readline()
         assert line.startswith("uring-http ready:"), (line, process.poll(), process.stderr.read())
-        port = int(re.search(r"listening on [\d.]+:(\d+)", line).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", line).group(1))
         with open("/proc/%d/status" % process.pid) as f:
             assert re.search(r"^Seccomp:\s+2$", f.read(), flags=re.M), "the filter is not on"
 

@@ -14,7 +14,7 @@ import socket
 import subprocess
 import threading
 
-READY = re.compile(r"uring-http ready: listening on [0-9.]+:(\d+),")
+READY = re.compile(r"uring-http ready: listening on \S+:(\d+),")
 
 
 class ExampleServer:

@@ -30,7 +30,7 @@ def main():
     server = subprocess.Popen([sys.argv[1], "-p", "0", "-A", "2", "-w", "2", "-D", "1",
                                "--access-log", log], stdout=subprocess.PIPE, text=True)
     try:
-        port = int(re.search(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
         exchange(port, b"GET /test/fast HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         exchange(port, b"GET /test/slow?a=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         exchange(port, b'GET /missing?"q HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n')

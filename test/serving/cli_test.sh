@@ -98,7 +98,7 @@ serve_and_stop() {
   done
   grep -q "listening on" "$TMP/ready.out" || fail "no ready line after 30 s"
   local port
-  port=$(sed -n 's/.*listening on [0-9.]*:\([0-9][0-9]*\).*/\1/p' "$TMP/ready.out" | head -n 1)
+  port=$(sed -n 's/.*listening on [^ ]*:\([0-9][0-9]*\),.*/\1/p' "$TMP/ready.out" | head -n 1)
   [ -n "$port" ] || fail "no port in the ready line"
   [ "$port" -gt 0 ] || fail "ready line names port $port"
   grep -q "2 accept thread" "$TMP/ready.out" || fail "ready line does not report -A 2"

@@ -50,7 +50,7 @@ def run(server_path, extra, silent_counted):
     server = subprocess.Popen([server_path, "-p", "0", "-A", "1", "-w", "1"] + extra,
                               stdout=subprocess.PIPE, text=True)
     try:
-        port = int(re.search(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
         before = accepted(port)
         silent = socket.create_connection(("127.0.0.1", port), timeout=10)
         time.sleep(0.3)  # an accept at once would have happened by now

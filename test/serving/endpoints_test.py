@@ -105,7 +105,7 @@ def trickle(binary):
                                "-D", "1", "--body-min-rate=1024", "--body-rate-window=1s"],
                               stdout=subprocess.PIPE, text=True)
     try:
-        port = int(re.search(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
         t = connect(port)
         t.sendall(b"POST /test/sink HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\nx")
         other = connect(port)
@@ -134,7 +134,7 @@ def main():
     server = subprocess.Popen([sys.argv[1], "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "2"],
                               stdout=subprocess.PIPE, text=True)
     try:
-        port = int(re.search(r"listening on [0-9.]+:(\d+)", server.stdout.readline()).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
         s = connect(port)
         body = bytes(range(256)) * 1000
         # Echo: Content-Length, then chunked, pipelined on one connection.

@@ -115,7 +115,7 @@ class Server:
         self.proc = subprocess.Popen([binary, "-p", "0"] + args, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True, preexec_fn=preexec)
         self.ready = self.proc.stdout.readline()
-        m = re.search(r"listening on [0-9.]+:(\d+)", self.ready)
+        m = re.search(r"listening on \S+:(\d+)", self.ready)
         assert m, "no ready line: %r, stderr: %s" % (self.ready, self.stderr_text())
         self.port = int(m.group(1))
         self.pid = self.proc.pid

@@ -278,7 +278,7 @@ class Drain:
 
 def read_ready(server):
     line = server.stdout.readline()
-    m = re.search(r"listening on [0-9.]+:(\d+)", line)
+    m = re.search(r"listening on \S+:(\d+)", line)
     assert m, "no ready line: %r" % line
     return int(m.group(1))
 

@@ -47,7 +47,7 @@ def main():
         stdout=subprocess.PIPE, text=True)
     try:
         ready = server.stdout.readline()
-        port = int(re.search(r"listening on [0-9.]+:(\d+)", ready).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", ready).group(1))
 
         assert get(port, b"/healthz") == (200, b"ok\n")
         for _ in range(5):

@@ -28,7 +28,8 @@ TEST(OptionsTest, Defaults) {
   ASSERT_TRUE(options.ok()) << options.status();
   const ServerConfig& c = options->config;
   EXPECT_EQ(c.port, 9000);
-  EXPECT_EQ(c.address, "0.0.0.0");
+  EXPECT_EQ(c.address, "");  // every address: dual-stack [::] where there is IPv6
+  EXPECT_TRUE(c.listen.empty());
   EXPECT_EQ(c.accept_threads, Cpus());
   EXPECT_EQ(c.accept_capacity, 100000u);
   EXPECT_EQ(c.workers, Cpus());
@@ -655,4 +656,27 @@ TEST(OptionsTest, BadSizesAreNamed) {
 }
 
 }  // namespace
+TEST(OptionsTest, ListenAddresses) {
+  absl::StatusOr<Options> options =
+      Parse({"--listen=[::1]:8080", "--listen=unix:/run/app.sock", "--listen=:8443,tls",
+             "--admin-listen=127.0.0.1:9100", "--tls-cert=a", "--tls-key=b", "--address=::1"});
+  ASSERT_TRUE(options.ok()) << options.status();
+  const auto& l = options->config.listen;
+  ASSERT_EQ(l.size(), 4u);
+  EXPECT_EQ(l[0].address, "[::1]:8080");
+  EXPECT_FALSE(l[0].tls);
+  EXPECT_EQ(l[1].address, "unix:/run/app.sock");
+  EXPECT_EQ(l[2].address, ":8443");
+  EXPECT_TRUE(l[2].tls);
+  EXPECT_EQ(l[3].address, "127.0.0.1:9100");
+  EXPECT_TRUE(l[3].admin);
+  EXPECT_FALSE(l[3].tls);
+  EXPECT_EQ(options->config.address, "::1");
+  ExpectError({"--listen=::1:80"}, "--listen");
+  ExpectError({"--listen=8080"}, "--listen");
+  ExpectError({"--listen=unix:relative"}, "--listen");
+  ExpectError({"--admin-listen=127.0.0.1"}, "--admin-listen");
+  ExpectError({"--listen=:443,tls"}, "--tls-cert");
+}
+
 }  // namespace uring_http::serving

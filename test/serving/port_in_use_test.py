@@ -30,7 +30,7 @@ def start(binary, *args):
     timer.start()
     line = process.stdout.readline()
     timer.cancel()
-    m = re.search(r"listening on [0-9.]+:(\d+),", line)
+    m = re.search(r"listening on \S+:(\d+),", line)
     assert m, "%s: no ready line: %r %s" % (args, line, process.stderr.read()
                                             if process.poll() is not None else "")
     return process, int(m.group(1))

@@ -34,7 +34,7 @@ def main():
                            stdout=subprocess.PIPE, text=True)
     try:
         ready = srv.stdout.readline()
-        port = int(re.search(r"listening on [0-9.]+:(\d+)", ready).group(1))
+        port = int(re.search(r"listening on \S+:(\d+)", ready).group(1))
         stop = time.monotonic() + seconds
         bad = []
         counts = {"leavers": 0, "checks": 0}

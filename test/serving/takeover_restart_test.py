@@ -52,7 +52,7 @@ import time
 IO_TIMEOUT = 10.0
 START_TIMEOUT = 20.0
 EXIT_TIMEOUT = 30.0
-READY = re.compile(r"uring-http ready: listening on [0-9.]+:(\d+), (?:(.*?), )?\d+ accept thread")
+READY = re.compile(r"uring-http ready: listening on \S+:(\d+), (?:(.*?), )?\d+ accept thread")
 
 
 class Unanswered(Exception):
@@ -347,7 +347,8 @@ def tls_with_plain_port(binary, log_dir):
         without.returncode, without.stderr)
     new = Server(binary, log_dir, "tls1",
                  ["-p", str(old.port), "--plain-port", str(plain), "--takeover"] + tls)
-    assert new.sockets == "2 socket(s) inherited from PID %d" % old.pid, new.line
+    # Two TLS sockets and two plain ones (one per accept thread each).
+    assert new.sockets == "4 socket(s) inherited from PID %d" % old.pid, new.line
     assert "plain HTTP on 127.0.0.1:%d" % plain in new.line, new.line
     fresh_requests(plain, 10)
     assert old.wait_exit(EXIT_TIMEOUT) == 0

@@ -59,10 +59,10 @@ class Server:
         self.proc = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1"] + args,
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.ready = self.proc.stdout.readline()
-        m = re.search(r"listening on [0-9.]+:(\d+)", self.ready)
+        m = re.search(r"listening on \S+:(\d+)", self.ready)
         assert m, "%s: no ready line: %r, stderr: %s" % (name, self.ready, self.stderr_text())
         self.port = int(m.group(1))
-        m = re.search(r"plain HTTP on [0-9.]+:(\d+)", self.ready)
+        m = re.search(r"plain HTTP on \S+:(\d+)", self.ready)
         self.plain_port = int(m.group(1)) if m else None
 
     def stderr_text(self):

@@ -81,7 +81,7 @@ def burst(binary, rsa_cert, rsa_key):
         finally:
             os.sched_setaffinity(0, mask)
         srv.ca = [rsa_cert]
-        m = re.search(r"plain HTTP on [0-9.]+:(\d+)", srv.ready)
+        m = re.search(r"plain HTTP on \S+:(\d+)", srv.ready)
         assert m, "no plain port in the ready line: %r" % srv.ready
         plain = int(m.group(1))
         m0 = plain_metrics(plain)

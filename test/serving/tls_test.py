@@ -214,7 +214,7 @@ class Server:
         self.proc = subprocess.Popen([binary, "-p", "0"] + args, stdout=subprocess.PIPE,
                                      stderr=self.stderr, text=True)
         self.ready = self.proc.stdout.readline()
-        m = re.search(r"listening on [0-9.]+:(\d+)", self.ready)
+        m = re.search(r"listening on \S+:(\d+)", self.ready)
         assert m, "%s: no ready line: %r, stderr: %s" % (name, self.ready, self.stderr_text())
         assert ", TLS: OpenSSL" in self.ready, "%s: the ready line does not mention TLS: %r" % (
             name, self.ready)
