@@ -256,10 +256,12 @@ TEST(TestingClientTest, ExpectContinueThatNeverComesSendsTheBodyAfterASecond) {
 }
 
 TEST(TestingClientTest, AnAnswerBeforeTheUploadEndsStopsIt) {
-  // Answers after the first chunk, then reads on as long as the client sends.
+  // Answers once the first chunk has arrived (answering on the head alone
+  // would race the first piece: the client may see the answer before it
+  // pulls anything), then reads on as long as the client sends.
   std::atomic<bool> answered{false};
   ScriptedServer server([&answered](int fd, int) {
-    ReadUntil(fd, "\r\n\r\n");
+    ReadUntil(fd, "\r\n\r\n64\r\n" + std::string(100, 'x'));
     Send(fd, "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\n\r\n");
     answered.store(true);
     ReadUntil(fd, "never");
