@@ -1,6 +1,9 @@
 #include "src/io/buffer_ring.h"
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -25,6 +28,16 @@ absl::Status BufferRing::Init(io_uring* ring, Arena& arena, uint16_t group_id, u
   reg.ring_entries = count;
   reg.bgid = group_id;
   int ret = io_uring_register_buf_ring(ring, &reg, 0);
+  // ENOMEM here is the locked-memory limit (RLIMIT_MEMLOCK, per user, for
+  // a process without CAP_IPC_LOCK). The kernel gives a closed ring's
+  // memory back asynchronously, so a server started right after another
+  // one stopped (a restart, the next test case) can find the limit still
+  // taken by rings that are already gone: wait for them, briefly (start-up
+  // only).
+  for (int tries = 0; ret == -ENOMEM && tries < 50; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ret = io_uring_register_buf_ring(ring, &reg, 0);
+  }
   if (ret < 0) {
     return absl::UnavailableError(absl::StrCat(
         "provided-buffer ring (Linux 5.19+) could not be registered: ", strerror(-ret)));
