@@ -50,13 +50,13 @@
 //                          RouteOptions (max_in_flight,
 //                          rate_per_client, ...), BodyMode, StaticOptions,
 //                          BodySink, kUnlimitedBody
-//   src/http/parser.h      Request (method, path, query, headers, body, secure,
+//   src/http/request.h     Request (method, path, query, headers, body, secure,
 //                          QueryParam, FormParam, Cookie, HeaderValues,
 //                          HeaderElements, ReadBody, body_error,
 //                          client_address, PathParam, RawPathParam,
 //                          allowed_methods), BodyError, BodyErrorName,
-//                          Method, Version,
-//                          ParseLimits
+//                          Method, Version
+//   src/http/parser.h      ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
 //   src/router/registration.h  Registration (what registering returns)
@@ -112,6 +112,7 @@
 #include "src/http/multipart_form.h"
 #include "src/http/path_params.h"
 #include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 #include "src/limits/rate_limit.h"
 #include "src/metrics/registry.h"

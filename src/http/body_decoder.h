@@ -14,7 +14,7 @@
 #include <string_view>
 
 #include "src/http/chunked_decoder.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 
 namespace uring_http::http {
 

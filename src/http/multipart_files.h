@@ -28,7 +28,7 @@
 
 #include "src/http/multipart.h"
 #include "src/http/multipart_form.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 
 namespace uring_http::http {
 

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "src/http/multipart.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 
 namespace uring_http::http {

@@ -47,7 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 
 namespace uring_http::json {

@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 
 namespace uring_http::router {

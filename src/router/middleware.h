@@ -89,7 +89,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 #include "src/router/failure_log.h"
 

@@ -34,7 +34,7 @@
 #include "src/http/multipart.h"
 #include "src/http/multipart_files.h"
 #include "src/http/multipart_form.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 #include "src/router/router.h"
 

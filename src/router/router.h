@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
 #include "src/limits/rate_limit.h"

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http1/connection.h"
 #include "src/http1/connection_host.h"
 #include "src/http1/stream_state.h"

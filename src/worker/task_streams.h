@@ -32,7 +32,7 @@
 
 #include "src/http/compress.h"
 #include "src/http/gzip_encoder.h"
-#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 #include "src/worker/slow_task.h"
 
