@@ -171,24 +171,12 @@ bool IsCompressibleType(std::string_view content_type) {
          (EndsWithLower(type, "+json") || EndsWithLower(type, "+xml"));
 }
 
-std::optional<std::string_view> FindHeaderLine(std::string_view lines, std::string_view name) {
-  while (!lines.empty()) {
-    const size_t end = lines.find("\r\n");
-    const std::string_view line = lines.substr(0, end);
-    lines = end == std::string_view::npos ? std::string_view() : lines.substr(end + 2);
-    const size_t colon = line.find(':');
-    if (colon != std::string_view::npos && HeaderNameEquals(line.substr(0, colon), name)) {
-      return Trim(line.substr(colon + 1));
-    }
-  }
-  return std::nullopt;
-}
-
 GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_gzip, int status,
-                        std::string_view header_lines, std::optional<uint64_t> body_size) {
+                        const HeaderTable& headers, std::optional<uint64_t> body_size) {
   if (!options.enabled) return GzipDecision::kLeave;
-  if (FindHeaderLine(header_lines, "content-encoding")) return GzipDecision::kLeave;
-  const std::optional<std::string_view> type = FindHeaderLine(header_lines, "content-type");
+  if (headers.Find("content-encoding")) return GzipDecision::kLeave;
+  std::optional<std::string_view> type = headers.Find("content-type");
+  if (type) *type = Trim(*type);
   if (!type || !IsCompressibleType(*type)) return GzipDecision::kLeave;
   // A range of the identity body (206) must stay one; 204/304 have no body.
   if (!client_prefers_gzip || !StatusHasBody(status) || status == 206 ||
@@ -199,7 +187,8 @@ GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_g
 }
 
 void WeakenETag(Response& response) {
-  const std::optional<std::string_view> etag = FindHeaderLine(response.header_lines(), "etag");
+  std::optional<std::string_view> etag = response.FindHeader("etag");
+  if (etag) *etag = Trim(*etag);
   if (!etag || etag->empty() || etag->front() != '"') return;  // absent, or weak already
   // The view points into the header storage that RemoveHeader rewrites:
   // copied first (on the stack unless the tag is absurdly long).
@@ -220,18 +209,10 @@ void WeakenETag(Response& response) {
 }
 
 void AddVaryAcceptEncoding(Response& response) {
-  // Every Vary line, as the handler's lines are searched one by one.
-  std::string_view lines = response.header_lines();
-  while (!lines.empty()) {
-    const size_t end = lines.find("\r\n");
-    const std::string_view line = lines.substr(0, end);
-    lines = end == std::string_view::npos ? std::string_view() : lines.substr(end + 2);
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos || !HeaderNameEquals(line.substr(0, colon), "vary")) {
-      continue;
-    }
-    const std::string_view value = line.substr(colon + 1);
-    if (ContainsLower(value, "accept-encoding") || Trim(value) == "*") return;
+  // Every Vary field the handler set, one by one.
+  for (const HeaderTable::Field f : response.headers()) {
+    if (!FieldNameEquals(f.name, "vary")) continue;
+    if (ContainsLower(f.value, "accept-encoding") || Trim(f.value) == "*") return;
   }
   (void)response.AddHeader("Vary", "Accept-Encoding");  // room checked
 }
@@ -254,7 +235,7 @@ GzipDecision DecideStreamedGzip(const CompressionOptions& options, bool client_p
       response.has_content_length() ? std::optional<uint64_t>(response.content_length())
                                     : std::nullopt;
   const GzipDecision decision = DecideGzip(options, client_prefers_gzip, response.status(),
-                                           response.header_lines(), length);
+                                           response.headers(), length);
   return RoomForGzipHeaders(response) ? decision : GzipDecision::kLeave;
 }
 
@@ -273,7 +254,7 @@ GzipDecision CompressBufferedResponse(const CompressionOptions& options,
   if (!options.enabled) return GzipDecision::kLeave;
   const std::string_view body = response.body_view();
   GzipDecision decision = DecideGzip(options, client_prefers_gzip, response.status(),
-                                     response.header_lines(), body.size());
+                                     response.headers(), body.size());
   if (decision == GzipDecision::kLeave) return decision;
   // Room for both lines, checked first: a body must never go out compressed
   // without its Content-Encoding. A handler that filled its header lines to

@@ -113,10 +113,6 @@ std::optional<int> ParseQValue(std::string_view value);
 // compressed (woff, woff2) are not.
 bool IsCompressibleType(std::string_view content_type);
 
-// The value of header `name` among serialized "Name: value\r\n" lines (the
-// first such line), or nullopt.
-std::optional<std::string_view> FindHeaderLine(std::string_view lines, std::string_view name);
-
 enum class GzipDecision : uint8_t {
   kLeave,     // not compressible (or compression off): nothing added
   kIdentity,  // compressible, sent as is: Vary only
@@ -126,7 +122,7 @@ enum class GzipDecision : uint8_t {
 // The decision for a response with these headers. `body_size` is nullopt
 // for a streamed body of unknown length (no threshold applies then).
 GzipDecision DecideGzip(const CompressionOptions& options, bool client_prefers_gzip, int status,
-                        std::string_view header_lines, std::optional<uint64_t> body_size);
+                        const HeaderTable& headers, std::optional<uint64_t> body_size);
 
 // A strong ETag becomes weak (W/"...") on a gzipped response: a strong
 // validator names one exact byte sequence, and the gzipped body is another

@@ -64,7 +64,17 @@ class Writer {
   size_t len_ = 0;
 };
 
-void WriteStatusLine(Writer& w, int status, std::string_view header_lines) {
+void WriteFields(Writer& w, const HeaderTable& fields) {
+  for (const HeaderTable::Field f : fields) {
+    w.Put(f.name);
+    w.Put(": ");
+    w.Put(f.value);
+    w.Put("\r\n");
+  }
+}
+
+// `fields` (a handler's) or `lines` (the server's own, already lines).
+void WriteStatusLine(Writer& w, int status, const HeaderTable* fields, std::string_view lines) {
   w.Put("HTTP/1.1 ");
   w.PutNumber(static_cast<size_t>(status));
   w.Put(" ");
@@ -72,7 +82,8 @@ void WriteStatusLine(Writer& w, int status, std::string_view header_lines) {
   w.Put("\r\n");
   w.Put(kServer);
   w.Put(DateLine());
-  w.Put(header_lines);
+  if (fields != nullptr) WriteFields(w, *fields);
+  w.Put(lines);
 }
 
 void WriteConnection(Writer& w, bool keep_alive, bool keep_alive_header) {
@@ -84,9 +95,9 @@ void WriteConnection(Writer& w, bool keep_alive, bool keep_alive_header) {
   w.Put("\r\n");
 }
 
-void WriteHead(Writer& w, int status, std::string_view header_lines, size_t body_size,
-               bool keep_alive, bool keep_alive_header) {
-  WriteStatusLine(w, status, header_lines);
+void WriteHead(Writer& w, int status, const HeaderTable* fields, std::string_view lines,
+               size_t body_size, bool keep_alive, bool keep_alive_header) {
+  WriteStatusLine(w, status, fields, lines);
   // 1xx and 204 responses carry no Content-Length (RFC 9110 8.6). A 304's
   // states the length a 200 would have had: the body the handler left in
   // it says so; without one, nothing is said (0 would be false).
@@ -104,17 +115,6 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view lower) {
     char c = a[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + ('a' - 'A'));
     if (c != lower[i]) return false;
-  }
-  return true;
-}
-
-bool NamesEqual(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x + ('a' - 'A'));
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y + ('a' - 'A'));
-    if (x != y) return false;
   }
   return true;
 }
@@ -172,67 +172,6 @@ std::string_view ReasonPhrase(int status) {
     default: return "Unknown";
   }
 }
-
-namespace internal {
-
-HeaderBytes& HeaderBytes::operator=(const HeaderBytes& other) {
-  if (this != &other) {
-    len_ = 0;
-    Append(other.view());
-  }
-  return *this;
-}
-
-HeaderBytes& HeaderBytes::operator=(HeaderBytes&& other) noexcept {
-  if (this != &other) {
-    heap_.reset();
-    cap_ = kInline;
-    len_ = 0;
-    TakeFrom(other);
-  }
-  return *this;
-}
-
-void HeaderBytes::TakeFrom(HeaderBytes& other) {
-  if (other.heap_ != nullptr) {
-    heap_ = std::move(other.heap_);
-    cap_ = other.cap_;
-    len_ = other.len_;
-  } else {
-    std::memcpy(inline_, other.inline_, other.len_);
-    len_ = other.len_;
-  }
-  other.cap_ = kInline;
-  other.len_ = 0;
-}
-
-char* HeaderBytes::Extend(size_t n) {
-  if (len_ + n > cap_) {
-    // Past the inline area (only a response with unusually large headers
-    // gets here): the heap, doubling.
-    const size_t cap = std::max(len_ + n, 2 * cap_);
-    auto grown = std::make_unique_for_overwrite<char[]>(cap);
-    std::memcpy(grown.get(), data(), len_);
-    heap_ = std::move(grown);
-    cap_ = cap;
-  }
-  char* at = data() + len_;
-  len_ += n;
-  return at;
-}
-
-void HeaderBytes::Append(std::string_view bytes) {
-  if (bytes.empty()) return;
-  std::memcpy(Extend(bytes.size()), bytes.data(), bytes.size());
-}
-
-void HeaderBytes::Erase(size_t at, size_t n) {
-  char* d = data();
-  std::memmove(d + at, d + at + n, len_ - at - n);
-  len_ -= n;
-}
-
-}  // namespace internal
 
 namespace {
 
@@ -299,7 +238,7 @@ std::string Response::HeaderRefusal() const {
 }
 
 bool Response::AddHeader(std::string_view name, std::string_view value) {
-  const size_t need = name.size() + 2 + value.size() + 2;
+  const size_t need = HeaderTable::LineBytes(name, value);
   switch (CheckField(name, value)) {
     case FieldCheck::kOk:
       break;
@@ -311,15 +250,7 @@ bool Response::AddHeader(std::string_view name, std::string_view value) {
       return Refuse(Refusal::kServerOwned, false, name, need);
   }
   if (need > header_room()) return Refuse(Refusal::kTooLarge, false, name, need);
-  char* p = headers_.Extend(need);
-  std::memcpy(p, name.data(), name.size());
-  p += name.size();
-  *p++ = ':';
-  *p++ = ' ';
-  std::memcpy(p, value.data(), value.size());
-  p += value.size();
-  *p++ = '\r';
-  *p++ = '\n';
+  headers_.Add(name, value);
   return true;
 }
 
@@ -329,47 +260,7 @@ void Response::set_content_type(std::string_view type) {
   (void)AddHeader("Content-Type", type);
 }
 
-size_t Response::RemoveHeader(std::string_view name) {
-  size_t removed = 0;
-  size_t at = 0;
-  while (at < headers_.size()) {
-    const std::string_view rest = headers_.view().substr(at);
-    const size_t end = rest.find("\r\n");
-    const size_t line_len = end == std::string_view::npos ? rest.size() : end + 2;
-    const size_t colon = rest.substr(0, line_len).find(':');
-    if (colon != std::string_view::npos && NamesEqual(rest.substr(0, colon), name)) {
-      headers_.Erase(at, line_len);
-      ++removed;
-    } else {
-      at += line_len;
-    }
-  }
-  return removed;
-}
-
-bool Response::NextHeader(size_t* cursor, std::string_view* name,
-                          std::string_view* value) const {
-  const std::string_view lines = headers_.view();
-  if (*cursor >= lines.size()) return false;
-  // Every line is AddHeader's "Name: value\r\n": the name has no ':' and
-  // the value no CR or LF.
-  const std::string_view rest = lines.substr(*cursor);
-  const size_t colon = rest.find(':');
-  const size_t end = rest.find("\r\n", colon);
-  *name = rest.substr(0, colon);
-  *value = rest.substr(colon + 2, end - colon - 2);
-  *cursor += end + 2;
-  return true;
-}
-
-std::optional<std::string_view> Response::FindHeader(std::string_view name) const {
-  size_t cursor = 0;
-  std::string_view n, v;
-  while (NextHeader(&cursor, &n, &v)) {
-    if (NamesEqual(n, name)) return v;
-  }
-  return std::nullopt;
-}
+size_t Response::RemoveHeader(std::string_view name) { return headers_.Remove(name); }
 
 bool Response::Write(std::string_view data) {
   if (stream_ != nullptr) return stream_->Write(*this, data);
@@ -385,7 +276,7 @@ bool Response::Write(std::string_view data) {
 }
 
 bool Response::AddTrailer(std::string_view name, std::string_view value) {
-  const size_t need = name.size() + 2 + value.size() + 2;
+  const size_t need = HeaderTable::LineBytes(name, value);
   switch (CheckField(name, value)) {
     case FieldCheck::kOk:
       break;
@@ -396,10 +287,10 @@ bool Response::AddTrailer(std::string_view name, std::string_view value) {
     case FieldCheck::kServerOwned:
       return Refuse(Refusal::kServerOwned, true, name, need);
   }
-  if (trailers_.size() + need > max_header_bytes_) {
+  if (trailers_.line_bytes() + need > max_header_bytes_) {
     return Refuse(Refusal::kTooLarge, true, name, need);
   }
-  trailers_.append(name).append(": ").append(value).append("\r\n");
+  trailers_.Add(name, value);
   return true;
 }
 
@@ -408,11 +299,11 @@ size_t SerializeResponse(const Response& response, const SerializeOptions& optio
   Writer w(out, capacity);
   const std::string_view body = response.body_view();
   if (options.head_only && response.length_unstated()) {
-    WriteStatusLine(w, response.status(), response.header_lines());
+    WriteStatusLine(w, response.status(), &response.headers(), {});
     WriteConnection(w, options.keep_alive, options.keep_alive_header);
     return w.size();
   }
-  WriteHead(w, response.status(), response.header_lines(), body.size(), options.keep_alive,
+  WriteHead(w, response.status(), &response.headers(), {}, body.size(), options.keep_alive,
             options.keep_alive_header);
   if (!options.head_only && StatusHasBody(response.status())) w.Put(body);
   return w.size();
@@ -421,7 +312,7 @@ size_t SerializeResponse(const Response& response, const SerializeOptions& optio
 size_t SerializeStreamHead(const Response& response, const SerializeOptions& options,
                            StreamFraming framing, uint64_t length, char* out, size_t capacity) {
   Writer w(out, capacity);
-  WriteStatusLine(w, response.status(), response.header_lines());
+  WriteStatusLine(w, response.status(), &response.headers(), {});
   bool keep_alive = options.keep_alive;
   if (response.status() != 204) {
     switch (framing) {
@@ -457,9 +348,22 @@ size_t ChunkHeader(uint64_t size, char out[18]) {
   return n + 2;
 }
 
+void AppendFieldLines(const HeaderTable& fields, std::string* out) {
+  for (const HeaderTable::Field f : fields) {
+    out->append(f.name).append(": ").append(f.value).append("\r\n");
+  }
+}
+
 std::string LastChunk(std::string_view trailer_lines) {
   std::string out = "0\r\n";
   out.append(trailer_lines);
+  out.append("\r\n");
+  return out;
+}
+
+std::string LastChunk(const HeaderTable& trailers) {
+  std::string out = "0\r\n";
+  AppendFieldLines(trailers, &out);
   out.append("\r\n");
   return out;
 }
@@ -489,7 +393,7 @@ size_t SerializeError(int status, const SerializeOptions& options, std::string_v
     h.Put(allow);
     h.Put("\r\n");
   }
-  WriteHead(w, status, std::string_view(headers, h.size()), b.size(), options.keep_alive,
+  WriteHead(w, status, nullptr, std::string_view(headers, h.size()), b.size(), options.keep_alive,
             options.keep_alive_header);
   if (!options.head_only) w.Put(std::string_view(body, b.size()));
   return w.size();

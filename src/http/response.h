@@ -24,11 +24,12 @@
 // meant to send. The [[nodiscard]] result lets a handler stop at once.
 //
 // A Response lives on the stack of the ring thread (FAST handlers) or in the
-// task memory of a worker (SLOW ones). Header lines are kept as serialized
-// "Name: value\r\n" text (NextHeader() reads them back as name/value pairs
-// for a codec that frames them otherwise), in an inline area of
-// kInlineHeaderBytes: an ordinary response allocates nothing for them. Past
-// that area they move to the heap, up to max_header_bytes(). The body is
+// task memory of a worker (SLOW ones). Its header and trailer fields are a
+// HeaderTable of (name, value) pairs that each codec serializes its own way
+// (HTTP/1 lines here, HPACK for HTTP/2); the table's inline areas
+// (kInlineHeaderBytes of names and values) mean an ordinary response
+// allocates nothing for them. Past that area they move to the heap, up to
+// max_header_bytes() (counted as HTTP/1 lines, whatever the codec). The body is
 // owned (std::string) or a view of memory that outlives the response (static
 // data: it is copied before the handler's request is gone).
 //
@@ -43,6 +44,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "src/http/header_table.h"
 
 namespace uring_http::http {
 
@@ -78,45 +81,10 @@ class ResponseStream {
   ~ResponseStream() = default;
 };
 
-namespace internal {
-
-// Header bytes: an inline area first, the heap past it. Copies copy the
-// bytes; a move takes a heap block over.
-class HeaderBytes {
- public:
-  static constexpr size_t kInline = 1024;
-
-  HeaderBytes() = default;
-  HeaderBytes(const HeaderBytes& other) { Append(other.view()); }
-  HeaderBytes& operator=(const HeaderBytes& other);
-  HeaderBytes(HeaderBytes&& other) noexcept { TakeFrom(other); }
-  HeaderBytes& operator=(HeaderBytes&& other) noexcept;
-
-  std::string_view view() const { return {data(), len_}; }
-  size_t size() const { return len_; }
-  // n more bytes at the end, for the caller to fill.
-  char* Extend(size_t n);
-  void Append(std::string_view bytes);
-  void Erase(size_t at, size_t n);
-  bool on_heap() const { return heap_ != nullptr; }
-
- private:
-  const char* data() const { return heap_ ? heap_.get() : inline_; }
-  char* data() { return heap_ ? heap_.get() : inline_; }
-  void TakeFrom(HeaderBytes& other);
-
-  std::unique_ptr<char[]> heap_;
-  size_t len_ = 0;
-  size_t cap_ = kInline;
-  char inline_[kInline];
-};
-
-}  // namespace internal
-
 class Response {
  public:
   // Header lines up to this many bytes live in the Response itself.
-  static constexpr size_t kInlineHeaderBytes = internal::HeaderBytes::kInline;
+  static constexpr size_t kInlineHeaderBytes = HeaderTable::kInlineBytes;
   // max_header_bytes() unless the thread's default says otherwise (the
   // shipped server's --max-response-header-bytes).
   static constexpr size_t kDefaultMaxHeaderBytes = 64 * 1024;
@@ -141,9 +109,11 @@ class Response {
   // Removes every "name:" line (case-insensitive); returns how many.
   size_t RemoveHeader(std::string_view name);
   // The value of the first `name` field (case-insensitive), if any.
-  std::optional<std::string_view> FindHeader(std::string_view name) const;
-  // Reads the fields in order: start with *cursor = 0; false after the last.
-  bool NextHeader(size_t* cursor, std::string_view* name, std::string_view* value) const;
+  std::optional<std::string_view> FindHeader(std::string_view name) const {
+    return headers_.Find(name);
+  }
+  // Every field, in the order added (for (auto [name, value] : headers())).
+  const HeaderTable& headers() const { return headers_; }
 
   // The bound on the header lines (and, apart, on the trailer lines). A
   // new Response takes its thread's default (SetThreadMaxHeaderBytes);
@@ -152,7 +122,8 @@ class Response {
   void set_max_header_bytes(size_t n) { max_header_bytes_ = n; }
   // How many more bytes of header lines fit.
   size_t header_room() const {
-    return headers_.size() < max_header_bytes_ ? max_header_bytes_ - headers_.size() : 0;
+    const size_t used = headers_.line_bytes();
+    return used < max_header_bytes_ ? max_header_bytes_ - used : 0;
   }
   // The default for Responses made on the calling thread from now on. The
   // server sets it on its ring threads (ServerConfig::max_response_header_bytes).
@@ -196,8 +167,6 @@ class Response {
   // Content-Length, since the handler's body is not what a GET would send.
   void set_length_unstated() { length_unstated_ = true; }
   bool length_unstated() const { return length_unstated_; }
-  // The serialized extra header lines ("Name: value\r\n" each).
-  std::string_view header_lines() const { return headers_.view(); }
 
   // ---- streaming
   // A streamed body of exactly n bytes: sent with Content-Length instead of
@@ -216,7 +185,7 @@ class Response {
   // the headers'); a refusal fails the response too: answered 500 if its
   // head has not gone, else the stream ends without its last chunk.
   [[nodiscard]] bool AddTrailer(std::string_view name, std::string_view value);
-  std::string_view trailer_lines() const { return trailers_; }
+  const HeaderTable& trailers() const { return trailers_; }
   // FAST handlers: the body comes from `producer`, called on the ring thread
   // whenever there is room. (A SLOW handler may set one too; it runs on the
   // worker.)
@@ -246,11 +215,11 @@ class Response {
   uint64_t content_length_ = 0;
   std::string body_;
   std::string_view static_body_;
-  std::string trailers_;
   BodyProducer producer_;
   ResponseStream* stream_ = nullptr;
   std::string refused_name_;  // (the first bytes of it)
-  internal::HeaderBytes headers_;
+  HeaderTable headers_;
+  HeaderTable trailers_;
 };
 
 struct SerializeOptions {
@@ -286,8 +255,11 @@ size_t SerializeStreamHead(const Response& response, const SerializeOptions& opt
 // "<hex size>\r\n" before a chunk of `size` bytes (size > 0); returns its
 // length (at most 18).
 size_t ChunkHeader(uint64_t size, char out[18]);
+// The fields as HTTP/1 lines, "Name: value\r\n" each, appended to *out.
+void AppendFieldLines(const HeaderTable& fields, std::string* out);
 // The last chunk and the trailer section: "0\r\n" trailers "\r\n".
 std::string LastChunk(std::string_view trailer_lines);
+std::string LastChunk(const HeaderTable& trailers);
 
 // The body SerializeError() writes: "404 Not Found\n" (for the access log).
 inline size_t ErrorBodySize(int status) {

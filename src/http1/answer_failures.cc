@@ -13,7 +13,7 @@ namespace uring_http::http1 {
 void Connection::RespondRefused(const http::Response& response, bool close) {
   router::LogFailure(FailureWhere(&response, /*head_at_hand=*/true),
                      response.HeaderRefusal() + ": answered 500");
-  if (env_->access_log) NoteRequestId(response.header_lines());
+  if (env_->access_log) NoteRequestId(response);
   RespondError(500, close);
 }
 

@@ -312,7 +312,7 @@ void Connection::ReleaseOutput(size_t bytes) {
 
 void Connection::Respond(http::Response& response, bool close) {
   if (response.header_refused()) return RespondRefused(response, close);
-  if (env_->access_log) NoteRequestId(response.header_lines());
+  if (env_->access_log) NoteRequestId(response);
   http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   const int status = response.status();
   const bool send_body = !ex_.head && http::StatusHasBody(status);
@@ -436,7 +436,7 @@ void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
     return RespondRefused(response, /*close=*/false);
   }
   env_->stats->streamed_responses.Add();
-  if (env_->access_log) NoteRequestId(response.header_lines());
+  if (env_->access_log) NoteRequestId(response);
   const bool sends_body = !ex_.head && http::StatusHasBody(response.status());
   http::GzipDecision gzip =
       http::DecideStreamedGzip(env_->config->compression, gzip_accepted, response);
@@ -477,7 +477,8 @@ void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
     return;
   }
   S().producer = std::move(response.producer());
-  S().trailers.assign(response.trailer_lines());
+  S().trailers.clear();
+  http::AppendFieldLines(response.trailers(), &S().trailers);
   ex_.answer = Answer::kProducer;
   PumpProducer();
 }
@@ -604,6 +605,13 @@ bool Connection::MoreRequestsWaiting() const {
   return !rest.empty() && http::FindHeadEnd(rest, &scanned) != 0;
 }
 
+void Connection::NoteRequestId(const http::Response& response) {
+  if (const std::optional<std::string_view> id = response.FindHeader("x-request-id")) {
+    SetRequestId(*id);
+  }
+}
+
+// The head as a worker wrote it to the pipe, lines to its blank line.
 void Connection::NoteRequestId(std::string_view lines) {
   constexpr std::string_view kName = "x-request-id:";
   while (!lines.empty()) {
@@ -619,13 +627,16 @@ void Connection::NoteRequestId(std::string_view lines) {
       same = (line[i] | 0x20) == kName[i];  // ASCII case folding ("-" and ":" unchanged)
     }
     if (!same) continue;
-    std::string_view value = line.substr(kName.size());
-    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-    const size_t n = std::min(value.size(), kLoggedRequestId);
-    std::memcpy(request_id_, value.data(), n);
-    ex_.request_id_len = static_cast<uint8_t>(n);
+    SetRequestId(line.substr(kName.size()));
     return;
   }
+}
+
+void Connection::SetRequestId(std::string_view value) {
+  while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  const size_t n = std::min(value.size(), kLoggedRequestId);
+  std::memcpy(request_id_, value.data(), n);
+  ex_.request_id_len = static_cast<uint8_t>(n);
 }
 
 std::string_view Connection::RequestLine() const {

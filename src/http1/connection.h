@@ -265,7 +265,9 @@ class Connection final : private ExternalOwner {
   void Dispatch(const http::Request& request, std::string_view head, std::string_view body);
   void Respond(http::Response& response, bool close = false);
   // The response's X-Request-Id (if any) for the access log line.
-  void NoteRequestId(std::string_view header_lines);
+  void NoteRequestId(const http::Response& response);
+  void NoteRequestId(std::string_view head_lines);
+  void SetRequestId(std::string_view value);
   void RespondError(int status, bool close, std::string_view allow = {});
   // An error the server answers for the exchange (or, with none begun, for
   // the connection): its error page and the afters due (middleware.h) if

@@ -320,7 +320,7 @@ void Connection::ServeFile(const http::Request* request) {
     EndFile();
     return RespondRefused(response, /*close=*/false);
   }
-  if (env_->access_log) NoteRequestId(response.header_lines());
+  if (env_->access_log) NoteRequestId(response);
 
   const http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
   size_t room = 0;

@@ -227,7 +227,7 @@ void PipeResponseStream::Finish(http::Response& response) {
         if (written_ != length_) Break();
         break;
       case http::StreamFraming::kChunked:
-        Put(http::LastChunk(response.trailer_lines()));
+        Put(http::LastChunk(response.trailers()));
         break;
       case http::StreamFraming::kClose:
         break;

@@ -9,7 +9,11 @@
 namespace uring_http::http {
 namespace {
 
-std::string Lines(const Response& r) { return std::string(r.header_lines()); }
+std::string Lines(const Response& r) {
+  std::string lines;
+  AppendFieldLines(r.headers(), &lines);
+  return lines;
+}
 
 TEST(RedirectTest, StatusLocationAndBody) {
   for (int status : {301, 302, 303, 307, 308}) {

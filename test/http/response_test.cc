@@ -17,6 +17,13 @@
 namespace uring_http::http {
 namespace {
 
+// The header fields as HTTP/1 lines, for comparing with text.
+std::string HeaderLines(const Response& r) {
+  std::string lines;
+  AppendFieldLines(r.headers(), &lines);
+  return lines;
+}
+
 std::string Serialize(const Response& response, const SerializeOptions& options = {}) {
   std::string out(SerializedSize(response, options), '\0');
   const size_t n = SerializeResponse(response, options, out.data(), out.size());
@@ -216,7 +223,7 @@ TEST(ResponseTest, AddHeaderRefusesTheServersFramingHeaders) {
     EXPECT_FALSE(response.AddHeader(name, "1")) << name;
     EXPECT_FALSE(response.AddTrailer(name, "1")) << name;
   }
-  EXPECT_TRUE(response.header_lines().empty());
+  EXPECT_TRUE(HeaderLines(response).empty());
   EXPECT_TRUE(response.AddHeader("Content-Type", "text/plain"));
   EXPECT_TRUE(response.AddHeader("Content-Length-Hint", "3"));  // not the same field
   const std::string wire = Serialize(response);
@@ -283,7 +290,7 @@ TEST(ResponseTest, ChunkFraming) {
   EXPECT_TRUE(response.AddTrailer("X-Checksum", "abc"));
   EXPECT_FALSE(response.AddTrailer("Bad Name", "x"));
   EXPECT_FALSE(response.AddTrailer("X", "a\r\nInjected: 1"));
-  EXPECT_EQ(LastChunk(response.trailer_lines()), "0\r\nX-Checksum: abc\r\n\r\n");
+  EXPECT_EQ(LastChunk(response.trailers()), "0\r\nX-Checksum: abc\r\n\r\n");
 }
 
 TEST(ResponseTest, ErrorBodySizeMatchesTheBody) {
@@ -299,7 +306,7 @@ TEST(ResponseTest, AddedHeadersAppearInOrder) {
   EXPECT_TRUE(response.AddHeader("X-One", "1"));
   response.set_content_type("text/plain; charset=utf-8");
   EXPECT_TRUE(response.AddHeader("X-Empty", ""));
-  EXPECT_EQ(response.header_lines(),
+  EXPECT_EQ(HeaderLines(response),
             "X-One: 1\r\nContent-Type: text/plain; charset=utf-8\r\nX-Empty: \r\n");
   const std::string wire = Serialize(response);
   EXPECT_NE(wire.find("\r\nX-One: 1\r\nContent-Type: text/plain; charset=utf-8\r\nX-Empty: \r\n"),
@@ -314,7 +321,7 @@ TEST(ResponseTest, AddHeaderRejectsInjection) {
   EXPECT_FALSE(response.AddHeader("X-A", "a\rb"));
   EXPECT_FALSE(response.AddHeader("X-A", std::string_view("a\0b", 3)));
   EXPECT_FALSE(response.AddHeader("X-A\r\nEvil", "1"));
-  EXPECT_EQ(response.header_lines(), "");  // nothing partial was added
+  EXPECT_EQ(HeaderLines(response), "");  // nothing partial was added
   // Tabs and visible characters, obs-text included, are allowed in values.
   EXPECT_TRUE(response.AddHeader("X-B", "a\tb \x80\xff ~"));
 }
@@ -328,7 +335,7 @@ TEST(ResponseTest, AddHeaderRejectsNamesThatAreNotTokens) {
                                 std::string_view("X\x80"), std::string_view("X\0A", 3)}) {
     EXPECT_FALSE(response.AddHeader(name, "v")) << name;
   }
-  EXPECT_EQ(response.header_lines(), "");
+  EXPECT_EQ(HeaderLines(response), "");
   EXPECT_TRUE(response.AddHeader("!#$%&'*+-.^_`|~09azAZ", "v"));
 }
 
@@ -339,10 +346,10 @@ TEST(ResponseTest, AddHeaderStopsAtTheLimitAndTheRefusalFailsTheResponse) {
   // Exactly filling the limit works: 4096 = name(4) + 2 + value + 2.
   const std::string value(4096 - 8, 'v');
   EXPECT_TRUE(response.AddHeader("X-Fi", value));
-  EXPECT_EQ(response.header_lines().size(), 4096u);
+  EXPECT_EQ(HeaderLines(response).size(), 4096u);
   EXPECT_FALSE(response.header_refused());
   EXPECT_FALSE(response.AddHeader("X", ""));  // not one byte more
-  EXPECT_EQ(response.header_lines().size(), 4096u);
+  EXPECT_EQ(HeaderLines(response).size(), 4096u);
   EXPECT_TRUE(response.header_refused());
   EXPECT_EQ(response.HeaderRefusal(),
             "header \"X\" refused: its line (5 bytes) would take the header lines past 4096 "
@@ -351,7 +358,7 @@ TEST(ResponseTest, AddHeaderStopsAtTheLimitAndTheRefusalFailsTheResponse) {
   Response other;
   other.set_max_header_bytes(4096);
   EXPECT_FALSE(other.AddHeader("X-Big", std::string(4096, 'v')));
-  EXPECT_EQ(other.header_lines(), "");  // nothing partial
+  EXPECT_EQ(HeaderLines(other), "");  // nothing partial
   EXPECT_TRUE(other.AddHeader("X-Small", "ok"));  // a failed add leaves room...
   EXPECT_TRUE(other.header_refused());  // ...but the response stays failed
   EXPECT_EQ(other.HeaderRefusal().substr(0, 24), "header \"X-Big\" refused: ");
@@ -372,7 +379,7 @@ TEST(ResponseTest, EveryRefusalFailsTheResponseAndSaysWhy) {
     EXPECT_FALSE(response.AddHeader(c.name, c.value));
     EXPECT_TRUE(response.header_refused());
     EXPECT_EQ(response.HeaderRefusal(), c.why);
-    EXPECT_EQ(response.header_lines(), "X-Ok: 1\r\n");
+    EXPECT_EQ(HeaderLines(response), "X-Ok: 1\r\n");
     // Only the first refusal is told.
     EXPECT_FALSE(response.AddHeader("Bad Name", "v"));
     EXPECT_EQ(response.HeaderRefusal(), c.why);
@@ -419,9 +426,7 @@ TEST(ResponseTest, FieldsReadBackAsNamesAndValues) {
   EXPECT_TRUE(response.AddHeader("X-Spaced", " a: b "));
   EXPECT_TRUE(response.AddHeader("x-one", "again"));
   std::string seen;
-  size_t cursor = 0;
-  std::string_view name, value;
-  while (response.NextHeader(&cursor, &name, &value)) {
+  for (const auto [name, value] : response.headers()) {
     seen += std::string(name) + "=[" + std::string(value) + "]";
   }
   EXPECT_EQ(seen, "X-One=[1]X-Empty=[]X-Spaced=[ a: b ]x-one=[again]");
@@ -436,20 +441,20 @@ TEST(ResponseTest, GrownHeadersCopyAndMove) {
   EXPECT_TRUE(a.AddHeader("X-Big", big));
   Response b = a;  // copied
   EXPECT_TRUE(b.AddHeader("X-B", "2"));
-  EXPECT_EQ(a.header_lines(), "X-Big: " + big + "\r\n");
-  EXPECT_EQ(b.header_lines(), "X-Big: " + big + "\r\nX-B: 2\r\n");
+  EXPECT_EQ(HeaderLines(a), "X-Big: " + big + "\r\n");
+  EXPECT_EQ(HeaderLines(b), "X-Big: " + big + "\r\nX-B: 2\r\n");
   Response c = std::move(b);  // the heap block moves
-  EXPECT_EQ(c.header_lines(), "X-Big: " + big + "\r\nX-B: 2\r\n");
+  EXPECT_EQ(HeaderLines(c), "X-Big: " + big + "\r\nX-B: 2\r\n");
   Response d;
   EXPECT_TRUE(d.AddHeader("X-D", "small"));
   c = d;  // assigned smaller over larger
-  EXPECT_EQ(c.header_lines(), "X-D: small\r\n");
+  EXPECT_EQ(HeaderLines(c), "X-D: small\r\n");
   d = std::move(a);
-  EXPECT_EQ(d.header_lines(), "X-Big: " + big + "\r\n");
+  EXPECT_EQ(HeaderLines(d), "X-Big: " + big + "\r\n");
   EXPECT_EQ(d.RemoveHeader("x-big"), 1u);
-  EXPECT_EQ(d.header_lines(), "");
+  EXPECT_EQ(HeaderLines(d), "");
   EXPECT_TRUE(d.AddHeader("X-After", "ok"));
-  EXPECT_EQ(d.header_lines(), "X-After: ok\r\n");
+  EXPECT_EQ(HeaderLines(d), "X-After: ok\r\n");
 }
 
 // Issue 19 item 9: a JWT cookie, a CSP and CORS headers pass 1 KiB in real
@@ -478,9 +483,9 @@ TEST(ResponseTest, ResponsesAreIndependentCopies) {
   Response b = a;
   EXPECT_TRUE(b.AddHeader("X-B", "2"));
   b.body() += "!";
-  EXPECT_EQ(a.header_lines(), "X-A: 1\r\n");
+  EXPECT_EQ(HeaderLines(a), "X-A: 1\r\n");
   EXPECT_EQ(a.body_view(), "body");
-  EXPECT_EQ(b.header_lines(), "X-A: 1\r\nX-B: 2\r\n");
+  EXPECT_EQ(HeaderLines(b), "X-A: 1\r\nX-B: 2\r\n");
   EXPECT_EQ(b.body_view(), "body!");
 }
 
@@ -613,11 +618,11 @@ TEST(ResponseTest, RemoveHeaderTakesEveryLineOfThatNameOnly) {
   EXPECT_TRUE(response.AddHeader("etag", "\"b\""));
   EXPECT_TRUE(response.AddHeader("ETag-Like", "2"));
   EXPECT_EQ(response.RemoveHeader("ETAG"), 2u);
-  EXPECT_EQ(response.header_lines(), "X-Keep: 1\r\nETag-Like: 2\r\n");
+  EXPECT_EQ(HeaderLines(response), "X-Keep: 1\r\nETag-Like: 2\r\n");
   EXPECT_EQ(response.RemoveHeader("etag"), 0u);
   // The room is back.
   EXPECT_TRUE(response.AddHeader("ETag", "\"c\""));
-  EXPECT_EQ(response.header_lines(), "X-Keep: 1\r\nETag-Like: 2\r\nETag: \"c\"\r\n");
+  EXPECT_EQ(HeaderLines(response), "X-Keep: 1\r\nETag-Like: 2\r\nETag: \"c\"\r\n");
 }
 
 }  // namespace

@@ -29,24 +29,15 @@ class ParsedRequest {
   std::vector<http::Header> headers_;
 };
 
-// The value of the first header line `name` in response.header_lines(), or
-// "(none)"; how many lines have that name in *count.
+// The value of the first header field `name` in the response, or
+// "(none)"; how many fields have that name in *count.
 inline std::string HeaderOf(const http::Response& response, std::string_view name,
                             int* count = nullptr) {
   std::string found = "(none)";
   int n = 0;
-  std::string_view lines = response.header_lines();
-  while (!lines.empty()) {
-    const size_t end = lines.find("\r\n");
-    const std::string_view line = lines.substr(0, end);
-    lines.remove_prefix(end + 2);
-    const size_t colon = line.find(':');
-    std::string key(line.substr(0, colon));
-    for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string want(name);
-    for (char& c : want) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (key != want) continue;
-    if (n++ == 0) found = std::string(line.substr(colon + 2));
+  for (const http::HeaderTable::Field f : response.headers()) {
+    if (!http::FieldNameEquals(f.name, name)) continue;
+    if (n++ == 0) found = std::string(f.value);
   }
   if (count != nullptr) *count = n;
   return found;
