@@ -111,7 +111,7 @@ bool FieldNameEquals(std::string_view a, std::string_view b);
 class HeaderTable {
  public:
   static constexpr size_t kInlineBytes = 1024;
-  static constexpr size_t kInlineFields = 32;
+  static constexpr size_t kInlineFields = 16;
 
   struct Field {
     std::string_view name;

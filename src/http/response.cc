@@ -192,6 +192,8 @@ FieldCheck CheckField(std::string_view name, std::string_view value) {
 
 }  // namespace
 
+const HeaderTable Response::kNoFields{};
+
 void Response::Clear() {
   const size_t max = max_header_bytes_;
   *this = Response();
@@ -287,10 +289,11 @@ bool Response::AddTrailer(std::string_view name, std::string_view value) {
     case FieldCheck::kServerOwned:
       return Refuse(Refusal::kServerOwned, true, name, need);
   }
-  if (trailers_.line_bytes() + need > max_header_bytes_) {
+  if (trailers().line_bytes() + need > max_header_bytes_) {
     return Refuse(Refusal::kTooLarge, true, name, need);
   }
-  trailers_.Add(name, value);
+  if (trailers_.table == nullptr) trailers_.table = std::make_unique<HeaderTable>();
+  trailers_.table->Add(name, value);
   return true;
 }
 
@@ -311,10 +314,16 @@ size_t SerializeResponse(const Response& response, const SerializeOptions& optio
 
 size_t SerializeStreamHead(const Response& response, const SerializeOptions& options,
                            StreamFraming framing, uint64_t length, char* out, size_t capacity) {
+  return SerializeStreamHead(response.status(), response.headers(), options, framing, length, out,
+                             capacity);
+}
+
+size_t SerializeStreamHead(int status, const HeaderTable& fields, const SerializeOptions& options,
+                           StreamFraming framing, uint64_t length, char* out, size_t capacity) {
   Writer w(out, capacity);
-  WriteStatusLine(w, response.status(), &response.headers(), {});
+  WriteStatusLine(w, status, &fields, {});
   bool keep_alive = options.keep_alive;
-  if (response.status() != 204) {
+  if (status != 204) {
     switch (framing) {
       case StreamFraming::kContentLength:
         w.Put("Content-Length: ");
@@ -323,7 +332,7 @@ size_t SerializeStreamHead(const Response& response, const SerializeOptions& opt
         break;
       case StreamFraming::kChunked:
         // 304 states no framing of its own (it has no body): nothing to say.
-        if (response.status() != 304) w.Put("Transfer-Encoding: chunked\r\n");
+        if (status != 304) w.Put("Transfer-Encoding: chunked\r\n");
         break;
       case StreamFraming::kClose:
         keep_alive = false;  // the end of the body is the end of the connection

@@ -185,7 +185,7 @@ class Response {
   // the headers'); a refusal fails the response too: answered 500 if its
   // head has not gone, else the stream ends without its last chunk.
   [[nodiscard]] bool AddTrailer(std::string_view name, std::string_view value);
-  const HeaderTable& trailers() const { return trailers_; }
+  const HeaderTable& trailers() const { return trailers_.table ? *trailers_.table : kNoFields; }
   // FAST handlers: the body comes from `producer`, called on the ring thread
   // whenever there is room. (A SLOW handler may set one too; it runs on the
   // worker.)
@@ -219,7 +219,22 @@ class Response {
   ResponseStream* stream_ = nullptr;
   std::string refused_name_;  // (the first bytes of it)
   HeaderTable headers_;
-  HeaderTable trailers_;
+  // Few responses have trailers: their table is made by the first (and
+  // copied with the response).
+  struct LazyTable {
+    LazyTable() = default;
+    LazyTable(const LazyTable& other)
+        : table(other.table ? std::make_unique<HeaderTable>(*other.table) : nullptr) {}
+    LazyTable& operator=(const LazyTable& other) {
+      if (this != &other) table = other.table ? std::make_unique<HeaderTable>(*other.table) : nullptr;
+      return *this;
+    }
+    LazyTable(LazyTable&&) noexcept = default;
+    LazyTable& operator=(LazyTable&&) noexcept = default;
+    std::unique_ptr<HeaderTable> table;
+  };
+  LazyTable trailers_;
+  static const HeaderTable kNoFields;
 };
 
 struct SerializeOptions {
@@ -250,6 +265,9 @@ enum class StreamFraming : uint8_t {
 // The head of a streamed response (no body bytes), with its framing header
 // ("Connection: close" for kClose). Returns the size as SerializeResponse().
 size_t SerializeStreamHead(const Response& response, const SerializeOptions& options,
+                           StreamFraming framing, uint64_t length, char* out, size_t capacity);
+// The same from a status and fields (a worker's streamed head).
+size_t SerializeStreamHead(int status, const HeaderTable& fields, const SerializeOptions& options,
                            StreamFraming framing, uint64_t length, char* out, size_t capacity);
 
 // "<hex size>\r\n" before a chunk of `size` bytes (size > 0); returns its

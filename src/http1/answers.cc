@@ -163,8 +163,6 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   task->allow_len = static_cast<uint16_t>(allow.size());
   task->head_only = ex_.head;
   task->keep_alive = ex_.keep_alive;
-  task->keep_alive_header = ex_.keep_alive && ex_.http10;
-  task->http10 = ex_.http10;
   task->request_body = req_pipe();
   task->client_address = client_address();
   task->client_certificate = client_cert_;
@@ -261,6 +259,7 @@ void Connection::PumpPipe() {
     S().resp_pipe.reset(pipe);
     ex_.answer = Answer::kPipe;
     env_->stats->streamed_responses.Add();
+    S().pipe_head_due = true;
   }
   if (ex_.answer != Answer::kPipe) return;
   if (ex_.body_status != 0 && ex_.response_bytes == 0) {
@@ -269,38 +268,91 @@ void Connection::PumpPipe() {
     resp_pipe()->Abort();
     return;
   }
+  if (S().pipe_head_due) {
+    // Earlier answers may fill the queue still: its sends bring us back.
+    if (out_.room() < 2) return;
+    S().pipe_head_due = false;
+    // The head the worker fixed before it published the pipe (the acquire
+    // load above), framed here: the pipe carries body bytes only.
+    const worker::StreamHead& head = *task_->stream_head;
+    S().pipe_framing = head.length_known ? http::StreamFraming::kContentLength
+                       : ex_.http10      ? http::StreamFraming::kClose
+                                         : http::StreamFraming::kChunked;
+    S().pipe_sends_body = !ex_.head && http::StatusHasBody(head.status);
+    // Counted with the answer's bytes as the body's are: a request body
+    // that fails from now on can no longer be answered with an error.
+    ex_.response_bytes += QueueStreamHead(head.status, head.fields, S().pipe_framing, head.length);
+    if (env_->access_log) {
+      if (const std::optional<std::string_view> id = head.fields.Find("x-request-id")) {
+        SetRequestId(*id);
+      }
+    }
+  }
+  // A chunk's size line, its bytes (from the pipe's memory) and its CRLF.
+  const bool chunked = S().pipe_framing == http::StreamFraming::kChunked;
+  const unsigned segments = chunked ? 4 : 2;
   for (;;) {
-    while (out_.room() >= 2) {
+    while (out_.room() >= segments) {
       const std::string_view piece = resp_pipe()->PeekAt(S().pipe_queued);
       if (piece.empty()) break;
-      if (S().pipe_queued == 0 && ex_.status == 0 && piece.size() >= 12) {
-        // "HTTP/1.1 NNN": the status, for the metrics and the log.
-        ex_.status = (piece[9] - '0') * 100 + (piece[10] - '0') * 10 + (piece[11] - '0');
-        // The head as the worker wrote it (its first piece holds it whole
-        // unless it is very large; then the id may be missed).
-        if (env_->access_log) NoteRequestId(piece);
+      if (chunked) {
+        char size_line[18];
+        const size_t n = http::ChunkHeader(piece.size(), size_line);
+        URING_CHECK(out_.Append({size_line, n}));
+        ex_.response_bytes += n + 2;
       }
       out_.AppendExternal(piece.data(), piece.size(), this);
+      if (chunked) URING_CHECK(out_.Append("\r\n"));
       S().pipe_queued += piece.size();
       ex_.response_bytes += piece.size();
     }
     if (resp_pipe()->aborted()) return;
     if (!task_inflight_ && resp_pipe()->finished() && resp_pipe()->readable() == S().pipe_queued) {
       // The worker is done and all of it is queued: the answer is complete.
-      if (task_->stream_broken || task_->stream_closes || !task_->keep_alive ||
-          !KeepAliveNow()) {
+      // A broken stream ends without its last chunk, so that the client
+      // cannot take the cut-short body for a whole one.
+      if (chunked && S().pipe_sends_body && !task_->stream_broken) {
+        if (out_.room() < 1) return;  // its sends bring us back
+        if (const http::HeaderTable* trailers = task_->stream_head->trailers.get()) {
+          URING_CHECK(out_.Append(http::LastChunk(*trailers)));
+        } else {
+          URING_CHECK(out_.Append("0\r\n\r\n"));
+        }
+      }
+      if (task_->stream_broken || S().pipe_framing == http::StreamFraming::kClose ||
+          !task_->keep_alive || !KeepAliveNow()) {
         ex_.close_after = true;
       }
       Answered();
       return;
     }
-    if (out_.room() < 2) return;  // sends free segments, then Sync() comes back
+    if (out_.room() < segments) return;  // sends free segments, then Sync() comes back
     // The stream is written whole; its task's completion ends it.
     if (resp_pipe()->finished() && resp_pipe()->readable() == S().pipe_queued) return;
     // Caught up with the worker: ask for a message when it writes more, or
     // go round again if it wrote meanwhile.
     if (resp_pipe()->ArmReadNotify(S().pipe_queued)) return;
   }
+}
+
+size_t Connection::QueueStreamHead(int status, const http::HeaderTable& fields,
+                                   http::StreamFraming framing, uint64_t length) {
+  const http::SerializeOptions options =
+      HeadOptions(/*can_keep=*/framing != http::StreamFraming::kClose);
+  // Serialized straight into the output's tail (measured first only if it
+  // does not fit there).
+  size_t room = 0;
+  char* dst = out_.ReserveRoom(512, &room);
+  URING_CHECK(dst != nullptr);
+  size_t size = http::SerializeStreamHead(status, fields, options, framing, length, dst, room);
+  if (size > room) {
+    dst = out_.Reserve(size);
+    URING_CHECK(dst != nullptr);
+    http::SerializeStreamHead(status, fields, options, framing, length, dst, size);
+  }
+  out_.Commit(size);
+  ex_.status = status;
+  return size;
 }
 
 void Connection::ReleaseOutput(size_t bytes) {
@@ -457,20 +509,8 @@ void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
   } else {
     S().produce_framing = ex_.http10 ? http::StreamFraming::kClose : http::StreamFraming::kChunked;
   }
-  const http::SerializeOptions options =
-      HeadOptions(/*can_keep=*/S().produce_framing != http::StreamFraming::kClose);
-  char buffer[2048];
-  size_t size = http::SerializeStreamHead(response, options, S().produce_framing, S().produce_length,
-                                          buffer, sizeof(buffer));
-  if (size <= sizeof(buffer)) {
-    URING_CHECK(out_.Append(std::string_view(buffer, size)));
-  } else {
-    char* dst = out_.Reserve(size);
-    URING_CHECK(dst != nullptr);
-    http::SerializeStreamHead(response, options, S().produce_framing, S().produce_length, dst, size);
-    out_.Commit(size);
-  }
-  ex_.status = response.status();
+  QueueStreamHead(response.status(), response.headers(), S().produce_framing,
+                  S().produce_length);
   S().produced = 0;
   if (!sends_body) {
     Answered();  // the head is all there is
@@ -608,27 +648,6 @@ bool Connection::MoreRequestsWaiting() const {
 void Connection::NoteRequestId(const http::Response& response) {
   if (const std::optional<std::string_view> id = response.FindHeader("x-request-id")) {
     SetRequestId(*id);
-  }
-}
-
-// The head as a worker wrote it to the pipe, lines to its blank line.
-void Connection::NoteRequestId(std::string_view lines) {
-  constexpr std::string_view kName = "x-request-id:";
-  while (!lines.empty()) {
-    size_t end = lines.find('\n');
-    if (end == std::string_view::npos) end = lines.size();
-    std::string_view line = lines.substr(0, end);
-    lines.remove_prefix(std::min(end + 1, lines.size()));
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.empty()) return;  // the end of a head
-    if (line.size() <= kName.size()) continue;
-    bool same = true;
-    for (size_t i = 0; i < kName.size() && same; ++i) {
-      same = (line[i] | 0x20) == kName[i];  // ASCII case folding ("-" and ":" unchanged)
-    }
-    if (!same) continue;
-    SetRequestId(line.substr(kName.size()));
-    return;
   }
 }
 

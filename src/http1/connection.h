@@ -266,8 +266,11 @@ class Connection final : private ExternalOwner {
   void Respond(http::Response& response, bool close = false);
   // The response's X-Request-Id (if any) for the access log line.
   void NoteRequestId(const http::Response& response);
-  void NoteRequestId(std::string_view head_lines);
   void SetRequestId(std::string_view value);
+  // A streamed response's head, framed for `framing`, into the output;
+  // returns its size.
+  size_t QueueStreamHead(int status, const http::HeaderTable& fields,
+                         http::StreamFraming framing, uint64_t length);
   void RespondError(int status, bool close, std::string_view allow = {});
   // An error the server answers for the exchange (or, with none begun, for
   // the connection): its error page and the afters due (middleware.h) if

@@ -34,6 +34,10 @@ struct StreamState {
   std::unique_ptr<router::BodySink> sink;       // ... or to a FAST sink
   std::unique_ptr<worker::BodyPipe> resp_pipe;  // a worker's streamed response
   size_t pipe_queued = 0;  // resp_pipe bytes handed to the output queue, not yet freed
+  // The pipe carries body bytes; its head and framing are the ring's.
+  http::StreamFraming pipe_framing = http::StreamFraming::kChunked;
+  bool pipe_head_due = false;    // adopted, head not yet queued
+  bool pipe_sends_body = false;  // not HEAD, 204 or 304
   http::BodyProducer producer;                  // a FAST producer's stream
   std::string trailers;
   uint64_t produced = 0;        // its body bytes so far
@@ -61,6 +65,7 @@ class StreamStatePool {
     s->trailers.clear();
     s->gzip.reset();
     s->produced = s->produce_length = s->pipe_queued = 0;
+    s->pipe_head_due = s->pipe_sends_body = false;
     free_.push_back(std::move(s));
   }
 

@@ -18,6 +18,10 @@
 // (created by the ring), a streamed response in `response_body` (created by
 // the worker at the handler's first Write, then owned by the ring). Progress
 // on either is announced with a kStreamNotify MSG_RING to `notify_user_data`.
+// A response pipe carries body bytes only: the worker leaves the head
+// (status, fields, a promised length) and later the trailers in a
+// StreamHead, and the ring's codec frames them (HTTP/1 chunks, or HTTP/2
+// frames), so that nothing of a protocol runs on a worker.
 #ifndef URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 #define URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 
@@ -46,6 +50,18 @@ struct RingAddress {
   Mailbox* mailbox = nullptr;
 };
 
+// The head of a streamed response as the worker fixed it at the first
+// Write: written before `response_body` is published (release), read by the
+// ring after it loads the pipe (acquire). `trailers` is written before the
+// pipe's Finish() (release) and read once the task has completed.
+struct StreamHead {
+  int status = 200;
+  http::HeaderTable fields;
+  bool length_known = false;  // a Content-Length the body keeps (not gzipped)
+  uint64_t length = 0;
+  std::unique_ptr<http::HeaderTable> trailers;  // null: none
+};
+
 struct TaskBuffer {
   enum State : uint32_t { kPending = 0, kDone = 1 };
 
@@ -60,8 +76,6 @@ struct TaskBuffer {
   uint16_t allow_len = 0;
   bool head_only = false;   // HEAD: a streamed response sends no body
   bool keep_alive = true;   // the request allows keep-alive (the ring decides at the end)
-  bool keep_alive_header = false;  // HTTP/1.0 keep-alive: say so in a streamed head
-  bool http10 = false;      // no chunked framing: a streamed body is close-delimited
   BodyPipe* request_body = nullptr;  // streamed request body, or null
   http::ClientAddress client_address;  // Request::client_address
   // Request::client_certificate: the task holds it, so it outlives a
@@ -73,17 +87,16 @@ struct TaskBuffer {
 
   // ---- result, written by the worker
   http::Response response;  // sent by the ring unless the body was streamed
-  // A streamed response: the pipe the worker writes its bytes into (head,
-  // framing and all), published with a release store. Owned by the ring once
-  // seen.
+  // A streamed response: the pipe the worker writes its body bytes into,
+  // published with a release store. Owned by the ring once seen.
   std::atomic<BodyPipe*> response_body{nullptr};
+  // Its head, set before the pipe is published (one allocation per
+  // streamed response, beside the pipe's own).
+  std::unique_ptr<StreamHead> stream_head;
   // The stream ended without a complete body (the handler threw, or wrote
   // fewer bytes than its Content-Length): the ring closes the connection
   // after what was sent, since the client cannot tell the body is short.
   bool stream_broken = false;
-  // The streamed response is close-delimited (HTTP/1.0): the ring closes
-  // after it.
-  bool stream_closes = false;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
 };

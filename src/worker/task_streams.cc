@@ -69,31 +69,16 @@ bool PipeResponseStream::Start(http::Response& response) {
   // is known only at the end: chunked (or close-delimited) instead. (HEAD
   // says what the GET would.)
   const bool gzipped = StartGzip(response);
-  if (response.has_content_length() && !gzipped) {
-    framing_ = http::StreamFraming::kContentLength;
-    length_ = response.content_length();
-  } else if (task_->http10) {
-    framing_ = http::StreamFraming::kClose;
-  } else {
-    framing_ = http::StreamFraming::kChunked;
-  }
-  if (framing_ == http::StreamFraming::kClose) task_->stream_closes = true;
-  http::SerializeOptions options;
-  options.keep_alive = task_->keep_alive;
-  options.keep_alive_header = task_->keep_alive_header;
-  options.head_only = task_->head_only;
-  std::string head(512, '\0');
-  size_t size = http::SerializeStreamHead(response, options, framing_, length_, head.data(),
-                                          head.size());
-  if (size > head.size()) {
-    head.resize(size);
-    size = http::SerializeStreamHead(response, options, framing_, length_, head.data(), size);
-  }
-  head.resize(size);
+  length_known_ = response.has_content_length() && !gzipped;
+  length_ = length_known_ ? response.content_length() : 0;
+  auto head = std::make_unique<StreamHead>();
+  head->status = status;
+  head->fields = response.headers();  // the handler may go on changing its own
+  head->length_known = length_known_;
+  head->length = length_;
+  task_->stream_head = std::move(head);
   auto pipe = std::make_unique<BodyPipe>(kResponsePipeBytes);
   pipe_ = pipe.get();
-  // The head fits (a head is at most a few KiB; the pipe is 256 KiB).
-  pipe_->Write(head.data(), head.size());
   // Release: the ring reads the pipe and the head through this pointer.
   task_->response_body.store(pipe.release(), std::memory_order_release);
   // The ring cannot have asked about a pipe it did not know: tell it now.
@@ -132,35 +117,16 @@ bool PipeResponseStream::Write(http::Response& response, std::string_view data) 
       return false;
     }
     written_ += data.size();
-    return PutFramed(gzipped_);
+    return PutBody(gzipped_);
   }
-  if (framing_ == http::StreamFraming::kContentLength && data.size() > length_ - written_) {
+  if (length_known_ && data.size() > length_ - written_) {
     // More than promised would corrupt the next response on the
     // connection: refuse it, and end the connection after this one.
     Break();
     return false;
   }
-  if (!PutFramed(data)) return false;
+  if (!PutBody(data)) return false;
   written_ += data.size();
-  return true;
-}
-
-bool PipeResponseStream::PutFramed(std::string_view data) {
-  if (data.empty()) return true;  // an empty chunk would end the body
-  switch (framing_) {
-    case http::StreamFraming::kContentLength:
-      if (!Put(data)) return false;
-      break;
-    case http::StreamFraming::kChunked: {
-      char header[18];
-      const size_t n = http::ChunkHeader(data.size(), header);
-      if (!Put({header, n}) || !Put(data) || !Put("\r\n")) return false;
-      break;
-    }
-    case http::StreamFraming::kClose:
-      if (!Put(data)) return false;
-      break;
-  }
   return true;
 }
 
@@ -215,22 +181,18 @@ void PipeResponseStream::Finish(http::Response& response) {
       Break();  // short of its promise: no gzip trailer, no last chunk
     } else {
       gzipped_.clear();
-      if (!gzip_->Finish(&gzipped_) || !PutFramed(gzipped_)) Break();
+      if (!gzip_->Finish(&gzipped_) || !PutBody(gzipped_)) Break();
     }
   }
   // The compressor's memory goes with the response, not with the worker.
   gzip_.reset();
   gzipped_ = std::string();
   if (!broken_ && !pipe_->aborted() && !discard_body_) {
-    switch (framing_) {
-      case http::StreamFraming::kContentLength:
-        if (written_ != length_) Break();
-        break;
-      case http::StreamFraming::kChunked:
-        Put(http::LastChunk(response.trailers()));
-        break;
-      case http::StreamFraming::kClose:
-        break;
+    if (length_known_ && written_ != length_) Break();
+    // For the ring to send after the body (a chunked HTTP/1 body's trailer
+    // section); released with the pipe's Finish().
+    if (!response.trailers().empty()) {
+      task_->stream_head->trailers = std::make_unique<http::HeaderTable>(response.trailers());
     }
   }
   // No message: the task's completion follows at once and the ring reads

@@ -6,11 +6,11 @@
 // a read returns -1 and error() gives the ring's reason (http::BodyError).
 //
 // PipeResponseStream is what Response::Write() streams through: the first
-// write creates the response pipe and puts the head in it (unless the
-// request body has failed: the server answers that one); every write adds
-// its bytes with their framing (chunked, Content-Length or close-delimited),
-// blocking while the pipe is full; Finish() ends the body when the handler
-// returns.
+// write fixes the head (status, fields, a promised length) in the task's
+// StreamHead and creates the response pipe (unless the request body has
+// failed: the server answers that one); every write adds its body bytes,
+// blocking while the pipe is full; Finish() leaves the trailers and ends the
+// body when the handler returns. The ring frames all of it for its protocol.
 //
 // A compressible streamed response is gzipped here, on the worker, as it
 // streams (see compress.h): one GzipStream per response, flushed after each
@@ -82,8 +82,8 @@ class PipeResponseStream final : public http::ResponseStream {
   // Decides on gzip and adds its headers, before the head is serialized;
   // true when the response says Content-Encoding: gzip.
   bool StartGzip(http::Response& response);
-  // `data` with this response's framing.
-  bool PutFramed(std::string_view data);
+  // Body bytes (not empty) into the pipe.
+  bool PutBody(std::string_view data) { return data.empty() || Put(data); }
   // Puts bytes into the pipe, waiting for room; false once aborted.
   bool Put(std::string_view bytes);
 
@@ -93,10 +93,10 @@ class PipeResponseStream final : public http::ResponseStream {
   std::unique_ptr<http::GzipStream> gzip_;  // compressing this response's body
   std::string gzipped_;                     // its output for one Write, reused
   BodyPipe* pipe_ = nullptr;  // owned by the ring once published
-  http::StreamFraming framing_ = http::StreamFraming::kChunked;
+  bool length_known_ = false;  // the body keeps a promised Content-Length
   bool discard_body_ = false;  // HEAD, 204, 304: the head only
   bool broken_ = false;
-  uint64_t length_ = 0;        // kContentLength: what was promised
+  uint64_t length_ = 0;        // length_known_: what was promised
   uint64_t written_ = 0;       // body bytes written
 };
 
