@@ -97,8 +97,8 @@
 // Everything else under src/ (the ring, buffers, connections, event loops,
 // the worker pool's insides) is internal: its Bazel targets are visible only
 // inside this repository, and it changes without notice. Names in a header
-// above that serve the server itself (the serializer in response.h, the
-// parse functions in parser.h) are public for the tests and may change too.
+// above that serve the server itself (the parse functions in parser.h)
+// are public for the tests and may change too.
 #ifndef URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 

@@ -49,7 +49,7 @@ class ProducerOutput final : public http::BodyOutput {
       Frame(gzipped_);
       return true;
     }
-    if (c_->S().produce_framing == http::StreamFraming::kContentLength &&
+    if (c_->S().produce_framing == StreamFraming::kContentLength &&
         data.size() > c_->S().produce_length - c_->S().produced) {
       failed_ = true;  // more than promised would corrupt the next response
       return false;
@@ -62,17 +62,17 @@ class ProducerOutput final : public http::BodyOutput {
   void Frame(std::string_view data) {
     if (data.empty()) return;  // an empty chunk would end the body
     switch (c_->S().produce_framing) {
-      case http::StreamFraming::kContentLength:
+      case StreamFraming::kContentLength:
         bytes_.append(data);
         break;
-      case http::StreamFraming::kChunked: {
+      case StreamFraming::kChunked: {
         char header[18];
-        bytes_.append(header, http::ChunkHeader(data.size(), header));
+        bytes_.append(header, ChunkHeader(data.size(), header));
         bytes_.append(data);
         bytes_.append("\r\n");
         break;
       }
-      case http::StreamFraming::kClose:
+      case StreamFraming::kClose:
         bytes_.append(data);
         break;
     }
@@ -275,9 +275,9 @@ void Connection::PumpPipe() {
     // The head the worker fixed before it published the pipe (the acquire
     // load above), framed here: the pipe carries body bytes only.
     const worker::StreamHead& head = *task_->stream_head;
-    S().pipe_framing = head.length_known ? http::StreamFraming::kContentLength
-                       : ex_.http10      ? http::StreamFraming::kClose
-                                         : http::StreamFraming::kChunked;
+    S().pipe_framing = head.length_known ? StreamFraming::kContentLength
+                       : ex_.http10      ? StreamFraming::kClose
+                                         : StreamFraming::kChunked;
     S().pipe_sends_body = !ex_.head && http::StatusHasBody(head.status);
     // Counted with the answer's bytes as the body's are: a request body
     // that fails from now on can no longer be answered with an error.
@@ -289,7 +289,7 @@ void Connection::PumpPipe() {
     }
   }
   // A chunk's size line, its bytes (from the pipe's memory) and its CRLF.
-  const bool chunked = S().pipe_framing == http::StreamFraming::kChunked;
+  const bool chunked = S().pipe_framing == StreamFraming::kChunked;
   const unsigned segments = chunked ? 4 : 2;
   for (;;) {
     while (out_.room() >= segments) {
@@ -297,7 +297,7 @@ void Connection::PumpPipe() {
       if (piece.empty()) break;
       if (chunked) {
         char size_line[18];
-        const size_t n = http::ChunkHeader(piece.size(), size_line);
+        const size_t n = ChunkHeader(piece.size(), size_line);
         URING_CHECK(out_.Append({size_line, n}));
         ex_.response_bytes += n + 2;
       }
@@ -314,12 +314,12 @@ void Connection::PumpPipe() {
       if (chunked && S().pipe_sends_body && !task_->stream_broken) {
         if (out_.room() < 1) return;  // its sends bring us back
         if (const http::HeaderTable* trailers = task_->stream_head->trailers.get()) {
-          URING_CHECK(out_.Append(http::LastChunk(*trailers)));
+          URING_CHECK(out_.Append(LastChunk(*trailers)));
         } else {
           URING_CHECK(out_.Append("0\r\n\r\n"));
         }
       }
-      if (task_->stream_broken || S().pipe_framing == http::StreamFraming::kClose ||
+      if (task_->stream_broken || S().pipe_framing == StreamFraming::kClose ||
           !task_->keep_alive || !KeepAliveNow()) {
         ex_.close_after = true;
       }
@@ -336,19 +336,19 @@ void Connection::PumpPipe() {
 }
 
 size_t Connection::QueueStreamHead(int status, const http::HeaderTable& fields,
-                                   http::StreamFraming framing, uint64_t length) {
-  const http::SerializeOptions options =
-      HeadOptions(/*can_keep=*/framing != http::StreamFraming::kClose);
+                                   StreamFraming framing, uint64_t length) {
+  const SerializeOptions options =
+      HeadOptions(/*can_keep=*/framing != StreamFraming::kClose);
   // Serialized straight into the output's tail (measured first only if it
   // does not fit there).
   size_t room = 0;
   char* dst = out_.ReserveRoom(512, &room);
   URING_CHECK(dst != nullptr);
-  size_t size = http::SerializeStreamHead(status, fields, options, framing, length, dst, room);
+  size_t size = SerializeStreamHead(status, fields, options, framing, length, dst, room);
   if (size > room) {
     dst = out_.Reserve(size);
     URING_CHECK(dst != nullptr);
-    http::SerializeStreamHead(status, fields, options, framing, length, dst, size);
+    SerializeStreamHead(status, fields, options, framing, length, dst, size);
   }
   out_.Commit(size);
   ex_.status = status;
@@ -365,7 +365,7 @@ void Connection::ReleaseOutput(size_t bytes) {
 void Connection::Respond(http::Response& response, bool close) {
   if (response.header_refused()) return RespondRefused(response, close);
   if (env_->access_log) NoteRequestId(response);
-  http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
+  SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   const int status = response.status();
   const bool send_body = !ex_.head && http::StatusHasBody(status);
   const size_t body_size = response.body_view().size();
@@ -376,11 +376,11 @@ void Connection::Respond(http::Response& response, bool close) {
   size_t room = 0;
   char* dst = out_.ReserveRoom(512, &room);
   URING_CHECK(dst != nullptr);
-  size_t size = http::SerializeResponse(response, options, dst, room);
+  size_t size = SerializeResponse(response, options, dst, room);
   if (size > room) {
     dst = out_.Reserve(size);
     URING_CHECK(dst != nullptr);
-    http::SerializeResponse(response, options, dst, size);
+    SerializeResponse(response, options, dst, size);
   }
   out_.Commit(size);
   if (own_body) URING_CHECK(out_.AppendOwned(std::move(response).take_body()));
@@ -396,12 +396,12 @@ void Connection::RespondError(int status, bool close, std::string_view allow) {
     ex_.route_id = env_->unmatched_route;
     ex_.started_ns = NowNs();
   }
-  const http::SerializeOptions options = HeadOptions(/*can_keep=*/!close);
+  const SerializeOptions options = HeadOptions(/*can_keep=*/!close);
   char buffer[512];
-  const size_t size = http::SerializeError(status, options, allow, buffer, sizeof(buffer));
+  const size_t size = SerializeError(status, options, allow, buffer, sizeof(buffer));
   URING_CHECK(out_.Append(std::string_view(buffer, std::min(size, sizeof(buffer)))));
   ex_.status = status;
-  ex_.response_bytes = http::ErrorBodySize(status);
+  ex_.response_bytes = ErrorBodySize(status);
   ex_.answer = Answer::kPending;
   Answered();
 }
@@ -504,10 +504,10 @@ void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
   http::AddGzipHeaders(gzip, response);
   // A promised length is the identity body's: gzipped, chunked instead.
   if (response.has_content_length() && gzip != http::GzipDecision::kGzip) {
-    S().produce_framing = http::StreamFraming::kContentLength;
+    S().produce_framing = StreamFraming::kContentLength;
     S().produce_length = response.content_length();
   } else {
-    S().produce_framing = ex_.http10 ? http::StreamFraming::kClose : http::StreamFraming::kChunked;
+    S().produce_framing = ex_.http10 ? StreamFraming::kClose : StreamFraming::kChunked;
   }
   QueueStreamHead(response.status(), response.headers(), S().produce_framing,
                   S().produce_length);
@@ -518,7 +518,7 @@ void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
   }
   S().producer = std::move(response.producer());
   S().trailers.clear();
-  http::AppendFieldLines(response.trailers(), &S().trailers);
+  AppendFieldLines(response.trailers(), &S().trailers);
   ex_.answer = Answer::kProducer;
   PumpProducer();
 }
@@ -556,13 +556,13 @@ void Connection::PumpProducer() {
       S().producer = nullptr;
       S().gzip.reset();
       switch (S().produce_framing) {
-        case http::StreamFraming::kContentLength:
+        case StreamFraming::kContentLength:
           if (S().produced != S().produce_length) ex_.close_after = true;
           break;
-        case http::StreamFraming::kChunked:
-          if (!ex_.close_after) URING_CHECK(out_.Append(http::LastChunk(S().trailers)));
+        case StreamFraming::kChunked:
+          if (!ex_.close_after) URING_CHECK(out_.Append(LastChunk(S().trailers)));
           break;
-        case http::StreamFraming::kClose:
+        case StreamFraming::kClose:
           break;
       }
       ex_.response_bytes = S().produced;
@@ -618,10 +618,10 @@ void Connection::MaybeFinishExchange() {
   }
 }
 
-http::SerializeOptions Connection::HeadOptions(bool can_keep) {
+SerializeOptions Connection::HeadOptions(bool can_keep) {
   const bool keep = can_keep && KeepAliveNow();
   if (!keep) ex_.close_after = true;  // this response ends the connection
-  http::SerializeOptions options;
+  SerializeOptions options;
   options.keep_alive = keep;
   options.keep_alive_header = keep && ex_.http10;
   options.head_only = ex_.head;

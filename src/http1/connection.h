@@ -59,6 +59,7 @@
 #include "src/http/client_address.h"
 #include "src/http/parser.h"
 #include "src/http/response.h"
+#include "src/http1/response_writer.h"
 #include "src/http1/connection_host.h"
 #include "src/http1/output_queue.h"
 #include "src/http1/stream_state.h"
@@ -270,7 +271,7 @@ class Connection final : private ExternalOwner {
   // A streamed response's head, framed for `framing`, into the output;
   // returns its size.
   size_t QueueStreamHead(int status, const http::HeaderTable& fields,
-                         http::StreamFraming framing, uint64_t length);
+                         StreamFraming framing, uint64_t length);
   void RespondError(int status, bool close, std::string_view allow = {});
   // An error the server answers for the exchange (or, with none begun, for
   // the connection): its error page and the afters due (middleware.h) if
@@ -303,7 +304,7 @@ class Connection final : private ExternalOwner {
   bool KeepAliveNow() const;
   // How the next response head is written: keep-alive if `can_keep` and
   // the exchange allows it (else the connection closes after it), HEAD.
-  http::SerializeOptions HeadOptions(bool can_keep);
+  SerializeOptions HeadOptions(bool can_keep);
   bool MoreRequestsWaiting() const;
   std::string_view RequestLine() const;
   void FreeTask();

@@ -322,16 +322,16 @@ void Connection::ServeFile(const http::Request* request) {
   }
   if (env_->access_log) NoteRequestId(response);
 
-  const http::SerializeOptions options = HeadOptions(/*can_keep=*/true);
+  const SerializeOptions options = HeadOptions(/*can_keep=*/true);
   size_t room = 0;
   char* dst = out_.ReserveRoom(512, &room);
   URING_CHECK(dst != nullptr);
-  size_t size = http::SerializeStreamHead(response, options, http::StreamFraming::kContentLength,
+  size_t size = SerializeStreamHead(response, options, StreamFraming::kContentLength,
                                           plan.length, dst, room);
   if (size > room) {
     dst = out_.Reserve(size);
     URING_CHECK(dst != nullptr);
-    http::SerializeStreamHead(response, options, http::StreamFraming::kContentLength, plan.length,
+    SerializeStreamHead(response, options, StreamFraming::kContentLength, plan.length,
                               dst, size);
   }
   out_.Commit(size);

@@ -20,6 +20,7 @@
 #include "src/http/chunked_decoder.h"
 #include "src/http/gzip_encoder.h"
 #include "src/http/response.h"
+#include "src/http1/response_writer.h"
 #include "src/http1/file_stream.h"
 #include "src/router/router.h"
 #include "src/worker/body_pipe.h"
@@ -35,14 +36,14 @@ struct StreamState {
   std::unique_ptr<worker::BodyPipe> resp_pipe;  // a worker's streamed response
   size_t pipe_queued = 0;  // resp_pipe bytes handed to the output queue, not yet freed
   // The pipe carries body bytes; its head and framing are the ring's.
-  http::StreamFraming pipe_framing = http::StreamFraming::kChunked;
+  StreamFraming pipe_framing = StreamFraming::kChunked;
   bool pipe_head_due = false;    // adopted, head not yet queued
   bool pipe_sends_body = false;  // not HEAD, 204 or 304
   http::BodyProducer producer;                  // a FAST producer's stream
   std::string trailers;
   uint64_t produced = 0;        // its body bytes so far
   uint64_t produce_length = 0;  // its Content-Length, if it set one
-  http::StreamFraming produce_framing = http::StreamFraming::kChunked;
+  StreamFraming produce_framing = StreamFraming::kChunked;
   // Its gzip, when compressed (about 128 KiB): released with the producer.
   std::unique_ptr<http::GzipStream> gzip;
   FileStream file;                              // a static file's answer

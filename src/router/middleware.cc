@@ -13,7 +13,7 @@ const Middleware& At(const Pipeline& pipeline, const std::vector<Middleware>& ro
   return i < global.size() ? global[i] : route[i - global.size()];
 }
 
-// The server's own error text, as SerializeError writes it.
+// The server's own error text, as http1::SerializeError writes it.
 void DefaultPage(int status, http::Response& response) {
   response.set_status(status);
   std::string& body = response.body();

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/http1/response_writer.h"
 #include "test/http/gzip_testing.h"
 
 namespace uring_http::http {
@@ -12,7 +13,9 @@ namespace {
 // The header fields as HTTP/1 lines, for comparing with text.
 std::string HeaderLines(const Response& r) {
   std::string lines;
-  AppendFieldLines(r.headers(), &lines);
+  for (const auto [name, value] : r.headers()) {
+    lines.append(name).append(": ").append(value).append("\r\n");
+  }
   return lines;
 }
 
@@ -261,10 +264,10 @@ TEST(CompressBufferedResponseTest, HeadDeclaresWithoutLengthAndKeepsBody) {
   EXPECT_EQ(CompressBufferedResponse(On(), true, true, r), GzipDecision::kGzip);
   EXPECT_EQ(r.body_view(), body);  // not compressed: nothing is sent
   EXPECT_TRUE(r.length_unstated());
-  SerializeOptions options;
+  http1::SerializeOptions options;
   options.head_only = true;
   std::string out(4096, '\0');
-  out.resize(SerializeResponse(r, options, out.data(), out.size()));
+  out.resize(http1::SerializeResponse(r, options, out.data(), out.size()));
   EXPECT_NE(out.find("Content-Encoding: gzip\r\n"), std::string::npos);
   EXPECT_EQ(out.find("Content-Length"), std::string::npos);
   EXPECT_TRUE(out.ends_with("\r\n\r\n"));

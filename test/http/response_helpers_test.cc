@@ -11,7 +11,9 @@ namespace {
 
 std::string Lines(const Response& r) {
   std::string lines;
-  AppendFieldLines(r.headers(), &lines);
+  for (const auto [name, value] : r.headers()) {
+    lines.append(name).append(": ").append(value).append("\r\n");
+  }
   return lines;
 }
 

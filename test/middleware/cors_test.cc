@@ -13,7 +13,9 @@ namespace {
 // The header fields as HTTP/1 lines, for comparing with text.
 std::string HeaderLines(const http::Response& r) {
   std::string lines;
-  AppendFieldLines(r.headers(), &lines);
+  for (const auto [name, value] : r.headers()) {
+    lines.append(name).append(": ").append(value).append("\r\n");
+  }
   return lines;
 }
 

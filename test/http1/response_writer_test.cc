@@ -1,9 +1,10 @@
-// Tests for Response and its serializer: the status line, Server and Date
+// Tests for Response as the HTTP/1 serializer (src/http1/response_writer.h)
+// writes it: the status line, Server and Date
 // headers, Content-Length and Connection, HEAD and the 1xx/204/304 rules,
 // header injection defences, growth past the inline area, the limit and
 // the refusals that fail a response, the size reported
 // when the buffer is too small, error responses and reason phrases.
-#include "src/http/response.h"
+#include "src/http1/response_writer.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -14,8 +15,11 @@
 
 #include "gtest/gtest.h"
 
-namespace uring_http::http {
+namespace uring_http::http1 {
 namespace {
+
+using http::ReasonPhrase;
+using http::Response;
 
 // The header fields as HTTP/1 lines, for comparing with text.
 std::string HeaderLines(const Response& r) {
@@ -626,4 +630,4 @@ TEST(ResponseTest, RemoveHeaderTakesEveryLineOfThatNameOnly) {
 }
 
 }  // namespace
-}  // namespace uring_http::http
+}  // namespace uring_http::http1
