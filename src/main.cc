@@ -252,9 +252,17 @@ int main(int argc, char** argv) {
     std::printf("%s\n", s.ReadyLine().c_str());
     std::fflush(stdout);
     if (!pid_file.empty()) {
-      if (FILE* f = std::fopen(pid_file.c_str(), "w")) {
-        std::fprintf(f, "%d\n", static_cast<int>(getpid()));
-        std::fclose(f);
+      // Written whole under another name, then renamed over it: a reader
+      // (the predecessor of a takeover, a supervisor) never sees it empty.
+      const std::string temporary = pid_file + ".tmp";
+      bool written = false;
+      if (FILE* f = std::fopen(temporary.c_str(), "w")) {
+        const bool printed = std::fprintf(f, "%d\n", static_cast<int>(getpid())) > 0;
+        const bool closed = std::fclose(f) == 0;
+        written = printed && closed && std::rename(temporary.c_str(), pid_file.c_str()) == 0;
+        if (!written) std::remove(temporary.c_str());
+      }
+      if (written) {
         pid_written = true;
       } else {
         std::fprintf(stderr, "uring-http: cannot write --pid-file %s: %s\n", pid_file.c_str(),
@@ -263,9 +271,12 @@ int main(int argc, char** argv) {
     }
     uring_http::serving::SystemdNotify("READY=1\nMAINPID=" + std::to_string(getpid()));
   });
-  // Removed only while it names this process: after a takeover it names the
-  // successor, which wrote it once serving.
-  if (pid_written) {
+  // Removed only while it names this process. After a takeover it is the
+  // successor's: left alone without looking, since reading it and then
+  // removing it would race with the successor writing it (the old process
+  // could read its own pid, the successor write its own, and the removal
+  // take the successor's file).
+  if (pid_written && !server.handed_over()) {
     if (FILE* f = std::fopen(pid_file.c_str(), "r")) {
       long pid = 0;
       const bool ours = std::fscanf(f, "%ld", &pid) == 1 && pid == static_cast<long>(getpid());
