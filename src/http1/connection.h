@@ -261,7 +261,8 @@ class Connection final : private ExternalOwner {
   // The route's BodySink for this request; false (answered 500) if it fails.
   bool MakeSink(const http::Request& request);
   bool ReparseHead(http::Request* request);
-  // ---- answers (answers.cc)
+  // ---- answers (answers.cc; streamed ones: the producer, the pipe, their
+  // head and the output they release, in streamed_answers.cc)
   void RunHandler(const http::Request& request);
   void Dispatch(const http::Request& request, std::string_view head, std::string_view body);
   void Respond(http::Response& response, bool close = false);
