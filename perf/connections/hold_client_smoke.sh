@@ -8,6 +8,14 @@ server=$2
 out=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$out"' EXIT
 
+# Says what was missing, with the server's log, before failing.
+expect() {
+  grep -q "$1" "$2" && return 0
+  echo "hold_client_smoke: expected \"$1\" in $(basename "$2"); server log:"
+  cat "$out/server.out"
+  exit 1
+}
+
 start_server() {
   "$server" -p 0 -A 1 -w 1 "$@" >"$out/server.out" 2>&1 &
   server_pid=$!
@@ -20,9 +28,10 @@ start_server() {
 }
 
 start_server
-"$client" --port "$port" --connections 600 --procs 3 --sources 3 --hold 0.2 | tee "$out/a"
-grep -q "answered: 200 600, 503 0" "$out/a"
-grep -q "0 closed by the server while held" "$out/a"
+"$client" --port "$port" --connections 600 --procs 3 --sources 3 --hold 0.2 | tee "$out/a" ||
+  { echo "hold_client_smoke: the first run failed; server log:"; cat "$out/server.out"; exit 1; }
+expect "answered: 200 600, 503 0" "$out/a"
+expect "0 closed by the server while held" "$out/a"
 kill -TERM "$server_pid"
 wait "$server_pid"
 
@@ -34,7 +43,7 @@ rc=$?
 set -e
 cat "$out/b"
 [[ $rc -ne 0 ]]  # not all answered 200
-grep -q "answered: 200 100, 503 50" "$out/b"
+expect "answered: 200 100, 503 50" "$out/b"
 "$client" --port "$port" --connections 150 --procs 2 --sources 2 --allow-refused --hold 0 > "$out/c"
 cat "$out/c"
 kill -TERM "$server_pid"
