@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "src/files/validators.h"
+#include "src/http/http_date.h"
 
 namespace uring_http::http {
 namespace {
@@ -202,8 +202,8 @@ absl::StatusOr<std::string> SetCookieValue(std::string_view name, std::string_vi
     out.append(options.domain);
   }
   if (options.expires) {
-    char date[files::kHttpDateSize];
-    files::FormatHttpDate(*options.expires, date);
+    char date[kHttpDateSize];
+    FormatHttpDate(*options.expires, date);
     out += "; Expires=";
     out.append(date, sizeof(date));
   }
