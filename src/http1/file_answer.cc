@@ -43,17 +43,6 @@ int StatusForErrno(int err) {
   }
 }
 
-files::FileVersion VersionOf(const struct statx& stx) {
-  files::FileVersion v;
-  v.size = stx.stx_size;
-  v.mtime_sec = stx.stx_mtime.tv_sec;
-  v.mtime_nsec = stx.stx_mtime.tv_nsec;
-  v.inode = stx.stx_ino;
-  v.ctime_sec = stx.stx_ctime.tv_sec;
-  v.ctime_nsec = stx.stx_ctime.tv_nsec;
-  return v;
-}
-
 // Percent-encodes a decoded path for a Location field: unreserved bytes,
 // '/' and the sub-delimiters a path may hold stay, the rest is %XX.
 void AppendEncodedPath(std::string& out, std::string_view path) {

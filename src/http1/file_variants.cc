@@ -21,17 +21,6 @@
 namespace uring_http::http1 {
 namespace {
 
-files::FileVersion StatVersion(const struct statx& stx) {
-  files::FileVersion v;
-  v.size = stx.stx_size;
-  v.mtime_sec = stx.stx_mtime.tv_sec;
-  v.mtime_nsec = stx.stx_mtime.tv_nsec;
-  v.inode = stx.stx_ino;
-  v.ctime_sec = stx.stx_ctime.tv_sec;
-  v.ctime_nsec = stx.stx_ctime.tv_nsec;
-  return v;
-}
-
 void SetPath(FileStream& f, uint32_t base_len, std::string_view suffix) {
   std::memcpy(f.path + base_len, suffix.data(), suffix.size());
   f.path_len = base_len + static_cast<uint32_t>(suffix.size());
@@ -160,7 +149,7 @@ void Connection::OnSiblingProbed(int res) {
   if (f.aborted) return;
   // A directory, a FIFO, or a leftover older than the file is no sibling.
   if (res == 0 && S_ISREG(f.stx.stx_mode) &&
-      files::SiblingIsCurrent(f.base_version, StatVersion(f.stx))) {
+      files::SiblingIsCurrent(f.base_version, VersionOf(f.stx))) {
     f.siblings |= files::EncodingBit(files::kSiblingEncodings[f.probe]);
   }
   if (++f.probe < std::size(files::kSiblingEncodings)) return ProbeSibling();
