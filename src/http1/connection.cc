@@ -161,9 +161,9 @@ void Connection::SendLastAndClose(unsigned iov_count) {
   send_deadline_ = After(env_->config->send_timeout_ms);
   if (send_deadline_ != armed_deadline_) {
     armed_deadline_ = send_deadline_;
-    env_->host->SetDeadline(slot_, send_deadline_);
+    env_->transport->SetDeadline(slot_, send_deadline_);
   }
-  env_->host->SendLastAndClose(slot_, out_.send_iov(), iov_count, out_.send_msghdr());
+  env_->transport->SendLastAndClose(slot_, out_.send_iov(), iov_count, out_.send_msghdr());
 }
 
 bool Connection::OnlyStrayBytesToRead() const {
@@ -195,14 +195,14 @@ void Connection::SyncRecv() {
   const bool want = WantRecv();
   if (want && recv_ == Recv::kOff) {
     recv_bulk_ = WantBulk();
-    env_->host->ArmRecv(slot_, recv_bulk_, /*once=*/!recv_used_);
+    env_->transport->ArmRecv(slot_, recv_bulk_, /*once=*/!recv_used_);
     recv_used_ = true;
     recv_ = Recv::kArmed;
   } else if (recv_ == Recv::kArmed && phase_ < Phase::kClosing &&
              (!want || recv_bulk_ != WantBulk())) {
     // Paused, or moving to the other buffer group: the final completion of
     // this receive re-arms it (OnRecvEnd) as it should be then.
-    env_->host->CancelRecv(slot_);
+    env_->transport->CancelRecv(slot_);
     recv_ = Recv::kCancelling;
   }
 }
@@ -224,7 +224,7 @@ void Connection::Flush() {
   zc_inflight_ = zero_copy;
   send_dont_wait_ = FileSendsMustNotWait();
   if (zero_copy) env_->stats->sends_zc.Add();
-  env_->host->Send(slot_, out_.send_iov(), n, zero_copy, out_.send_msghdr(), send_dont_wait_);
+  env_->transport->Send(slot_, out_.send_iov(), n, zero_copy, out_.send_msghdr(), send_dont_wait_);
   if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
 
@@ -353,7 +353,7 @@ void Connection::SyncDeadline() {
               Earlier(Earlier(linger_deadline_, producer_retry_), rate_deadline_));
   if (next != armed_deadline_) {
     armed_deadline_ = next;
-    env_->host->SetDeadline(slot_, next);
+    env_->transport->SetDeadline(slot_, next);
   }
 }
 
@@ -369,7 +369,7 @@ void Connection::OnDeadline() {
     // A last send linked to its close (SendLastAndClose) that the peer
     // does not take: cancelled, and the close runs.
     env_->stats->timeouts.Add();
-    env_->host->CancelSend(slot_);
+    env_->transport->CancelSend(slot_);
     return;
   }
   if (phase_ >= Phase::kClosing) return;
@@ -488,7 +488,7 @@ void Connection::StartClose(bool graceful) {
     env_->stats->lingering_closes.Add();
     phase_ = Phase::kLingering;
     shutdown_inflight_ = true;
-    env_->host->ShutdownWrite(slot_);
+    env_->transport->ShutdownWrite(slot_);
     linger_deadline_ = After(env_->config->linger_timeout_ms);
     send_deadline_ = 0;
     SyncRecv();
@@ -523,9 +523,9 @@ void Connection::IssueClose() {
   linger_deadline_ = producer_retry_ = 0;
   if (armed_deadline_ != 0) {
     armed_deadline_ = 0;
-    env_->host->SetDeadline(slot_, 0);
+    env_->transport->SetDeadline(slot_, 0);
   }
-  env_->host->Close(slot_, recv_ != Recv::kOff, out_.send_inflight() || FileOwnsSocket());
+  env_->transport->Close(slot_, recv_ != Recv::kOff, out_.send_inflight() || FileOwnsSocket());
 }
 
 void Connection::OnClosed() {

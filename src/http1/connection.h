@@ -27,7 +27,7 @@
 // idle, linger) are kept apart and the loop is asked for the earliest.
 //
 // On a --proxy-protocol listener (ConnectionConfig::proxy_protocol) the
-// connection first reads a PROXY header (proxy_header.h), under the head
+// connection first reads a PROXY header (src/conn/proxy_header.h), under the head
 // deadline, and closes without an answer if it is missing or malformed; the
 // client it names is the connection's client_address().
 //
@@ -55,6 +55,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/conn/protocol.h"
 #include "src/http/body_decoder.h"
 #include "src/http/client_address.h"
 #include "src/http/parser.h"
@@ -81,7 +82,7 @@ inline constexpr size_t kSmallLastAnswerBytes = 16 * 1024;
 // not called: a client that pipelines but never reads must not grow memory.
 inline constexpr size_t kOutputHighWater = 64 * 1024;
 
-class Connection final : private ExternalOwner {
+class Connection final : public conn::Protocol, private ExternalOwner {
  public:
   Connection() = default;
   Connection(const Connection&) = delete;
@@ -94,55 +95,44 @@ class Connection final : private ExternalOwner {
   // with SetProxiedClient; the connection's bytes start after it. The
   // layer beneath is TLS exactly when it is set: requests are secure.
   void Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below = false);
-  void SetProxiedClient(const http::ClientAddress& client) { proxied_ = client; }
 
-  // ---- events (from the loop; each ends with the connection's requests
-  // to its host queued)
-  // Received bytes; the buffer goes back to the kernel after the call.
-  // `ended`: the receive ended with them (no F_MORE: a single-shot one);
-  // no OnRecvEnd follows then.
-  void OnRecv(const char* data, size_t len, bool ended = false);
-  // The receive ended without bytes: 0 the
-  // peer's FIN, -ENOBUFS (no provided buffer: wait for OnBuffersAvailable),
-  // -ECANCELED (we cancelled it), another -errno (the socket failed).
-  void OnRecvEnd(int res);
-  void OnBuffersAvailable();
-  // A send completed: res bytes, or -errno. `notification_follows`: a
-  // zero-copy send whose bytes the kernel holds until OnSendNotification.
-  void OnSend(int res, bool notification_follows);
-  void OnSendNotification(bool copied);
-  void OnShutdownDone();
-  void OnClosed();
+  // ---- conn::Protocol: events from the loop, or from the TLS layer
+  // beneath (protocol.h says what each means); each ends with the
+  // connection's requests to its transport and host queued.
+  void OnRecv(const char* data, size_t len, bool ended = false) override;
+  void OnRecvEnd(int res) override;
+  void OnBuffersAvailable() override;
+  void OnSend(int res, bool notification_follows) override;
+  void OnSendNotification(bool copied) override;
+  void OnShutdownDone() override;
+  void OnClosed() override;
+  // Room to write, for a static file's bytes that waited for it.
+  void OnWritable(int res) override;
+  void OnDeadline() override;
+  void OnDrain() override;
+  // A worker waiting for more of a streamed body gets what has arrived.
+  void OnBatchEnd() override;
+  void Abort() override;
+  void SetProxiedClient(const http::ClientAddress& client) override { proxied_ = client; }
+  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) override {
+    client_cert_ = std::move(cert);
+  }
   // The SLOW handler returned (its MSG_RING completion).
-  void OnTaskDone();
-  // A static file's statx, openat2 or read completed (ConnectionHost).
-  void OnFileStat(int res);
-  void OnFileOpen(int res);
-  void OnFileRead(int res);
-  void OnFileSplice(int res);
-  void OnFileWritable(int res);
+  void OnTaskDone() override;
   // A worker made progress on a stream of this connection.
-  void OnStreamNotify();
-  // The deadline last given to SetDeadline has passed.
-  void OnDeadline();
-  // The server began draining (env->draining is set).
-  void OnDrain();
-  // The loop ran out of completions after this connection asked
-  // (AfterBatch): a worker waiting for more of a streamed body gets what
-  // has arrived.
-  void OnBatchEnd();
-  // Close now, whatever is pending (the drain's time is up).
-  void Abort();
+  void OnStreamNotify() override;
+  // A static file's statx, openat2, read or splice completed (ConnectionHost).
+  void OnFileStat(int res) override;
+  void OnFileOpen(int res) override;
+  void OnFileRead(int res) override;
+  void OnFileSplice(int res) override;
 
-  // Nothing the kernel or a worker holds refers to this connection any
-  // more: the slot may be reused (after Release()).
-  bool Freeable() const {
+  bool Freeable() const override {
     return phase_ == Phase::kClosed && recv_ == Recv::kOff && !out_.send_inflight() &&
            !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_ &&
            (st_ == nullptr || !st_->file.inflight);
   }
-  // Frees whatever it still holds; the slot is then as new.
-  void Release();
+  void Release() override;
 
   bool open() const { return phase_ < Phase::kClosing; }
   // For tests and /metrics.
@@ -157,11 +147,6 @@ class Connection final : private ExternalOwner {
   // The client requests come from: the PROXY header's, else the peer.
   const http::ClientAddress& client_address() const {
     return proxied_.known() ? proxied_ : peer_;
-  }
-  // The TLS layer's verified client certificate, once its handshake is
-  // done (handlers see it as Request::client_certificate).
-  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) {
-    client_cert_ = std::move(cert);
   }
 
  private:

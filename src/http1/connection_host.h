@@ -1,12 +1,13 @@
 // What an HTTP/1 connection needs from the loop that owns its socket, and
 // what it shares with the other connections of that loop.
 //
-// ConnectionHost is the narrow waist between HTTP and I/O: the connection
-// says "receive", "send these bytes", "close", "run this task", "wake me at
-// tick T", and the loop turns each into an io_uring SQE (or a wheel entry, or
-// a queue push). Every call only queues work: none calls back into a
-// connection before it returns. A unit test implements it with a recorder and
-// drives completions by hand, in any order (test/http1/).
+// The socket's operations are a conn::Transport (src/conn/transport.h):
+// the loop's, or the TLS layer's over the loop's. ConnectionHost is the
+// rest: "run this task", "stat, open, read this file", "this exchange is
+// done". The loop turns each into an io_uring SQE (or a queue push). Every
+// call only queues work: none calls back into a connection before it
+// returns. A unit test implements both with a recorder and drives
+// completions by hand, in any order (test/http1/).
 //
 // Thread-safety: all of it belongs to the loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
@@ -21,6 +22,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "src/base/counter.h"
+#include "src/conn/transport.h"
 #include "src/http/chunked_decoder.h"
 #include "src/http/client_address.h"
 #include "src/http/compress.h"
@@ -35,44 +38,11 @@ namespace uring_http::http1 {
 
 class StreamStatePool;
 
+// What an HTTP/1 connection's exchanges need from their loop beyond the
+// socket (conn::Transport, which TLS may stand in for): worker tasks,
+// static files, and the record of each exchange.
 class ConnectionHost {
  public:
-  // A multishot receive into the loop's provided buffers: small ones, or
-  // (`bulk`) large ones for a large request body. Its completions come back
-  // as Connection::OnRecv (with F_MORE) and, when it ends, OnRecvEnd.
-  // `once`: a single-shot receive instead, which ends (OnRecvEnd with the
-  // byte count) after its first completion. A connection's first receive is
-  // one: the request is usually there already, and a multishot receive
-  // would look again at once, find nothing and arm a poll that a
-  // connection-per-request client's close only has to cancel.
-  virtual void ArmRecv(uint32_t slot, bool bulk, bool once) = 0;
-  // Ends that receive early; it then completes with OnRecvEnd(-ECANCELED)
-  // (or another final result if it was ending anyway).
-  virtual void CancelRecv(uint32_t slot) = 0;
-  // One send of the iovecs (count >= 1; they, and `msg`, room for a
-  // gathered send's header, stay valid until it completes: OnSend).
-  // `zero_copy`: IORING_OP_SEND_ZC of the one iovec, whose bytes the kernel
-  // may read until OnSendNotification. `dont_wait`: a socket with no room
-  // at all completes it with -EAGAIN at once (MSG_DONTWAIT) instead of
-  // keeping it (and its buffers) until the peer reads.
-  virtual void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy,
-                    msghdr* msg, bool dont_wait) = 0;
-  // The connection's last bytes, then its close, in one submission: the
-  // send (all of it, MSG_WAITALL) hard-linked to the close, which runs when
-  // the send ends however it ends. Completes with OnSend, then OnClosed.
-  // Nothing else may be armed on the socket.
-  virtual void SendLastAndClose(uint32_t slot, const iovec* iov, unsigned count,
-                                msghdr* msg) = 0;
-  // Ends the send in flight early (its OnSend comes with -ECANCELED).
-  virtual void CancelSend(uint32_t slot) = 0;
-  // Our FIN (shutdown SHUT_WR); completes with OnShutdownDone.
-  virtual void ShutdownWrite(uint32_t slot) = 0;
-  // Closes the descriptor, first cancelling what is still armed on it (a
-  // close alone would not end them); completes with OnClosed.
-  virtual void Close(uint32_t slot, bool recv_armed, bool send_inflight) = 0;
-  // The connection's next deadline, in ticks (0: none). The loop calls
-  // OnDeadline at or after it.
-  virtual void SetDeadline(uint32_t slot, uint64_t tick) = 0;
   // Hands a SLOW task to the workers; false when the queue is full. The
   // loop fills in how results reach this connection (ring address, user
   // data for the completion and for stream progress).
@@ -96,32 +66,11 @@ class ConnectionHost {
   virtual void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
                         uint64_t offset) = 0;
 
-  // Splicing, for large bodies: file -> pipe -> socket, so the bytes never
-  // pass through user space (what sendfile does, without blocking the
-  // ring: io_uring runs each splice on its io-wq). A pipe comes from the
-  // loop's pool; false when there is none to give (the file is read
-  // instead). A pipe given back with bytes still in it is closed.
-  struct Pipe {
-    int read_fd = -1;
-    int write_fd = -1;
-    uint32_t capacity = 0;
-  };
-  virtual bool AcquirePipe(Pipe* pipe) = 0;
-  virtual void ReleasePipe(const Pipe& pipe, bool empty) = 0;
-  // len bytes at `offset` of the direct descriptor into the pipe:
+  // len bytes at `offset` of the direct descriptor into a pipe from the
+  // transport (conn::Transport::AcquirePipe, which also sends them on):
   // OnFileSplice(bytes, 0 at the end of the file, -errno).
   virtual void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
                             uint32_t len) = 0;
-  // Up to len bytes from the pipe to the socket, never waiting for room
-  // in it: OnFileSplice(bytes, -EAGAIN when the socket is full). `more`:
-  // more of the body follows (MSG_MORE).
-  virtual void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) = 0;
-  // Waits until the socket has room: OnFileWritable(POLLOUT or -errno).
-  virtual void PollWritable(uint32_t slot) = 0;
-
-  // Calls the connection's OnBatchEnd() once the loop has no completion
-  // left to handle (before it would sleep); at most once per call.
-  virtual void AfterBatch(uint32_t slot) = 0;
 
   // One request answered (its response is complete in the output queue):
   // metrics and the access log. `request_line` and `request_id` are valid
@@ -141,7 +90,7 @@ class ConnectionHost {
   ~ConnectionHost() = default;
 };
 
-struct ConnectionConfig {
+struct ConnectionConfig : conn::TransportConfig {
   http::ParseLimits limits;
   http::ChunkedLimits chunked;
   // Milliseconds; 0 turns one off.
@@ -154,12 +103,8 @@ struct ConnectionConfig {
   uint32_t body_min_rate = 1024;
   uint32_t body_rate_window_ms = 10'000;
   uint32_t idle_timeout_ms = 60'000;    // keep-alive, between requests
-  uint32_t send_timeout_ms = 30'000;    // no progress on our output for this long
   uint32_t linger_timeout_ms = 5'000;   // after our FIN, wait for the peer's
   uint32_t drain_idle_ms = 1'000;       // draining: grace for an idle connection
-  uint32_t tick_ms = 100;               // the loop's timer resolution
-  // Every connection starts with a PROXY protocol header (v1 or v2).
-  bool proxy_protocol = false;
   // Sends of a segment this large go zero-copy (0: never).
   uint32_t send_zc_min_bytes = 0;
   // The bound on a streamed request body held for a worker, per connection.
@@ -178,30 +123,17 @@ struct ConnectionConfig {
   uint64_t splice_min_bytes = 0;
 };
 
+using Counter = base::Counter;
+
 // Counters the connections of one loop keep (one writer: the ring thread;
-// readers sum over loops, see Counter).
-class Counter {
- public:
-  void Add(uint64_t n = 1) {
-    value_.store(value_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
-  void Sub(uint64_t n = 1) {
-    value_.store(value_.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
-  }
-  void Set(uint64_t n) { value_.store(n, std::memory_order_relaxed); }
-  uint64_t Get() const { return value_.load(std::memory_order_relaxed); }
-
- private:
-  std::atomic<uint64_t> value_{0};
-};
-
-struct ConnectionStats {
+// readers sum over loops). The transport's (timeouts, PROXY header errors)
+// are counted with them.
+struct ConnectionStats : conn::TransportStats {
   Counter requests;         // request heads parsed
   Counter bad_requests;     // answered 4xx/5xx by the parser or the body decoder
   Counter slow_dispatched;  // SLOW tasks pushed to the workers
   Counter slow_completed;   // their completions
   Counter slow_rejected;    // queue full: 503
-  Counter timeouts;         // deadlines that ended a connection or a request
   Counter body_rate_timeouts;  // of those, request bodies below body_min_rate
   Counter chunked_bodies;   // request bodies with chunked framing
   Counter streamed_requests;   // request bodies streamed to a handler
@@ -215,16 +147,18 @@ struct ConnectionStats {
   Counter file_opens;       // files opened (cache misses and changed files)
   Counter file_truncated;   // a file ended early while sent: connection closed
   Counter file_splices;     // file bodies spliced rather than read
-  Counter proxy_header_errors;  // --proxy-protocol: missing, malformed or late
 };
 
 // Everything the connections of one loop share. The loop updates now_tick
-// once per batch of completions and draining once.
-struct ConnectionEnv {
+// once per batch of completions and draining once (conn::LoopState).
+struct ConnectionEnv : conn::LoopState {
   const ConnectionConfig* config = nullptr;
   const router::Router* router = nullptr;
   io::ChunkPool* chunks = nullptr;
   StreamStatePool* streams = nullptr;
+  // The socket's operations (the loop's, or the TLS layer's over them)
+  // and the rest (the loop's).
+  conn::Transport* transport = nullptr;
   ConnectionHost* host = nullptr;
   // Static files (null when the router has no mounts): the loop's cache of
   // open files, where descriptors are closed, and the buffers file bytes
@@ -242,8 +176,6 @@ struct ConnectionEnv {
   uint32_t unmatched_route = 0;  // metrics index for requests no route matched
   bool has_workers = true;       // false: SLOW handlers run inline (--workers=0)
   bool access_log = false;       // keep request lines for Exchange::request_line
-  uint64_t now_tick = 0;
-  bool draining = false;
   bool send_zc = false;          // zero-copy sends now (kernel has them, not paused)
   uint64_t zc_paused_until_tick = 0;
 };

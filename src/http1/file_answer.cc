@@ -344,7 +344,7 @@ void Connection::ServeFile(const http::Request* request) {
   }
   const uint64_t splice_min = env_->config->splice_min_bytes;
   if (splice_min != 0 && plan.length >= splice_min && !(e != nullptr && e->content_ready()) &&
-      env_->host->AcquirePipe(&f.pipe)) {
+      env_->transport->AcquirePipe(&f.pipe)) {
     f.splice = true;
     env_->stats->file_splices.Add();
     return PumpSplice();
@@ -419,7 +419,7 @@ void Connection::WaitForRoom() {
   URING_CHECK(!f.inflight);
   f.inflight = true;
   f.op = FileStream::Op::kPoll;
-  env_->host->PollWritable(slot_);
+  env_->transport->PollWritable(slot_);
   // The wait is our output not progressing: the send deadline runs on.
   if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
@@ -505,7 +505,7 @@ void Connection::PumpSplice() {
   if (!out_.empty() || out_.send_inflight() || phase_ > Phase::kFinishing) return;
   f.inflight = true;
   f.op = FileStream::Op::kDrain;
-  env_->host->SpliceToSocket(slot_, f.pipe.read_fd, f.in_pipe, f.next < f.end);
+  env_->transport->SpliceToSocket(slot_, f.pipe.read_fd, f.in_pipe, f.next < f.end);
   if (send_deadline_ == 0) send_deadline_ = After(env_->config->send_timeout_ms);
 }
 
@@ -545,7 +545,7 @@ void Connection::OnFileSplice(int res) {
   Sync();
 }
 
-void Connection::OnFileWritable(int res) {
+void Connection::OnWritable(int res) {
   FileStream& f = st_->file;
   URING_CHECK(f.inflight && f.op == FileStream::Op::kPoll);
   f.inflight = false;
@@ -584,8 +584,8 @@ void Connection::EndFile() {
   URING_CHECK(!f.inflight && f.queued() == 0);
   if (f.entry != nullptr) env_->file_cache->Unref(f.entry);
   if (f.own_index >= 0) env_->file_closer->CloseFile(f.own_index);
-  if (f.pipe.read_fd >= 0) env_->host->ReleasePipe(f.pipe, f.in_pipe == 0);
-  f.pipe = ConnectionHost::Pipe();
+  if (f.pipe.read_fd >= 0) env_->transport->ReleasePipe(f.pipe, f.in_pipe == 0);
+  f.pipe = conn::Transport::Pipe();
   f.in_pipe = 0;
   f.splice = false;
   f.entry = nullptr;

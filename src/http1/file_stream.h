@@ -89,7 +89,7 @@ struct FileStream final : ExternalOwner {
   bool splice = false;        // the body goes file -> pipe -> socket
   Op op = Op::kNone;
   bool yield_after_read = false;  // the socket filled while a read was in flight
-  ConnectionHost::Pipe pipe;  // while splicing
+  conn::Transport::Pipe pipe;  // while splicing
   uint32_t in_pipe = 0;       // bytes in the pipe, not yet on the socket
   bool index = false;         // `path` is a directory's index.html
   int stat_errno = 0;         // kCheck: the statx's error (0: a directory)

@@ -14,7 +14,7 @@
 #include "src/base/check.h"
 #include "src/http/compress.h"
 #include "src/http1/connection.h"
-#include "src/http1/proxy_header.h"
+#include "src/conn/proxy_header.h"
 #include "src/router/failure_log.h"
 
 namespace uring_http::http1 {
@@ -40,21 +40,21 @@ bool Connection::ReadProxyHeader(const char** data, size_t* len) {
     return false;
   }
   const std::string_view bytes = staged ? in_.view() : std::string_view(*data, *len);
-  const ProxyHeader header = ParseProxyHeader(bytes);
+  const conn::ProxyHeader header = conn::ParseProxyHeader(bytes);
   switch (header.status) {
-    case ProxyStatus::kIncomplete:
+    case conn::ProxyStatus::kIncomplete:
       if (!staged && !StageInput(*data, *len)) {
         Abort();
         return false;
       }
       return false;
-    case ProxyStatus::kError:
+    case conn::ProxyStatus::kError:
       // Not a proxy we can trust, or not a proxy at all: no HTTP answer
       // (it may not even be HTTP that follows).
       env_->stats->proxy_header_errors.Add();
       Abort();
       return false;
-    case ProxyStatus::kDone:
+    case conn::ProxyStatus::kDone:
       break;
   }
   proxy_pending_ = false;
@@ -503,7 +503,7 @@ bool Connection::DeliverBody(std::string_view piece) {
       URING_CHECK(req_pipe()->Write(piece.data(), piece.size()) == piece.size());
       if (!batch_hook_) {
         batch_hook_ = true;
-        env_->host->AfterBatch(slot_);
+        env_->transport->AfterBatch(slot_);
       }
       return true;
     case BodyMode::kSink:

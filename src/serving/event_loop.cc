@@ -157,7 +157,8 @@ absl::Status EventLoop::Init() {
   env_.streams = streams_.get();
   env_.router = &router_;
   env_.chunks = &chunks_;
-  env_.host = tls_ != nullptr ? static_cast<http1::ConnectionHost*>(tls_.get()) : this;
+  env_.transport = tls_ != nullptr ? static_cast<conn::Transport*>(tls_.get()) : this;
+  env_.host = this;
   env_.stats = &stats_.conn;
   env_.limits = limits_;
   env_.headers = headers_.get();
@@ -362,7 +363,7 @@ void EventLoop::Run() {
         if (Tls(slot)) {
           tls_->OnBuffersAvailable(slot);
         } else {
-          slots_[slot].conn.OnBuffersAvailable();
+          slots_[slot].protocol->OnBuffersAvailable();
         }
         MaybeFree(slot);
       }
@@ -374,7 +375,7 @@ void EventLoop::Run() {
 }
 
 void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe) {
-  http1::Connection& conn = slots_[slot].conn;
+  conn::Protocol& conn = *slots_[slot].protocol;
   const int res = cqe->res;
   // The socket's own events on a TLS connection go through the TLS layer.
   if (Tls(slot) && OnTlsSocketEvent(op, slot, cqe)) return;
@@ -430,7 +431,7 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
       conn.OnFileSplice(res);
       break;
     case Op::kFileWritable:
-      conn.OnFileWritable(res);
+      conn.OnWritable(res);
       break;
     default:
       break;
@@ -450,21 +451,22 @@ void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
     URING_CHECK(Tls(slot));
     tls_->OnJobDone(slot);
   } else if (op == Op::kTaskDone) {
-    slots_[slot].conn.OnTaskDone();
+    slots_[slot].protocol->OnTaskDone();
   } else {
-    slots_[slot].conn.OnStreamNotify();
+    slots_[slot].protocol->OnStreamNotify();
   }
   MaybeFree(slot);
 }
 
 void EventLoop::MaybeFree(uint32_t slot) {
   Slot& s = slots_[slot];
-  if (!s.in_use || !s.conn.Freeable()) return;
+  if (!s.in_use || !s.protocol->Freeable()) return;
   if (Tls(slot)) {
     if (!tls_->Freeable(slot)) return;
     tls_->Release(slot);
   }
-  s.conn.Release();
+  s.protocol->Release();
+  s.protocol = nullptr;
   timers_.Cancel(slot);
   internal::Debug(config_, "uring-http: thread %d: closed slot %u\n", index_, slot);
   s.in_use = false;
@@ -500,7 +502,7 @@ void EventLoop::RunAfterBatch() {
       if (Tls(slot)) {
         tls_->OnBatchEnd(slot);
       } else {
-        slots_[slot].conn.OnBatchEnd();
+        slots_[slot].protocol->OnBatchEnd();
       }
       MaybeFree(slot);
     }
@@ -526,7 +528,7 @@ void EventLoop::OnTimerTick() {
     if (Tls(slot)) {
       tls_->OnDeadline(slot);
     } else {
-      slots_[slot].conn.OnDeadline();
+      slots_[slot].protocol->OnDeadline();
     }
     MaybeFree(slot);
   });
@@ -542,7 +544,7 @@ void EventLoop::OnTimerTick() {
     // Drain time is up: whatever is still open is closed now.
     for (uint32_t slot = 0; slot < capacity_; ++slot) {
       if (!slots_[slot].in_use) continue;
-      slots_[slot].conn.Abort();
+      slots_[slot].protocol->Abort();
       MaybeFree(slot);
     }
   }
@@ -572,7 +574,7 @@ void EventLoop::OnStop() {
   // current request, answered with "Connection: close".
   for (uint32_t slot = 0; slot < capacity_; ++slot) {
     if (!slots_[slot].in_use) continue;
-    slots_[slot].conn.OnDrain();
+    slots_[slot].protocol->OnDrain();
     MaybeFree(slot);
   }
 }

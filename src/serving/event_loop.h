@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "src/conn/protocol.h"
+#include "src/conn/transport.h"
 #include "src/http/request.h"
 #include "src/http1/connection.h"
 #include "src/http1/connection_host.h"
@@ -54,7 +56,7 @@
 
 namespace uring_http::serving {
 
-class EventLoop final : private http1::ConnectionHost {
+class EventLoop final : private conn::Transport, private http1::ConnectionHost {
  public:
   // `listen_fds`: the loop's listeners (TCP or Unix-domain; each accepted
   // from with a multishot accept while the table has room).
@@ -104,10 +106,14 @@ class EventLoop final : private http1::ConnectionHost {
     bool in_use = false;
     bool recv_bulk = false;   // its receive uses the bulk group
     bool after_batch = false; // in after_batch_ (at most once)
-    http1::Connection conn;
+    // The protocol the slot speaks (while in use): every socket and
+    // exchange completion goes to it. Each slot keeps its HTTP/1
+    // connection preallocated; every connection starts with it.
+    conn::Protocol* protocol = nullptr;
+    http1::Connection http1;
   };
 
-  // ---- ConnectionHost
+  // ---- conn::Transport (the TLS layer's, beneath a TLS connection)
   void ArmRecv(uint32_t slot, bool bulk, bool once) override;
   void CancelRecv(uint32_t slot) override;
   void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy, msghdr* msg,
@@ -117,25 +123,8 @@ class EventLoop final : private http1::ConnectionHost {
   void ShutdownWrite(uint32_t slot) override;
   void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
   void SetDeadline(uint32_t slot, uint64_t tick) override;
-  bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
-                int64_t started_ns) override;
-  void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
-  void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
-    files_->PrepStat(dir_fd, path, out, UserData(Op::kFileStat, slot));
-  }
-  void OpenFile(uint32_t slot, int dir_fd, const char* path, bool check_only) override {
-    files_->PrepOpen(dir_fd, path, check_only, UserData(Op::kFileOpen, slot));
-  }
-  void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
-                uint64_t offset) override {
-    files_->PrepRead(file_index, buf, len, offset, UserData(Op::kFileRead, slot));
-  }
   bool AcquirePipe(Pipe* pipe) override { return files_->AcquirePipe(pipe); }
   void ReleasePipe(const Pipe& pipe, bool empty) override { files_->ReleasePipe(pipe, empty); }
-  void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
-                    uint32_t len) override {
-    files_->PrepSpliceToPipe(file_index, offset, pipe_write, len, UserData(Op::kFileSplice, slot));
-  }
   void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) override {
     files_->PrepSpliceToSocket(pipe_read, slots_[slot].file_index, len, more,
                                UserData(Op::kFileSplice, slot));
@@ -149,6 +138,24 @@ class EventLoop final : private http1::ConnectionHost {
     if (slots_[slot].after_batch) return;
     slots_[slot].after_batch = true;
     after_batch_[after_batch_count_++] = slot;
+  }
+  // ---- http1::ConnectionHost
+  bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
+                int64_t started_ns) override;
+  void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
+  void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
+    files_->PrepStat(dir_fd, path, out, UserData(Op::kFileStat, slot));
+  }
+  void OpenFile(uint32_t slot, int dir_fd, const char* path, bool check_only) override {
+    files_->PrepOpen(dir_fd, path, check_only, UserData(Op::kFileOpen, slot));
+  }
+  void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
+                uint64_t offset) override {
+    files_->PrepRead(file_index, buf, len, offset, UserData(Op::kFileRead, slot));
+  }
+  void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
+                    uint32_t len) override {
+    files_->PrepSpliceToPipe(file_index, offset, pipe_write, len, UserData(Op::kFileSplice, slot));
   }
 
   // Completions.

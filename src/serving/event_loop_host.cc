@@ -47,10 +47,12 @@ void EventLoop::OnAccept(const io_uring_cqe* cqe) {
       internal::Debug(config_, "uring-http: thread %d: accepted slot %u (direct descriptor %d)\n", index_,
             slot, file_index);
       FetchPeerAddress(slot, s.file_index, peer_lengths_[listener]);
-      if (ssl != nullptr) tls_->Attach(slot, &s.conn, ssl);
+      // Every connection starts as HTTP/1.
+      s.protocol = &s.http1;
+      if (ssl != nullptr) tls_->Attach(slot, s.protocol, ssl);
       // A TLS connection's PROXY header (if the listener expects one) comes
       // in clear before its ClientHello: the TLS layer reads it.
-      s.conn.Open(&env_, slot, /*proxy_header_below=*/ssl != nullptr);
+      s.http1.Open(&env_, slot, /*proxy_header_below=*/ssl != nullptr);
     }
   }
   acceptor.Ensure();
@@ -75,7 +77,7 @@ void EventLoop::FetchPeerAddress(uint32_t slot, uint32_t file_index, uint32_t pe
   // Handlers see it as Request::client_address, the access log logs it.
   // It completes as it is issued (a socket's getsockopt never waits), so
   // it is written before the receive issued after it can complete.
-  http::ClientAddress* peer = slots_[slot].conn.peer_address();
+  http::ClientAddress* peer = slots_[slot].http1.peer_address();
   *peer = http::ClientAddress();
   io_uring_sqe* sqe = Sqe();
   io_uring_prep_rw(IORING_OP_URING_CMD, sqe, static_cast<int>(file_index), nullptr, 0, 0);

@@ -77,10 +77,13 @@ absl::Status EventLoop::InitTls() {
       return tls_workers_->Submit(t);
     };
   }
-  tls_ = std::make_unique<tls::TlsLayer>(static_cast<http1::ConnectionHost*>(this), capacity_,
-                                         &tls_buffers_, &env_, &stats_.tls,
-                                         config_.tls.handshake_timeout_ms, gate,
-                                         std::move(submit), offload == Offload::kAuto);
+  tls_ = std::make_unique<tls::TlsLayer>(
+      static_cast<conn::Transport*>(this), capacity_, &tls_buffers_, conn_config_, &env_,
+      &stats_.conn, &stats_.tls,
+      tls::TlsLayer::HandshakeTimeoutMs(config_.tls.handshake_timeout_ms,
+                                        conn_config_.header_timeout_ms,
+                                        conn_config_.idle_timeout_ms),
+      gate, std::move(submit), offload == Offload::kAuto);
   tls_context_ = tls_source_->Get();
   tls_generation_ = tls_source_->generation();
   return absl::OkStatus();

@@ -64,7 +64,7 @@ FileService::~FileService() {
   }
 }
 
-bool FileService::AcquirePipe(http1::ConnectionHost::Pipe* pipe) {
+bool FileService::AcquirePipe(conn::Transport::Pipe* pipe) {
   if (!free_pipes_.empty()) {
     *pipe = free_pipes_.back();
     free_pipes_.pop_back();
@@ -85,7 +85,7 @@ bool FileService::AcquirePipe(http1::ConnectionHost::Pipe* pipe) {
   return true;
 }
 
-void FileService::ReleasePipe(const http1::ConnectionHost::Pipe& pipe, bool empty) {
+void FileService::ReleasePipe(const conn::Transport::Pipe& pipe, bool empty) {
   --pipes_out_;
   if (empty) {
     free_pipes_.push_back(pipe);

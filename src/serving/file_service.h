@@ -62,8 +62,8 @@ class FileService final : public files::FileCloser {
   void CloseFile(int file_index) override;
 
   // Pipes for splicing, made on first use and kept for the next body.
-  bool AcquirePipe(http1::ConnectionHost::Pipe* pipe);
-  void ReleasePipe(const http1::ConnectionHost::Pipe& pipe, bool empty);
+  bool AcquirePipe(conn::Transport::Pipe* pipe);
+  void ReleasePipe(const conn::Transport::Pipe& pipe, bool empty);
   void PrepSpliceToPipe(int file_index, uint64_t offset, int pipe_write, uint32_t len,
                         uint64_t user_data);
   void PrepSpliceToSocket(int pipe_read, uint32_t socket_index, uint32_t len, bool more,
@@ -88,7 +88,7 @@ class FileService final : public files::FileCloser {
   uint32_t pipe_bytes_ = 0;
   uint32_t max_pipes_ = 0;
   uint32_t pipes_out_ = 0;  // given to connections
-  std::vector<http1::ConnectionHost::Pipe> free_pipes_;
+  std::vector<conn::Transport::Pipe> free_pipes_;
   std::optional<files::OpenFileCache> cache_;
 };
 

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "src/base/check.h"
-#include "src/http1/proxy_header.h"
+#include "src/conn/proxy_header.h"
 #include "src/tls/client_cert.h"
 
 namespace uring_http::tls {
@@ -26,14 +26,17 @@ bool LooksLikeHttp(char c) { return c >= 'A' && c <= 'Z'; }
 
 }  // namespace
 
-TlsLayer::TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
-                   const http1::ConnectionEnv* env, TlsStats* stats,
+TlsLayer::TlsLayer(conn::Transport* below, uint32_t capacity, io::ChunkPool* buffers,
+                   const conn::TransportConfig& config, const conn::LoopState* loop,
+                   conn::TransportStats* conn_stats, TlsStats* stats,
                    uint32_t handshake_timeout_ms, HandshakeGate::Mode gate, SubmitJob submit,
                    bool adaptive)
     : below_(below),
       capacity_(capacity),
       buffers_(buffers),
-      env_(env),
+      config_(config),
+      loop_(loop),
+      conn_stats_(conn_stats),
       stats_(stats),
       handshake_timeout_ms_(handshake_timeout_ms),
       links_(std::make_unique<Link[]>(capacity)),
@@ -57,27 +60,21 @@ TlsLayer::~TlsLayer() {
   }
 }
 
-void TlsLayer::Attach(uint32_t slot, http1::Connection* conn, SSL* ssl) {
+void TlsLayer::Attach(uint32_t slot, conn::Protocol* conn, SSL* ssl) {
   Link& l = links_[slot];
   URING_CHECK(l.conn == nullptr);
   l = Link();
   l.conn = conn;
-  l.proxy_pending = env_->config->proxy_protocol;
+  l.proxy_pending = config_.proxy_protocol;
   sessions_[slot].Start(ssl);
   HandshakeJob& job = jobs_[slot];
   job.gate.mode = gate_mode_;
   job.gate.on_worker = false;
   job.session = &sessions_[slot];
   TlsContext::SetGate(ssl, &job.gate);
-  // --handshake-timeout=0 does not mean "wait for ever": a client that
-  // never finishes its handshake has sent no request, so the head's
-  // deadline (or, without one, the idle one) bounds it instead.
-  const http1::ConnectionConfig& c = *env_->config;
-  const uint32_t timeout_ms = handshake_timeout_ms_ != 0 ? handshake_timeout_ms_
-                              : c.header_timeout_ms != 0 ? c.header_timeout_ms
-                                                         : c.idle_timeout_ms;
+  const uint32_t timeout_ms = handshake_timeout_ms_;
   if (timeout_ms > 0) {
-    l.handshake_deadline = env_->now_tick + (timeout_ms + c.tick_ms - 1) / c.tick_ms + 1;
+    l.handshake_deadline = loop_->now_tick + (timeout_ms + config_.tick_ms - 1) / config_.tick_ms + 1;
     SyncDeadline(slot);
   }
 }
@@ -167,7 +164,7 @@ void TlsLayer::Feed(uint32_t slot, const char* data, size_t len) {
     // are being reused (keep-alive, streams); when new connections are all
     // the ring serves, running it here saves the worker round trip and is
     // faster for everyone (README, HTTPS).
-    const bool reuse_lately = env_->now_tick <= last_reuse_tick_ + kReuseWindowTicks;
+    const bool reuse_lately = loop_->now_tick <= last_reuse_tick_ + kReuseWindowTicks;
     jobs_[slot].gate.mode = reuse_lately ? gate_mode_ : HandshakeGate::Mode::kInline;
   }
   const size_t output_before = s.output_len();
@@ -220,7 +217,7 @@ void TlsLayer::Deliver(uint32_t slot, size_t len) {
   const bool ended = l.virt == Recv::kArmed && l.virt_once;
   if (ended) l.virt = Recv::kOff;
   // Bytes on a connection that had bytes before: it is being reused.
-  if (l.delivered) last_reuse_tick_ = env_->now_tick;
+  if (l.delivered) last_reuse_tick_ = loop_->now_tick;
   l.delivered = true;
   l.conn->OnRecv(scratch_.get(), len, ended);
 }
@@ -337,21 +334,21 @@ bool TlsLayer::ReadProxyHeader(uint32_t slot, const char* data, size_t len, size
   Link& l = links_[slot];
   // Longer than any header the parser accepts (v2's fixed part and its
   // largest payload): parsing that much always ends in kDone or kError.
-  constexpr size_t kMax = http1::kProxyV2FixedBytes + http1::kProxyV2MaxPayload;
+  constexpr size_t kMax = conn::kProxyV2FixedBytes + conn::kProxyV2MaxPayload;
   const size_t before = l.proxy_len;
-  http1::ProxyHeader header;
+  conn::ProxyHeader header;
   if (before > 0) {
     // A header split across receives: what came so far is staged, and at
     // most the rest of a header's worth more is appended.
     const size_t n = std::min(len, kMax - before);
     std::memcpy(l.proxy_buf + before, data, n);
     l.proxy_len = static_cast<uint16_t>(before + n);
-    header = http1::ParseProxyHeader(std::string_view(l.proxy_buf, l.proxy_len));
+    header = conn::ParseProxyHeader(std::string_view(l.proxy_buf, l.proxy_len));
   } else {
-    header = http1::ParseProxyHeader(std::string_view(data, len));
+    header = conn::ParseProxyHeader(std::string_view(data, len));
   }
   switch (header.status) {
-    case http1::ProxyStatus::kIncomplete:
+    case conn::ProxyStatus::kIncomplete:
       if (before == 0 && len < kMax) {
         l.proxy_buf = buffers_->Acquire();
         std::memcpy(l.proxy_buf, data, len);
@@ -360,11 +357,11 @@ bool TlsLayer::ReadProxyHeader(uint32_t slot, const char* data, size_t len, size
       }
       if (before > 0 && l.proxy_len < kMax) return false;
       [[fallthrough]];  // (cannot be: the parser decides within kMax)
-    case http1::ProxyStatus::kError:
+    case conn::ProxyStatus::kError:
       ReleaseProxyBuffer(l);
       Fail(slot, Failure::kProxyHeader);
       return false;
-    case http1::ProxyStatus::kDone:
+    case conn::ProxyStatus::kDone:
       break;
   }
   URING_CHECK(header.consumed > before && header.consumed - before <= len);

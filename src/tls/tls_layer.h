@@ -1,11 +1,12 @@
-// TlsLayer: TLS between one loop's socket operations and its HTTP
-// connections. The loop hands it the ciphertext its receives bring; it
-// decrypts and hands plaintext to the connection; the connection's sends
-// come to it (it is the connection's ConnectionHost) and leave encrypted,
-// sent by the same ring. The connection cannot tell it from plain TCP.
+// TlsLayer: TLS between one loop's socket operations and the protocols of
+// its connections (conn::Protocol: HTTP/1, HTTP/2). The loop hands it the
+// ciphertext its receives bring; it decrypts and hands plaintext to the
+// protocol; the protocol's sends come to it (it is the protocol's
+// conn::Transport) and leave encrypted, sent by the same ring. The
+// protocol cannot tell it from plain TCP, and the layer knows no protocol.
 //
-//      ring (loop)  --ciphertext-->  TlsLayer  --plaintext-->  Connection
-//      ring (loop)  <--ciphertext--  TlsLayer  <--plaintext--  Connection
+//      ring (loop)  --ciphertext-->  TlsLayer  --plaintext-->  Protocol
+//      ring (loop)  <--ciphertext--  TlsLayer  <--plaintext--  Protocol
 //
 // Per connection it keeps two receives apart: the kernel's (always a
 // multishot receive, armed while the handshake runs or while the
@@ -41,8 +42,8 @@
 #include <functional>
 #include <memory>
 
-#include "src/http1/connection.h"
-#include "src/http1/connection_host.h"
+#include "src/conn/protocol.h"
+#include "src/conn/transport.h"
 #include "src/io/arena.h"
 #include "src/worker/slow_task.h"
 #include "src/tls/tls_context.h"
@@ -51,7 +52,7 @@
 
 namespace uring_http::tls {
 
-class TlsLayer final : public http1::ConnectionHost {
+class TlsLayer final : public conn::Transport {
  public:
   // Output chunks (ciphertext) come from `buffers`, whose chunk size must
   // be at least kMinBufferBytes; plaintext is decrypted into a scratch
@@ -65,8 +66,10 @@ class TlsLayer final : public http1::ConnectionHost {
   // being reused (a second delivery of bytes on one, within the last
   // second: keep-alive requests a signature would hold up); otherwise
   // handshakes run inline (TlsSettings::Offload::kAuto).
-  TlsLayer(http1::ConnectionHost* below, uint32_t capacity, io::ChunkPool* buffers,
-           const http1::ConnectionEnv* env, TlsStats* stats, uint32_t handshake_timeout_ms,
+  // `handshake_timeout_ms`: 0 means none (HandshakeTimeoutMs picks it).
+  TlsLayer(conn::Transport* below, uint32_t capacity, io::ChunkPool* buffers,
+           const conn::TransportConfig& config, const conn::LoopState* loop,
+           conn::TransportStats* conn_stats, TlsStats* stats, uint32_t handshake_timeout_ms,
            HandshakeGate::Mode gate = HandshakeGate::Mode::kInline, SubmitJob submit = nullptr,
            bool adaptive = false);
   ~TlsLayer();
@@ -76,7 +79,14 @@ class TlsLayer final : public http1::ConnectionHost {
   // The connection on `slot` speaks TLS with `ssl` (owned from here; from
   // TlsContext::NewSsl, which keeps its context alive). Before
   // conn->Open().
-  void Attach(uint32_t slot, http1::Connection* conn, SSL* ssl);
+  void Attach(uint32_t slot, conn::Protocol* conn, SSL* ssl);
+  // --handshake-timeout=0 does not mean "wait for ever": a client that
+  // never finishes its handshake has sent no request, so the head's
+  // deadline (or, without one, the idle one) bounds it instead.
+  static uint32_t HandshakeTimeoutMs(uint32_t handshake_ms, uint32_t header_ms,
+                                     uint32_t idle_ms) {
+    return handshake_ms != 0 ? handshake_ms : header_ms != 0 ? header_ms : idle_ms;
+  }
   bool attached(uint32_t slot) const { return links_[slot].conn != nullptr; }
 
   // ---- the kernel's completions for an attached slot
@@ -113,7 +123,7 @@ class TlsLayer final : public http1::ConnectionHost {
   // Frees the slot's SSL and buffers.
   void Release(uint32_t slot);
 
-  // ---- ConnectionHost, for the connections (plain slots pass through)
+  // ---- conn::Transport, for the protocols (plain slots pass through)
   void ArmRecv(uint32_t slot, bool bulk, bool once) override;
   void CancelRecv(uint32_t slot) override;
   void Send(uint32_t slot, const iovec* iov, unsigned count, bool zero_copy, msghdr* msg,
@@ -123,34 +133,13 @@ class TlsLayer final : public http1::ConnectionHost {
   void ShutdownWrite(uint32_t slot) override;
   void Close(uint32_t slot, bool recv_armed, bool send_inflight) override;
   void SetDeadline(uint32_t slot, uint64_t tick) override;
-  bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
-                int64_t started_ns) override {
-    return below_->Dispatch(slot, task, route, started_ns);
-  }
-  void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
-    below_->StatFile(slot, dir_fd, path, out);
-  }
-  void OpenFile(uint32_t slot, int dir_fd, const char* path, bool check_only) override {
-    below_->OpenFile(slot, dir_fd, path, check_only);
-  }
-  void ReadFile(uint32_t slot, int file_index, char* buf, uint32_t len,
-                uint64_t offset) override {
-    below_->ReadFile(slot, file_index, buf, len, offset);
-  }
-  // A file's bytes must pass through the encryption: never spliced.
-  bool AcquirePipe(Pipe* pipe) override;
-  void ReleasePipe(const Pipe& pipe, bool empty) override { below_->ReleasePipe(pipe, empty); }
-  void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
-                    uint32_t len) override {
-    below_->SpliceToPipe(slot, file_index, offset, pipe_write, len);
-  }
-  void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) override;
   // Room in the output, not the socket (see ConnSend).
   void PollWritable(uint32_t slot) override;
   void AfterBatch(uint32_t slot) override;
-  void ExchangeDone(uint32_t slot, const Exchange& exchange) override {
-    below_->ExchangeDone(slot, exchange);
-  }
+  // A file's bytes must pass through the encryption: never spliced.
+  bool AcquirePipe(Pipe* pipe) override;
+  void ReleasePipe(const Pipe& pipe, bool empty) override { below_->ReleasePipe(pipe, empty); }
+  void SpliceToSocket(uint32_t slot, int pipe_read, uint32_t len, bool more) override;
 
  private:
   enum class Phase : uint8_t { kHandshake, kOpen, kFailed };
@@ -180,7 +169,7 @@ class TlsLayer final : public http1::ConnectionHost {
   // One connection's layer state (reset by assignment; its
   // TlsSession lives in sessions_[slot]).
   struct Link {
-    http1::Connection* conn = nullptr;
+    conn::Protocol* conn = nullptr;
     Phase phase = Phase::kHandshake;
     // The kernel's receive, and the connection's.
     Recv real = Recv::kOff;
@@ -297,10 +286,12 @@ class TlsLayer final : public http1::ConnectionHost {
     return l.out == nullptr || l.write_dead ? 0 : sessions_[slot].output_len() - l.sent;
   }
 
-  http1::ConnectionHost* const below_;
+  conn::Transport* const below_;
   const uint32_t capacity_;
   io::ChunkPool* const buffers_;
-  const http1::ConnectionEnv* const env_;
+  const conn::TransportConfig config_;
+  const conn::LoopState* const loop_;
+  conn::TransportStats* const conn_stats_;
   TlsStats* const stats_;
   const uint32_t handshake_timeout_ms_;
   std::unique_ptr<Link[]> links_;

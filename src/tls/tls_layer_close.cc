@@ -58,7 +58,7 @@ void TlsLayer::Fail(uint32_t slot, Failure why) {
     case Failure::kProxyHeader:
       // Not a proxy we can trust, or no proxy at all: closed unanswered,
       // as on a plain --proxy-protocol listener.
-      env_->stats->proxy_header_errors.Add();
+      conn_stats_->proxy_header_errors.Add();
       break;
   }
   l.conn->Abort();
@@ -158,7 +158,7 @@ void TlsLayer::OnClosed(uint32_t slot) {
 
 void TlsLayer::OnDeadline(uint32_t slot) {
   Link& l = links_[slot];
-  const uint64_t now = env_->now_tick;
+  const uint64_t now = loop_->now_tick;
   l.armed_deadline = 0;  // the loop's entry fired
   if (l.send_deadline != 0 && now >= l.send_deadline) {
     l.send_deadline = 0;
@@ -166,7 +166,7 @@ void TlsLayer::OnDeadline(uint32_t slot) {
       // The peer took none of our records for --send-timeout: the send is
       // cancelled, and its end (OnSend, -ECANCELED) ends the connection.
       // The last send, linked to the close, is cut the same way.
-      env_->stats->timeouts.Add();
+      conn_stats_->timeouts.Add();
       below_->CancelSend(slot);
     }
   }
@@ -177,7 +177,7 @@ void TlsLayer::OnDeadline(uint32_t slot) {
     }
     if (l.handshake_deadline != 0 && now >= l.handshake_deadline) {
       Fail(slot, Failure::kTimeout);
-    } else if (env_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
+    } else if (loop_->draining && l.conn_deadline != 0 && now >= l.conn_deadline) {
       // Draining: a connection still in its handshake has sent no request,
       // so it gets the idle connections' grace, not the whole timeout.
       l.phase = Phase::kFailed;
@@ -206,7 +206,7 @@ uint64_t TlsLayer::HandshakeDeadline(const Link& l) const {
   if (l.offloaded && l.queue_deadline != 0 && (t == 0 || l.queue_deadline < t)) {
     t = l.queue_deadline;
   }
-  if (env_->draining && l.conn_deadline != 0 && (t == 0 || l.conn_deadline < t)) {
+  if (loop_->draining && l.conn_deadline != 0 && (t == 0 || l.conn_deadline < t)) {
     t = l.conn_deadline;
   }
   return t;

@@ -47,8 +47,8 @@ bool TlsLayer::Offload(uint32_t slot) {
     // ring wrote to it) to the worker.
     if (submit_(slot, &job)) {
       stats_->offloaded.Add();
-      const uint64_t now = env_->now_tick;
-      const uint32_t tick_ms = env_->config->tick_ms;
+      const uint64_t now = loop_->now_tick;
+      const uint32_t tick_ms = config_.tick_ms;
       uint64_t wait = (kMaxQueueWaitMs + tick_ms - 1) / tick_ms;
       if (l.handshake_deadline > now) {
         wait = std::min<uint64_t>(wait, std::max<uint64_t>(1, (l.handshake_deadline - now) / 2));

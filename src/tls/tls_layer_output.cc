@@ -114,10 +114,10 @@ void TlsLayer::Flush(uint32_t slot) {
 
 void TlsLayer::StartSendClock(uint32_t slot) {
   Link& l = links_[slot];
-  const uint32_t ms = env_->config->send_timeout_ms;
+  const uint32_t ms = config_.send_timeout_ms;
   if (l.send_deadline != 0 || ms == 0) return;
-  const uint32_t tick_ms = env_->config->tick_ms;
-  l.send_deadline = env_->now_tick + (ms + tick_ms - 1) / tick_ms + 1;
+  const uint32_t tick_ms = config_.tick_ms;
+  l.send_deadline = loop_->now_tick + (ms + tick_ms - 1) / tick_ms + 1;
   SyncDeadline(slot);
 }
 
@@ -151,7 +151,7 @@ void TlsLayer::OnSend(uint32_t slot, int res) {
       l.conn->OnSend(res, false);
     } else if (l.poll == Poll::kWaiting) {
       l.poll = Poll::kNone;
-      l.conn->OnFileWritable(res);
+      l.conn->OnWritable(res);
     } else if (!l.close_asked && l.csend == ConnSend::kNone) {
       l.conn->Abort();  // a handshake flight or an alert could not go: the peer is gone
     }
@@ -332,7 +332,7 @@ void TlsLayer::DeliverOwedTo(uint32_t slot) {
   }
   if (l.poll == Poll::kOwed) {
     l.poll = Poll::kNone;
-    l.conn->OnFileWritable(l.poll_res);
+    l.conn->OnWritable(l.poll_res);
   }
 }
 

@@ -48,7 +48,7 @@
 
 namespace uring_http::http1::testing {
 
-class FakeHost final : public ConnectionHost {
+class FakeHost final : public conn::Transport, public ConnectionHost {
  public:
   struct SendCall {
     std::vector<iovec> iov;
@@ -422,6 +422,7 @@ class Harness {
     env_.config = &config_;
     env_.router = &router_;
     env_.chunks = &chunks_;
+    env_.transport = &host;
     env_.host = &host;
     env_.stats = &stats;
     env_.headers = headers_.get();
@@ -487,7 +488,7 @@ class Harness {
         break;
       }
       case FakeHost::FileOp::kPoll:
-        conn.OnFileWritable(force_res ? *force_res : POLLOUT);
+        conn.OnWritable(force_res ? *force_res : POLLOUT);
         break;
       default:
         break;

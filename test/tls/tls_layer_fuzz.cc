@@ -184,10 +184,11 @@ class Rig {
         return true;
       };
     }
-    layer_ = std::make_unique<TlsLayer>(&below_, 1, &tls_buffers_, &env_, &stats_,
-                                        /*handshake_timeout_ms=*/2000, gate, std::move(submit),
-                                        gate_bits == 3);
-    env_.host = layer_.get();
+    layer_ = std::make_unique<TlsLayer>(&below_, 1, &tls_buffers_, config_, &env_, &conn_stats_,
+                                        &stats_, /*handshake_timeout_ms=*/2000, gate,
+                                        std::move(submit), gate_bits == 3);
+    env_.transport = layer_.get();
+    env_.host = &below_;
     SSL* client = SSL_new((header & 8) ? TheWorld().client12 : TheWorld().client13);
     FUZZ_CHECK(client != nullptr);
     SSL_set_connect_state(client);

@@ -123,10 +123,15 @@ class TlsLayerTest : public ::testing::Test {
         return true;
       };
     }
-    layer_ = std::make_unique<TlsLayer>(&below_, 1, &tls_buffers_, &env_, &stats_,
-                                        handshake_timeout_ms, gate, std::move(submit),
-                                        adaptive);
-    env_.host = layer_.get();
+    // As the loop does (event_loop_tls.cc): --handshake-timeout=0 falls
+    // back to the connection's own timeouts.
+    layer_ = std::make_unique<TlsLayer>(
+        &below_, 1, &tls_buffers_, config_, &env_, &conn_stats_, &stats_,
+        TlsLayer::HandshakeTimeoutMs(handshake_timeout_ms, config_.header_timeout_ms,
+                                     config_.idle_timeout_ms),
+        gate, std::move(submit), adaptive);
+    env_.transport = layer_.get();
+    env_.host = &below_;
     client_ctx_ = ClientContext({TheCerts().ec.x509()});
     client_ = std::make_unique<Peer>(NewClientSsl(client_ctx_.get()));
   }

@@ -1,11 +1,11 @@
-#include "src/http1/proxy_header.h"
+#include "src/conn/proxy_header.h"
 
 #include <arpa/inet.h>
 
 #include <algorithm>
 #include <cstring>
 
-namespace uring_http::http1 {
+namespace uring_http::conn {
 namespace {
 
 constexpr std::string_view kV1Prefix = "PROXY ";
@@ -211,4 +211,4 @@ ProxyHeader ParseProxyHeader(std::string_view bytes) {
   return Error(0);
 }
 
-}  // namespace uring_http::http1
+}  // namespace uring_http::conn

@@ -1,6 +1,6 @@
 // ParseProxyHeader over every prefix of valid headers (each must be "need
 // more" until the last byte), and over the ways a header can be wrong.
-#include "src/http1/proxy_header.h"
+#include "src/conn/proxy_header.h"
 
 #include <arpa/inet.h>
 
@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-namespace uring_http::http1 {
+namespace uring_http::conn {
 namespace {
 
 using std::string_literals::operator""s;
@@ -268,4 +268,4 @@ TEST(ProxyHeaderTest, NotAProxyHeader) {
 }
 
 }  // namespace
-}  // namespace uring_http::http1
+}  // namespace uring_http::conn

@@ -1,4 +1,4 @@
-// libFuzzer target for ParseProxyHeader (src/http1/proxy_header.h). For any
+// libFuzzer target for ParseProxyHeader (src/conn/proxy_header.h). For any
 // input: the whole input and each of its prefixes agree (a header is
 // incomplete until its last byte and the same header after it, whatever
 // follows; an error stays an error as bytes are added, and nothing before
@@ -7,18 +7,18 @@
 // from the parsed addresses; a v2 header is exactly 16 bytes plus its
 // length field; a header that names a client names a known address.
 //
-// Fuzz:   test/fuzz/run_fuzz.sh [seconds] //test/http1:proxy_header_fuzz
-// Replay: bazel run //test/http1:proxy_header_fuzz -- FILE_OR_DIR...
+// Fuzz:   test/fuzz/run_fuzz.sh [seconds] //test/conn:proxy_header_fuzz
+// Replay: bazel run //test/conn:proxy_header_fuzz -- FILE_OR_DIR...
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
 
-#include "src/http1/proxy_header.h"
+#include "src/conn/proxy_header.h"
 // FUZZ_CHECK, and the corpus-replaying main used without --config=fuzz.
 #include "test/fuzz/replay_main.h"
 
-namespace uring_http::http1 {
+namespace uring_http::conn {
 namespace {
 
 // Past the longest header (16 + 2048), a few request bytes after it.
@@ -104,10 +104,10 @@ void Check(std::string_view input) {
 }
 
 }  // namespace
-}  // namespace uring_http::http1
+}  // namespace uring_http::conn
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > uring_http::http1::kMaxInput) return 0;
-  uring_http::http1::Check(std::string_view(reinterpret_cast<const char*>(data), size));
+  if (size > uring_http::conn::kMaxInput) return 0;
+  uring_http::conn::Check(std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

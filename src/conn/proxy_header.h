@@ -12,8 +12,8 @@
 // timeout.
 //
 // Thread-safety: a pure function.
-#ifndef URING_HTTP_SRC_HTTP1_PROXY_HEADER_H_
-#define URING_HTTP_SRC_HTTP1_PROXY_HEADER_H_
+#ifndef URING_HTTP_SRC_CONN_PROXY_HEADER_H_
+#define URING_HTTP_SRC_CONN_PROXY_HEADER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +21,7 @@
 
 #include "src/http/client_address.h"
 
-namespace uring_http::http1 {
+namespace uring_http::conn {
 
 // Version 1: one text line, CRLF included, at most this long (the spec's
 // bound: "PROXY TCP6" with two full IPv6 addresses and ports is 104).
@@ -51,6 +51,6 @@ struct ProxyHeader {
 
 ProxyHeader ParseProxyHeader(std::string_view bytes);
 
-}  // namespace uring_http::http1
+}  // namespace uring_http::conn
 
-#endif  // URING_HTTP_SRC_HTTP1_PROXY_HEADER_H_
+#endif  // URING_HTTP_SRC_CONN_PROXY_HEADER_H_

@@ -1,0 +1,79 @@
+// Protocol: what a connection slot holds above its transport, the HTTP/1
+// connection today, an HTTP/2 session next. The loop, and the TLS layer
+// beneath a TLS connection, know a connection only as this: the socket's
+// completions come in as the events below, and everything the protocol
+// wants done goes out through its conn::Transport (transport.h). A protocol
+// never calls into the loop from an event except through that interface.
+//
+// Thread-safety: owned by its loop's ring thread.
+#ifndef URING_HTTP_SRC_CONN_PROTOCOL_H_
+#define URING_HTTP_SRC_CONN_PROTOCOL_H_
+
+#include <cstddef>
+#include <memory>
+
+#include "src/http/client_address.h"
+#include "src/http/client_certificate.h"
+
+namespace uring_http::conn {
+
+class Protocol {
+ public:
+  // ---- the socket's events (from the loop, or the TLS layer's plaintext)
+  // Received bytes; the buffer goes back to the kernel after the call.
+  // `ended`: the receive ended with them (no F_MORE: a single-shot one);
+  // no OnRecvEnd follows then.
+  virtual void OnRecv(const char* data, size_t len, bool ended) = 0;
+  // The receive ended without bytes: 0 the peer's FIN, -ENOBUFS (no
+  // provided buffer: wait for OnBuffersAvailable), -ECANCELED (we
+  // cancelled it), another -errno (the socket failed).
+  virtual void OnRecvEnd(int res) = 0;
+  virtual void OnBuffersAvailable() = 0;
+  // A send completed: res bytes, or -errno. `notification_follows`: a
+  // zero-copy send whose bytes the kernel holds until OnSendNotification.
+  virtual void OnSend(int res, bool notification_follows) = 0;
+  virtual void OnSendNotification(bool copied) = 0;
+  virtual void OnShutdownDone() = 0;
+  virtual void OnClosed() = 0;
+  // Transport::PollWritable completed: POLLOUT or -errno.
+  virtual void OnWritable(int res) = 0;
+  // The deadline last given to Transport::SetDeadline has passed.
+  virtual void OnDeadline() = 0;
+  // The server began draining (LoopState::draining is set).
+  virtual void OnDrain() = 0;
+  // The loop ran out of completions after Transport::AfterBatch.
+  virtual void OnBatchEnd() = 0;
+  // Close now, whatever is pending (the drain's time is up, or the layer
+  // beneath failed).
+  virtual void Abort() = 0;
+
+  // ---- who the peer is, as the layers beneath learn it
+  // A --proxy-protocol header's client (read beneath TLS, in clear).
+  virtual void SetProxiedClient(const http::ClientAddress& client) = 0;
+  // The TLS layer's verified client certificate, once its handshake is done.
+  virtual void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) = 0;
+
+  // ---- an exchange's completions: a worker's, a static file's
+  // (ConnectionHost). They name the connection; an HTTP/2 session will
+  // find the stream from what it issued.
+  virtual void OnTaskDone() = 0;
+  virtual void OnStreamNotify() = 0;
+  virtual void OnFileStat(int res) = 0;
+  virtual void OnFileOpen(int res) = 0;
+  virtual void OnFileRead(int res) = 0;
+  virtual void OnFileSplice(int res) = 0;
+
+  // ---- life
+  // Nothing the kernel or a worker holds refers to the protocol any more:
+  // its slot may be reused (after Release()).
+  virtual bool Freeable() const = 0;
+  // Frees whatever it still holds; the slot is then as new.
+  virtual void Release() = 0;
+
+ protected:
+  ~Protocol() = default;
+};
+
+}  // namespace uring_http::conn
+
+#endif  // URING_HTTP_SRC_CONN_PROTOCOL_H_
