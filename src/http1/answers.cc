@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "src/base/check.h"
+#include "src/exchange/run_handler.h"
 #include "src/http/compress.h"
 #include "src/http1/connection.h"
 #include "src/router/failure_log.h"
@@ -54,36 +55,19 @@ void Connection::RunHandler(const http::Request& request) {
     return StartFile(request);
   }
   ex_.chain_done = true;
-  if (pipeline.Active(route.options.middleware)) {
-    router::RunChain(pipeline, route.options.middleware, request, response, route.handler,
-                     /*head_sent=*/nullptr, route.name());
-  } else {
-    try {
-      route.handler(request, response);
-      pipeline.MaybeFailPage(request, response);
-    } catch (...) {
-      router::LogException(router::ContextOf(route.name(), request, &response),
-                           router::FailureStage::kHandler, std::current_exception());
-      pipeline.Fail(request, response);
-    }
-  }
+  exchange::RunHandler(pipeline, route, request, response);
   SendHandlerResponse(request, response);
 }
 
 void Connection::SendHandlerResponse(const http::Request& request, http::Response& response) {
   const http::CompressionOptions& gzip = env_->config->compression;
-  const bool gzip_accepted =
-      gzip.enabled && http::PrefersGzip(request.HeaderValues("accept-encoding"));
+  const bool gzip_accepted = exchange::GzipAccepted(gzip, request);
   if (response.has_producer()) {
     if (!ex_.head_kept && env_->access_log) KeepHead(ex_.head_ptr, ex_.head_len);
     return StartProducer(response, gzip_accepted);
   }
-  if (gzip.enabled) {
-    // On the ring thread: a FAST answer is compressed where it is built.
-    // Nothing is allocated unless the body is compressed (a compressible
-    // one not compressed still gets its Vary).
-    http::CompressBufferedResponse(gzip, gzip_accepted, ex_.head, response);
-  }
+  // On the ring thread: a FAST answer is compressed where it is built.
+  exchange::FinishBuffered(gzip, gzip_accepted, ex_.head, response);
   Respond(response);
 }
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/exchange/run_handler.h"
 #include "src/http/compress.h"
 #include "src/http/gzip_encoder.h"
 #include "src/http/request.h"
@@ -54,7 +55,7 @@ class PipeBodyReader final : public http::BodyReader {
   http::BodyError error_ = http::BodyError::kNone;
 };
 
-class PipeResponseStream final : public http::ResponseStream {
+class PipeResponseStream final : public http::ResponseStream, public exchange::StreamedHead {
  public:
   explicit PipeResponseStream(TaskBuffer* task, const http::CompressionOptions& compression = {},
                               bool gzip_accepted = false)
@@ -69,8 +70,8 @@ class PipeResponseStream final : public http::ResponseStream {
   // After the handler: the rest of the body and its end. Only if started().
   void Finish(http::Response& response);
   // The handler failed after the head went out.
-  void Break();
-  bool started() const { return pipe_ != nullptr; }
+  void Break() override;
+  bool started() const override { return pipe_ != nullptr; }
 
  private:
   // The streamed request body failed: no response of the handler's starts

@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "src/exchange/run_handler.h"
 #include "src/http/compress.h"
 #include "src/http/response.h"
 #include "src/router/failure_log.h"
@@ -107,40 +108,21 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
   } else {
     request.body = std::string_view(buf->data() + buf->head_len, buf->body_len);
   }
-  const bool gzip_accepted =
-      compression.enabled && http::PrefersGzip(request.HeaderValues("accept-encoding"));
+  const bool gzip_accepted = exchange::GzipAccepted(compression, request);
   PipeResponseStream stream(buf, compression, gzip_accepted);
   response.AttachStream(&stream);
-  // A throw once the head is sent cannot become a 500: the stream breaks
-  // here (the afters still run); before that, the chain answers 500.
-  // Either way the exception is logged once: here, or by the chain.
+  // Without the router's pipeline (a bare pool in a test), an empty one:
+  // the handler alone, its throw a plain 500.
+  static const router::Pipeline kNoPipeline;
+  const router::Pipeline& pipeline = task.pipeline != nullptr ? *task.pipeline : kNoPipeline;
+  exchange::RunHandler(pipeline, *task.route, request, response, &stream);
   const router::RouteName route = task.route->name();
-  bool head_sent = false;
-  auto handler = [&](const http::Request& r, http::Response& out) {
-    try {
-      task.route->handler(r, out);
-    } catch (...) {
-      if (!stream.started()) throw;
-      router::LogException(router::ContextOf(route, r, &out), router::FailureStage::kHandler,
-                           std::current_exception());
-      stream.Break();
-    }
-    head_sent = stream.started();
-  };
-  router::FailureStage stage = router::FailureStage::kHandler;
   try {
-    if (task.pipeline != nullptr) {
-      router::RunChain(*task.pipeline, task.route->options.middleware, request, response, handler,
-                       &head_sent, route);
-    } else {
-      handler(request, response);
-    }
-    stage = router::FailureStage::kProducer;
     if (response.has_producer()) stream.RunProducer(response);
   } catch (...) {
-    router::LogException(router::ContextOf(route, request, &response), stage,
-                         std::current_exception());
-    // A handler that throws must not take the worker down with it. Before
+    router::LogException(router::ContextOf(route, request, &response),
+                         router::FailureStage::kProducer, std::current_exception());
+    // A producer that throws must not take the worker down with it. Before
     // its first Write the answer is a 500; after it, the head is gone and
     // the connection ends after what was sent.
     if (stream.started()) {
@@ -159,10 +141,10 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
       router::LogFailure(router::ContextOf(route, request, &response),
                          response.HeaderRefusal() + ": the stream was cut short");
     }
-  } else if (compression.enabled) {
+  } else {
     // Here rather than on the ring: the ring thread serializes the result
     // but spends no CPU on compressing it.
-    http::CompressBufferedResponse(compression, gzip_accepted, buf->head_only, response);
+    exchange::FinishBuffered(compression, gzip_accepted, buf->head_only, response);
   }
   // Publishes the response (and the pipe's last bytes) to the ring thread
   // (see slow_task.h).
