@@ -265,28 +265,15 @@ void Connection::RunDueAfters(const http::Request& request, http::Response& resp
                     response, ex_.route->name());
 }
 
-void Connection::AnswerUncleanPath(const http::Request& request, router::PathShape shape,
-                                   bool close) {
+void Connection::AnswerUncleanPath(const http::Request& request,
+                                   const exchange::Routing& routing, bool close) {
   const router::Pipeline& pipeline = env_->router->pipeline();
-  if (shape == router::PathShape::kMalformed) {
+  if (routing.shape == router::PathShape::kMalformed) {
     env_->stats->bad_requests.Add();
     if (!pipeline.HandlesNotFound()) return RespondError(400, close);
-    http::Response response;
-    pipeline.AnswerUnmatched(400, {}, request, response);
-    return Respond(response, close);
-  }
-  // 301 as Go's ServeMux answers; 308 where a 301 would let a client turn
-  // a POST into a GET.
-  const bool get = request.method_id == http::Method::kGet ||
-                   request.method_id == http::Method::kHead;
-  std::string location;
-  router::AppendCleanPath(request.path, &location);
-  if (!request.query.empty()) {
-    location.push_back('?');
-    location.append(request.query);
   }
   http::Response response;
-  pipeline.AnswerRedirect(get ? 301 : 308, location, request, response);
+  exchange::AnswerUnrouted(pipeline, routing, request, response);
   Respond(response, close);
 }
 

@@ -56,6 +56,7 @@
 #include <string_view>
 
 #include "src/conn/protocol.h"
+#include "src/exchange/route_request.h"
 #include "src/http/body_decoder.h"
 #include "src/http/client_address.h"
 #include "src/http/parser.h"
@@ -269,7 +270,8 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   void RunDueAfters(const http::Request& request, http::Response& response);
   // The router's own answers for a path that is not clean (clean_path.h):
   // 400 for a malformed escape, else a redirect to the clean path.
-  void AnswerUncleanPath(const http::Request& request, router::PathShape shape, bool close);
+  void AnswerUncleanPath(const http::Request& request, const exchange::Routing& routing,
+                         bool close);
   // A handler's response with a refused header (Response::header_refused):
   // logged, and answered 500 in its place.
   void RespondRefused(const http::Response& response, bool close);

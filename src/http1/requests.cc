@@ -15,6 +15,7 @@
 #include "src/http/compress.h"
 #include "src/http1/connection.h"
 #include "src/conn/proxy_header.h"
+#include "src/exchange/route_request.h"
 #include "src/router/failure_log.h"
 
 namespace uring_http::http1 {
@@ -200,47 +201,34 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   const std::string_view head(data, *used);
   unparsed_ = std::string_view(data + *used, len - *used);
 
-  uint64_t limit = config.limits.max_body_bytes;
   const router::Pipeline& pipeline = env_->router->pipeline();
-  if (const router::PathShape shape = router::CheckPath(request.path);
-      shape != router::PathShape::kClean) {
-    // Only clean paths are routed: a broken escape is refused, "//", "."
-    // and ".." are redirected (clean_path.h).
+  const exchange::Routing routing = exchange::RouteRequest(
+      *env_->router, request, config.limits.max_body_bytes, env_->has_workers);
+  uint64_t limit = routing.body_limit;
+  ex_.allow = routing.allow;
+  ex_.allow_scratch = routing.allow_scratch;
+  if (routing.kind == exchange::Routing::Kind::kUnclean) {
     if (!SkipBody(request, limit)) return;
-    AnswerUncleanPath(request, shape, has_body && request.expect_continue);
+    AnswerUncleanPath(request, routing, has_body && request.expect_continue);
     return;
   }
-  const router::Match match =
-      env_->router->Find(request.method, request.path, &request.path_params);
-  const router::Route* route = match.route;
-  request.allowed_methods = match.allow;
-  ex_.allow = match.allow;
-  ex_.allow_scratch = match.allow_scratch;
-  if (route == nullptr) {
-    // OPTIONS that no route takes is answered from the route table.
-    const int status = match.options ? 204 : match.path_known ? 405 : 404;
+  if (routing.kind == exchange::Routing::Kind::kUnmatched) {
     if (!SkipBody(request, limit)) return;
     const bool close = has_body && request.expect_continue;
     if (pipeline.HandlesNotFound()) {
       http::Response response;
-      pipeline.AnswerUnmatched(status, match.allow, request, response);
+      exchange::AnswerUnrouted(pipeline, routing, request, response);
       Respond(response, close);
     } else {
-      RespondError(status, close, match.allow);
+      RespondError(routing.status, close, routing.allow);
     }
     return;
   }
+  const router::Route* route = routing.route;
   ex_.route = route;
   ex_.route_id = route->id;
-  if (route->options.max_body_bytes != 0) limit = route->options.max_body_bytes;
-  ex_.slow = route->kind == router::HandlerKind::kSlow && env_->has_workers;
-  const bool streamed = route->options.body == router::BodyMode::kStreamed &&
-                        (route->sink != nullptr || ex_.slow);
-  if (route->options.body == router::BodyMode::kStreamed && !streamed) {
-    // A SLOW route run inline (--workers=0) cannot block the ring on a
-    // streamed body: it gets it buffered, within the server's limit.
-    limit = std::min(limit, config.limits.max_body_bytes);
-  }
+  ex_.slow = routing.slow;
+  const bool streamed = routing.streamed;
   if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
     // Refused without reading the body (and without a 100 Continue).
     stats.bad_requests.Add();
