@@ -10,12 +10,28 @@
 #define URING_HTTP_SRC_CONN_PROTOCOL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <string_view>
 
 #include "src/http/client_address.h"
 #include "src/http/client_certificate.h"
 
 namespace uring_http::conn {
+
+// The protocols a slot can speak.
+enum class ProtocolId : uint8_t { kHttp1, kHttp2 };
+
+// What a protocol hands to the next one on its socket (HTTP/1 to HTTP/2 on
+// an h2c preface; later an Upgrade): the bytes it read and did not use,
+// which the next protocol takes (copies or consumes) during the call, and
+// the socket's receive, whose completions now go to the next protocol.
+struct Handoff {
+  std::string_view bytes;
+  bool recv_armed = false;  // a multishot receive is armed
+  bool recv_bulk = false;   // ... into the bulk buffers
+  bool peer_eof = false;    // the peer's FIN has arrived
+};
 
 class Protocol {
  public:

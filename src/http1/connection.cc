@@ -533,6 +533,26 @@ void Connection::OnClosed() {
   // A close cancels what was armed; their completions are still to come.
 }
 
+void Connection::HandOff(conn::ProtocolId next, std::string_view bytes) {
+  // Only the first head is handed off: nothing has been answered, sent or
+  // given to a worker.
+  URING_CHECK(out_.empty() && !out_.send_inflight() && !task_inflight_ && !shutdown_inflight_);
+  conn::Handoff handoff;
+  handoff.bytes = bytes;
+  // A receive being cancelled (a pause) ends with -ECANCELED at the next
+  // protocol, which arms its own.
+  handoff.recv_armed = recv_ != Recv::kOff;
+  handoff.recv_bulk = recv_bulk_;
+  handoff.peer_eof = peer_eof_;
+  // Closed as far as this connection knows: nothing of it runs again, and
+  // the loop releases it without touching the socket.
+  phase_ = Phase::kClosed;
+  input_ = Input::kDone;
+  recv_ = Recv::kOff;
+  head_deadline_ = idle_deadline_ = 0;
+  env_->host->HandOff(slot_, next, handoff);
+}
+
 void Connection::Release() {
   URING_CHECK(!task_inflight_);
   ReleaseBuffer(in_);
@@ -564,6 +584,7 @@ void Connection::Release() {
   client_cert_.reset();
   head_scanned_ = 0;
   head_line_checked_ = false;
+  began_ = false;
   head_deadline_ = body_deadline_ = send_deadline_ = idle_deadline_ = 0;
   linger_deadline_ = producer_retry_ = armed_deadline_ = 0;
   StopBodyClocks();

@@ -82,6 +82,8 @@ inline constexpr size_t kSmallLastAnswerBytes = 16 * 1024;
 // Output queued beyond which no further request is read and a producer is
 // not called: a client that pipelines but never reads must not grow memory.
 inline constexpr size_t kOutputHighWater = 64 * 1024;
+// The first bytes of every HTTP/2 connection (RFC 9113 3.4).
+inline constexpr std::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 class Connection final : public conn::Protocol, private ExternalOwner {
  public:
@@ -340,6 +342,10 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
   bool FileOwnsSocket() const { return FileBusy() && st_->file.socket_busy(); }
 
+  // Gives the socket, and the bytes read from `bytes` on, to `next`
+  // (ConnectionHost::HandOff).
+  void HandOff(conn::ProtocolId next, std::string_view bytes);
+
   // ---- the PROXY header (requests.cc)
   // Reads the header from data[0..len) (after what is staged). Returns
   // true once it is read, with data/len left at the bytes after it (none
@@ -412,6 +418,7 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   Buffer in_;                     // staged input, not yet processed
   size_t head_scanned_ = 0;       // FindHeadEnd's progress over in_
   bool head_line_checked_ = false;// in_'s request line was parsed (early errors)
+  bool began_ = false;            // a request head was read (an h2c preface comes first)
   Buffer req_;                    // the exchange's head and buffered body
   Exchange ex_;
   // The answer's X-Request-Id for the access log (up to its first bytes).

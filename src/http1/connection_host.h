@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "src/base/counter.h"
+#include "src/conn/protocol.h"
 #include "src/conn/transport.h"
 #include "src/http/chunked_decoder.h"
 #include "src/http/client_address.h"
@@ -85,6 +86,12 @@ class ConnectionHost {
     std::string_view request_id;  // the answer's X-Request-Id (access log only)
   };
   virtual void ExchangeDone(uint32_t slot, const Exchange& exchange) = 0;
+
+  // The connection's bytes are another protocol's (an h2c preface): the
+  // loop makes `next` the slot's protocol and gives it `handoff` before
+  // returning. The connection has nothing in flight; it is then closed as
+  // far as it knows, and released without touching the socket.
+  virtual void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) = 0;
 
  protected:
   ~ConnectionHost() = default;
@@ -176,6 +183,9 @@ struct ConnectionEnv : conn::LoopState {
   uint32_t unmatched_route = 0;  // metrics index for requests no route matched
   bool has_workers = true;       // false: SLOW handlers run inline (--workers=0)
   bool access_log = false;       // keep request lines for Exchange::request_line
+  // A connection on a plain listener that opens with the HTTP/2 preface
+  // is handed to HTTP/2 (h2c with prior knowledge, RFC 9113 3.3).
+  bool h2c = false;
   bool send_zc = false;          // zero-copy sends now (kernel has them, not paused)
   uint64_t zc_paused_until_tick = 0;
 };

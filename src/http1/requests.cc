@@ -140,6 +140,21 @@ void Connection::ProcessStaged() {
 bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* used) {
   const http::ParseLimits& limits = env_->config->limits;
   const std::string_view bytes(data, len);
+  if (!began_ && env_->h2c && !secure_) {
+    // h2c with prior knowledge (RFC 9113 3.3): a connection whose first
+    // bytes are the HTTP/2 preface is HTTP/2's, with all it has sent.
+    // (Over TLS only ALPN chooses h2: there the preface is a bad request.)
+    const size_t n = std::min(len, kHttp2Preface.size());
+    if (bytes.substr(0, n) == kHttp2Preface.substr(0, n)) {
+      if (n < kHttp2Preface.size()) {
+        if (head_deadline_ == 0) head_deadline_ = After(env_->config->header_timeout_ms);
+        return false;
+      }
+      *used = len;
+      HandOff(conn::ProtocolId::kHttp2, bytes);
+      return true;
+    }
+  }
   if (staged && http::FindHeadEnd(bytes, &head_scanned_) == 0) {
     // No end of head yet: parse only where an early answer exists (a
     // request line just completed, which may be malformed; a line or head
@@ -168,6 +183,7 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
   head_deadline_ = 0;
   head_scanned_ = 0;
   head_line_checked_ = false;
+  began_ = true;
   if (r.status == http::ParseStatus::kError) {
     // The stream cannot be trusted past a bad request: answer and close.
     *used = len;

@@ -166,6 +166,7 @@ absl::Status EventLoop::Init() {
   env_.unmatched_route = static_cast<uint32_t>(router_.size());
   env_.has_workers = workers_ != nullptr;
   env_.access_log = access_log_.enabled();
+  env_.h2c = config_.http2;
   env_.send_zc = send_zc_;
   env_.now_tick = NowTick();
   if (files_ != nullptr) {
@@ -460,6 +461,10 @@ void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
 
 void EventLoop::MaybeFree(uint32_t slot) {
   Slot& s = slots_[slot];
+  if (s.http1_handed_off) {
+    s.http1_handed_off = false;
+    s.http1.Release();
+  }
   if (!s.in_use || !s.protocol->Freeable()) return;
   if (Tls(slot)) {
     if (!tls_->Freeable(slot)) return;

@@ -38,6 +38,7 @@
 #include "src/http1/connection.h"
 #include "src/http1/connection_host.h"
 #include "src/http1/stream_state.h"
+#include "src/http2/connection.h"
 #include "src/io/arena.h"
 #include "src/io/buffer_ring.h"
 #include "src/io/ring.h"
@@ -111,6 +112,11 @@ class EventLoop final : private conn::Transport, private http1::ConnectionHost {
     // connection preallocated; every connection starts with it.
     conn::Protocol* protocol = nullptr;
     http1::Connection http1;
+    // Made on the slot's first HTTP/2 connection and kept for the next.
+    std::unique_ptr<http2::Connection> http2;
+    // The HTTP/1 connection handed its socket on during the event being
+    // handled: it is released after it (MaybeFree), not under its own call.
+    bool http1_handed_off = false;
   };
 
   // ---- conn::Transport (the TLS layer's, beneath a TLS connection)
@@ -143,6 +149,7 @@ class EventLoop final : private conn::Transport, private http1::ConnectionHost {
   bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                 int64_t started_ns) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
+  void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) override;
   void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
     files_->PrepStat(dir_fd, path, out, UserData(Op::kFileStat, slot));
   }

@@ -205,6 +205,17 @@ bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::
   return true;
 }
 
+void EventLoop::HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) {
+  Slot& s = slots_[slot];
+  // Only HTTP/1 hands off, and only to HTTP/2 (an h2c preface) for now.
+  URING_CHECK(s.protocol == &s.http1 && next == conn::ProtocolId::kHttp2 && !Tls(slot));
+  if (s.http2 == nullptr) s.http2 = std::make_unique<http2::Connection>();
+  s.protocol = s.http2.get();
+  s.http1_handed_off = true;
+  stats_.http2_connections.Add();
+  s.http2->Open(&env_, slot, handoff, s.http1.client_address());
+}
+
 void EventLoop::ExchangeDone(uint32_t slot, const Exchange& exchange) {
   const int64_t elapsed_ns = internal::SteadyNs() - exchange.started_ns;
   route_stats_[exchange.route_id].Record(

@@ -48,7 +48,11 @@ std::string ServerCore::RenderMetrics() const {
   const ServerStats s = Stats();
   // Summed here, not kept in ServerStats: nothing but /metrics reads it.
   uint64_t body_rate_timeouts = 0;
-  for (const auto& loop : loops_) body_rate_timeouts += loop->stats().conn.body_rate_timeouts.Get();
+  uint64_t http2_connections = 0;
+  for (const auto& loop : loops_) {
+    body_rate_timeouts += loop->stats().conn.body_rate_timeouts.Get();
+    http2_connections += loop->stats().http2_connections.Get();
+  }
   std::string out;
   out.reserve(8192);
   struct Simple {
@@ -60,6 +64,8 @@ std::string ServerCore::RenderMetrics() const {
   const Simple simple[] = {
       {"uring_http_connections_accepted_total", "counter", "Connections accepted.", s.accepted},
       {"uring_http_connections_active", "gauge", "Connections holding a slot now.", s.active},
+      {"uring_http_http2_connections_total", "counter",
+       "Connections that became HTTP/2 (h2c with prior knowledge).", http2_connections},
       {"uring_http_connections_refused_total", "counter",
        "Connections refused with 503 because the thread's pool was full.", s.refused},
       {"uring_http_bad_requests_total", "counter",

@@ -445,7 +445,7 @@ std::string ServerCore::ReadyLine() const {
       router_.mount_count() > 0
           ? " = min(accept-capacity + 64 reserve + open-file cache + 1024, hard RLIMIT_NOFILE)"
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
-      "), io_uring: ", first.Features(),
+      "), io_uring: ", first.Features(), config_.http2 ? ", HTTP/2: h2c" : "",
       config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
       config_.listen.empty() && plain_port() != 0
           ? absl::StrCat(", plain HTTP on ", plain_address_)

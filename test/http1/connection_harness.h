@@ -204,6 +204,18 @@ class FakeHost final : public conn::Transport, public ConnectionHost {
     done.push_back({e.route_id, e.status, std::string(e.request_line), e.body_bytes, client});
   }
 
+  void HandOff(uint32_t, conn::ProtocolId next, const conn::Handoff& h) override {
+    if (send.has_value() || closed) violations.push_back("a handoff with the socket busy");
+    handoffs.push_back({next, std::string(h.bytes), h.recv_armed, h.peer_eof});
+  }
+  struct HandoffCall {
+    conn::ProtocolId next;
+    std::string bytes;  // copied during the call, as the next protocol must
+    bool recv_armed;
+    bool peer_eof;
+  };
+  std::vector<HandoffCall> handoffs;
+
   // Checks that the memory behind `s` still holds what was submitted.
   bool Intact(const SendCall& s) const {
     std::string now;

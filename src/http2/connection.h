@@ -1,0 +1,150 @@
+// http2::Connection: one HTTP/2 connection (RFC 9113) as a conn::Protocol,
+// beside http1::Connection over the same transport. libnghttp2 is the
+// codec, driven byte in, byte out: received bytes go to
+// nghttp2_session_mem_recv, frames to send come from mem_send into one
+// output buffer and leave with one send at a time on the loop's ring. No
+// socket call is made by the library.
+//
+// Each stream is an exchange answered through the same steps as an HTTP/1
+// request (src/exchange): the router's answers, the middleware, the FAST
+// handler on the ring, gzip. This is the first step of HTTP/2 (issue 20,
+// Part 2): it is reached by h2c with prior knowledge (--http2=on; the
+// HTTP/1 connection hands its socket over when the first bytes are the
+// preface). Not yet: SLOW handlers, static files, producers and streamed
+// bodies over HTTP/2 (answered 501), ALPN h2 over TLS, Upgrade: h2c, and
+// the per-connection flood accounting beyond what nghttp2 does itself.
+//
+// Thread-safety: owned by its loop's ring thread.
+#ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
+#define URING_HTTP_SRC_HTTP2_CONNECTION_H_
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/conn/protocol.h"
+#include "src/http/client_address.h"
+#include "src/http/response.h"
+#include "src/http1/connection_host.h"
+
+struct nghttp2_session;
+
+namespace uring_http::http2 {
+
+// Streams a client may have open at once (our SETTINGS).
+inline constexpr uint32_t kMaxConcurrentStreams = 100;
+// Frames gathered into the output before a send goes (bounded, so that one
+// connection does not hold the ring for long).
+inline constexpr size_t kOutputBytes = 64 * 1024;
+
+class Connection final : public conn::Protocol {
+ public:
+  Connection();
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // The slot's socket is HTTP/2 from here: `handoff` carries the bytes the
+  // protocol before read (the preface on) and the receive it had armed.
+  // `client`: the client the connection is for (the peer, or its PROXY
+  // header's). If nghttp2 cannot be set up, the connection closes.
+  void Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
+            const http::ClientAddress& client);
+
+  // ---- conn::Protocol
+  void OnRecv(const char* data, size_t len, bool ended) override;
+  void OnRecvEnd(int res) override;
+  void OnBuffersAvailable() override;
+  void OnSend(int res, bool notification_follows) override;
+  void OnSendNotification(bool copied) override {}
+  void OnShutdownDone() override {}
+  void OnClosed() override;
+  void OnWritable(int res) override {}
+  void OnDeadline() override;
+  void OnDrain() override;
+  void OnBatchEnd() override {}
+  void Abort() override;
+  void SetProxiedClient(const http::ClientAddress& client) override { client_ = client; }
+  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate>) override {}
+  // Nothing of this connection goes to a worker or a file yet.
+  void OnTaskDone() override {}
+  void OnStreamNotify() override {}
+  void OnFileStat(int) override {}
+  void OnFileOpen(int) override {}
+  void OnFileRead(int) override {}
+  void OnFileSplice(int) override {}
+  bool Freeable() const override {
+    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_;
+  }
+  void Release() override;
+
+  // For tests.
+  size_t open_streams() const { return streams_.size(); }
+
+ private:
+  enum class Phase : uint8_t { kOpen, kCloseSubmitted, kClosed };
+
+  // One stream's request as it arrives, and its answer as it leaves.
+  struct Stream {
+    int32_t id = 0;
+    std::string method, scheme, authority, path;
+    std::vector<std::pair<std::string, std::string>> fields;
+    std::string body;
+    size_t head_bytes = 0;
+    bool too_large = false; // its head passed the server's limits: 431
+    bool refused = false;   // answered before its body ended (413): the rest is dropped
+    bool answered = false;  // a response is submitted
+    int64_t started_ns = 0;
+    uint32_t route_id = 0;  // for metrics: the route, or the loop's "unmatched"
+    http::Response response;
+    size_t body_sent = 0;   // of response.body_view()
+    bool send_body = true;  // false for HEAD, 204, 304
+  };
+
+  // nghttp2's callbacks (connection.cc).
+  friend struct Callbacks;
+  Stream* Find(int32_t id);
+  void OnHeader(int32_t id, std::string_view name, std::string_view value);
+  // The request is complete (END_STREAM): it is answered.
+  void OnRequestEnd(Stream& s);
+  void OnBodyChunk(int32_t id, const uint8_t* data, size_t len);
+  void Answer(Stream& s, const http::Request& request);
+  void Submit(Stream& s, bool head_request);
+  void SubmitError(Stream& s, int status);
+  // Copies up to `len` bytes of the stream's body for a DATA frame.
+  long ReadBody(int32_t id, uint8_t* buf, size_t len, uint32_t* flags);
+
+  // After every event: output, the receive, closing, the deadline.
+  void Sync();
+  void Flush();
+  void StartClose();
+  uint64_t After(uint32_t ms) const;
+
+  http1::ConnectionEnv* env_ = nullptr;
+  uint32_t slot_ = 0;
+  nghttp2_session* session_ = nullptr;
+  Phase phase_ = Phase::kOpen;
+  bool recv_armed_ = false;
+  bool recv_starved_ = false;
+  bool peer_eof_ = false;
+  bool send_inflight_ = false;
+  bool fatal_ = false;  // the session failed: what is queued goes, then the close
+  uint64_t body_bytes_ = 0;  // request bodies buffered, all streams
+  std::string out_;      // frames being sent: out_[sent_..)
+  size_t sent_ = 0;
+  iovec iov_{};
+  uint64_t armed_deadline_ = 0;
+  uint64_t send_deadline_ = 0;
+  http::ClientAddress client_;
+  std::map<int32_t, std::unique_ptr<Stream>> streams_;
+};
+
+}  // namespace uring_http::http2
+
+#endif  // URING_HTTP_SRC_HTTP2_CONNECTION_H_

@@ -1,0 +1,261 @@
+// HTTP/2 with prior knowledge (h2c, --http2=on) end to end, over real
+// sockets with nghttp2's client: the HTTP/1 connection hands the socket
+// over at the preface, streams are answered by the same exchange steps as
+// HTTP/1 requests (routes, the router's answers, HEAD, bodies and their
+// limit, a throw's 500, gzip), many at once on one connection, and the
+// connection ends with a GOAWAY on a protocol error, on idleness and on
+// drain. Without the flag the preface is an HTTP/1 request (505).
+#include <sys/socket.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "src/serving/server.h"
+#include "test/http2/h2_client.h"
+#include "test/serving/http_client.h"
+
+namespace uring_http::serving {
+namespace {
+
+using testing::H2Client;
+
+router::Router Routes() {
+  router::Router r;
+  (void)r.Fast("GET", "/hello", [](const http::Request& req, http::Response& resp) {
+    (void)resp.AddHeader("Content-Type", "text/plain");
+    (void)resp.AddHeader("X-Host", req.host);
+    resp.set_body("hello");
+  });
+  (void)r.Fast("GET", "/items/{id}", [](const http::Request& req, http::Response& resp) {
+    resp.set_body("item " + std::string(req.PathParam("id")) + " " +
+                  std::string(req.QueryParam("q").value()));
+  });
+  (void)r.Fast("POST", "/echo", [](const http::Request& req, http::Response& resp) {
+    (void)resp.AddHeader("X-Type", req.FindHeader("content-type"));
+    resp.set_body(req.body);
+  });
+  (void)r.Fast("GET", "/big", [](const http::Request&, http::Response& resp) {
+    (void)resp.AddHeader("Content-Type", "text/plain");
+    std::string body;
+    for (int i = 0; body.size() < (1 << 20); ++i) body += std::to_string(i) + "\n";
+    resp.set_body(body);
+  });
+  (void)r.Fast("GET", "/throw", [](const http::Request&, http::Response&) {
+    throw std::runtime_error("handler failed");
+  });
+  (void)r.Slow("GET", "/slow", [](const http::Request&, http::Response& resp) {
+    resp.set_body("slow");
+  });
+  return r;
+}
+
+class H2cTest : public ::testing::Test {
+ protected:
+  void Start(bool http2 = true, uint32_t idle_timeout_ms = 60'000, bool gzip = false) {
+    ServerConfig config;
+    config.address = "127.0.0.1";
+    config.port = 0;
+    config.accept_threads = 1;
+    config.accept_capacity = 64;
+    config.workers = 2;
+    config.http2 = http2;
+    config.idle_timeout_ms = idle_timeout_ms;
+    config.limits.max_body_bytes = 256 * 1024;
+    config.compression.enabled = gzip;
+    server_ = std::make_unique<Server>(config, Routes());
+    const absl::Status s = server_->Start();
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) {
+      server_->Stop();
+      server_->Wait();
+    }
+  }
+  uint16_t port() const { return server_->port(); }
+
+  std::unique_ptr<Server> server_;
+};
+
+TEST_F(H2cTest, RoutesTheRoutersAnswersAndHead) {
+  Start();
+  H2Client c(port());
+  ASSERT_TRUE(c.connected());
+  const int32_t hello = c.Submit("GET", "/hello");
+  const int32_t item = c.Submit("GET", "/items/42?q=x");
+  const int32_t missing = c.Submit("GET", "/nothing");
+  const int32_t wrong = c.Submit("DELETE", "/hello");
+  const int32_t head = c.Submit("HEAD", "/hello");
+  const int32_t unclean = c.Submit("GET", "/a/../hello");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(hello).status, 200);
+  EXPECT_EQ(c.answer(hello).body, "hello");
+  EXPECT_EQ(c.answer(hello).fields.at("x-host"), "localhost") << ":authority is the host";
+  EXPECT_EQ(c.answer(hello).fields.at("content-type"), "text/plain");
+  EXPECT_EQ(c.answer(hello).fields.count("connection"), 0u);
+  EXPECT_EQ(c.answer(item).body, "item 42 x");
+  EXPECT_EQ(c.answer(missing).status, 404);
+  EXPECT_EQ(c.answer(wrong).status, 405);
+  EXPECT_EQ(c.answer(wrong).fields.at("allow"), "GET, HEAD, OPTIONS");
+  EXPECT_EQ(c.answer(head).status, 200);
+  EXPECT_EQ(c.answer(head).fields.at("content-length"), "5");
+  EXPECT_EQ(c.answer(head).body, "");
+  EXPECT_EQ(c.answer(unclean).status, 301);
+  EXPECT_EQ(c.answer(unclean).fields.at("location"), "/hello");
+}
+
+TEST_F(H2cTest, ManyStreamsAtOnceOnOneConnection) {
+  Start();
+  H2Client c(port());
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 60; ++i) ids.push_back(c.Submit("GET", "/items/" + std::to_string(i)));
+  ASSERT_TRUE(c.Run());
+  for (int i = 0; i < 60; ++i) {
+    EXPECT_EQ(c.answer(ids[i]).status, 200);
+    EXPECT_EQ(c.answer(ids[i]).body, "item " + std::to_string(i) + " ");
+  }
+}
+
+TEST_F(H2cTest, BodiesBothWaysPastTheFlowControlWindows) {
+  Start();
+  H2Client c(port());
+  std::string upload(200 * 1024, 'u');  // past the 65,535-byte initial window
+  for (size_t i = 0; i < upload.size(); i += 997) upload[i] = static_cast<char>('a' + i % 26);
+  const int32_t echo = c.Submit("POST", "/echo", {{"content-type", "application/octet-stream"}},
+                                upload);
+  const int32_t big = c.Submit("GET", "/big");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(echo).status, 200);
+  EXPECT_EQ(c.answer(echo).body, upload);
+  EXPECT_EQ(c.answer(echo).fields.at("x-type"), "application/octet-stream");
+  EXPECT_EQ(c.answer(big).status, 200);
+  EXPECT_GE(c.answer(big).body.size(), size_t{1} << 20);
+  EXPECT_EQ(c.answer(big).fields.at("content-length"),
+            std::to_string(c.answer(big).body.size()));
+}
+
+TEST_F(H2cTest, ABodyPastTheLimitIs413AndTheConnectionGoesOn) {
+  Start();
+  H2Client c(port());
+  const int32_t over = c.Submit("POST", "/echo", {}, std::string(300 * 1024, 'x'));
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(over).status, 413);
+  const int32_t after = c.Submit("GET", "/hello");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(after).status, 200);
+}
+
+TEST_F(H2cTest, TheConnectionBuffersNoMoreBodyThanOneRequestMay) {
+  Start();  // --max-body-bytes 256 KiB
+  H2Client c(port());
+  // Two bodies of 150 KiB, each within the limit, sent side by side: the
+  // second passes the connection's share and is refused.
+  const int32_t a = c.Submit("POST", "/echo", {}, std::string(150 * 1024, 'a'));
+  const int32_t b = c.Submit("POST", "/echo", {}, std::string(150 * 1024, 'b'));
+  ASSERT_TRUE(c.Run());
+  const int ok = (c.answer(a).status == 200) + (c.answer(b).status == 200);
+  const int refused = (c.answer(a).status == 413) + (c.answer(b).status == 413);
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(refused, 1);
+  // Once they are done, the share is free again.
+  const int32_t again = c.Submit("POST", "/echo", {}, std::string(200 * 1024, 'c'));
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(again).status, 200);
+}
+
+TEST_F(H2cTest, HeadersPastTheServersLimitsAre431) {
+  Start();
+  H2Client c(port());
+  std::vector<std::pair<std::string, std::string>> many;
+  for (int i = 0; i < 120; ++i) many.push_back({"x-f" + std::to_string(i), "v"});
+  const int32_t too_many = c.Submit("GET", "/hello", many);
+  const int32_t too_big = c.Submit("GET", "/hello", {{"x-big", std::string(17 * 1024, 'b')}});
+  const int32_t fine = c.Submit("GET", "/hello", {{"x-ok", std::string(1024, 'o')}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(too_many).status, 431);
+  EXPECT_EQ(c.answer(too_big).status, 431);
+  EXPECT_EQ(c.answer(fine).status, 200);
+}
+
+TEST_F(H2cTest, AThrowIs500AndWhatIsNotWiredYetIs501) {
+  Start();
+  H2Client c(port());
+  const int32_t thrown = c.Submit("GET", "/throw");
+  const int32_t slow = c.Submit("GET", "/slow");
+  const int32_t connect = c.Submit("CONNECT", "/", {});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(thrown).status, 500);
+  EXPECT_EQ(c.answer(slow).status, 501);
+  // (nghttp2 itself refuses a CONNECT with :path and :scheme: a reset.)
+  EXPECT_TRUE(c.answer(connect).status == 501 || c.answer(connect).reset != 0);
+}
+
+TEST_F(H2cTest, GzipAsOverHttp1) {
+  Start(true, 60'000, /*gzip=*/true);
+  H2Client c(port());
+  const int32_t id = c.Submit("GET", "/big", {{"accept-encoding", "gzip"}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(id).fields.at("content-encoding"), "gzip");
+  EXPECT_EQ(c.answer(id).fields.at("vary"), "Accept-Encoding");
+  EXPECT_LT(c.answer(id).body.size(), size_t{1} << 20);
+}
+
+TEST_F(H2cTest, HTTP1StillServesEverythingBeside) {
+  Start();
+  testing::TestClient c(port());
+  ASSERT_TRUE(c.Send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const auto reply = c.ReadResponse();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_EQ(reply->body, "slow");
+}
+
+TEST_F(H2cTest, WithoutTheFlagThePrefaceIsAnHttp1Request) {
+  Start(/*http2=*/false);
+  testing::TestClient c(port());
+  ASSERT_TRUE(c.Send("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"));
+  const auto reply = c.ReadResponse();
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->status, 505);
+}
+
+TEST_F(H2cTest, AProtocolErrorEndsTheConnectionWithGoaway) {
+  Start();
+  H2Client c(port());
+  ASSERT_TRUE(c.Flush());  // the preface and our SETTINGS
+  // A DATA frame on stream 0 is a connection error (RFC 9113 6.1).
+  const std::string bad("\0\0\1\0\0\0\0\0\0x", 10);
+  ASSERT_TRUE(c.socket().Send(bad));
+  EXPECT_TRUE(c.ReadToClose());
+  EXPECT_TRUE(c.goaway());
+  EXPECT_EQ(c.goaway_code(), NGHTTP2_PROTOCOL_ERROR);
+}
+
+TEST_F(H2cTest, AnIdleConnectionGetsGoawayAndIsClosed) {
+  Start(true, /*idle_timeout_ms=*/300);
+  H2Client c(port());
+  const int32_t id = c.Submit("GET", "/hello");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(id).status, 200);
+  EXPECT_TRUE(c.ReadToClose());
+  EXPECT_TRUE(c.goaway());
+  EXPECT_EQ(c.goaway_code(), NGHTTP2_NO_ERROR);
+}
+
+TEST_F(H2cTest, ADrainSaysGoawayAndCloses) {
+  Start();
+  H2Client c(port());
+  const int32_t id = c.Submit("GET", "/hello");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(id).status, 200);
+  server_->Stop();
+  EXPECT_TRUE(c.ReadToClose());
+  EXPECT_TRUE(c.goaway());
+  server_->Wait();
+  server_.reset();
+}
+
+}  // namespace
+}  // namespace uring_http::serving
