@@ -3,6 +3,8 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -91,7 +93,10 @@ struct Callbacks {
   }
   static int OnStreamClose(nghttp2_session*, int32_t id, uint32_t, void* user) {
     auto* c = static_cast<Connection*>(user);
-    if (Connection::Stream* s = c->Find(id)) c->body_bytes_ -= s->body.size();
+    if (Connection::Stream* s = c->Find(id)) {
+      c->body_bytes_ -= s->body.size();
+      c->Orphan(*s);
+    }
     c->streams_.erase(id);
     return 0;
   }
@@ -265,7 +270,11 @@ void Connection::OnRequestEnd(Stream& s) {
   std::vector<http::Header> headers;
   headers.reserve(s.fields.size() + 1);
   if (!s.authority.empty()) headers.push_back({"host", s.authority});
-  for (const auto& [name, value] : s.fields) headers.push_back({name, value});
+  for (const auto& [name, value] : s.fields) {
+    // :authority stands for Host (RFC 9113 8.3.1): one Host, not two.
+    if (name == "host" && !s.authority.empty()) continue;
+    headers.push_back({name, value});
+  }
   http::Request request;
   request.method = s.method;
   request.method_id = http::Method::kOther;
@@ -313,9 +322,18 @@ void Connection::Answer(Stream& s, const http::Request& request_in) {
   const router::Route& route = *routing.route;
   s.route_id = route.id;
   if (request.body.size() > routing.body_limit) return SubmitError(s, 413);
-  if (routing.slow || route.mount != nullptr || route.sink != nullptr) {
-    // Workers, static files and body sinks are not wired to HTTP/2 yet.
+  if (route.mount != nullptr || route.sink != nullptr || routing.streamed) {
+    // Static files, body sinks and streamed request bodies are not wired
+    // to HTTP/2 yet.
     return SubmitError(s, 501);
+  }
+  s.head = head;
+  if (routing.slow) {
+    if (!Dispatch(s, request, route)) {
+      env_->stats->slow_rejected.Add();
+      SubmitError(s, 503);
+    }
+    return;
   }
   exchange::RunHandler(pipeline, route, request, s.response);
   if (s.response.has_producer() || s.response.header_refused()) {
@@ -381,12 +399,247 @@ void Connection::Submit(Stream& s, bool head_request) {
 long Connection::ReadBody(int32_t id, uint8_t* buf, size_t len, uint32_t* flags) {
   Stream* s = Find(id);
   if (s == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  const std::string_view body = s->response.body_view();
-  const size_t n = std::min(len, body.size() - s->body_sent);
-  std::memcpy(buf, body.data() + s->body_sent, n);
-  s->body_sent += n;
-  if (s->body_sent == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-  return static_cast<long>(n);
+  if (s->pipe == nullptr) {
+    const std::string_view body = s->response.body_view();
+    const size_t n = std::min(len, body.size() - s->body_sent);
+    std::memcpy(buf, body.data() + s->body_sent, n);
+    s->body_sent += n;
+    if (s->body_sent == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return static_cast<long>(n);
+  }
+  // A worker's streamed answer: what its pipe holds, as the client's
+  // windows let nghttp2 ask for it. Taking bytes frees room for the
+  // worker, which sleeps on a full pipe.
+  worker::BodyPipe& pipe = *s->pipe;
+  for (;;) {
+    const size_t n = pipe.Read(reinterpret_cast<char*>(buf), len);
+    if (n > 0) {
+      s->body_sent += n;
+      return static_cast<long>(n);
+    }
+    if (pipe.aborted()) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM
+    if (pipe.finished()) {
+      // The trailers and whether the body came whole are the task's to
+      // say once it has returned (slow_task.h).
+      if (!s->task_done) break;
+      // A short body cannot end normally: the client must see it cut.
+      if (s->stream_broken) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      const http::HeaderTable* trailers =
+          s->stream_head != nullptr ? s->stream_head->trailers.get() : nullptr;
+      if (trailers != nullptr && trailers->size() > 0) {
+        std::vector<std::string> names;
+        std::vector<nghttp2_nv> nv;
+        names.reserve(trailers->size());
+        for (const http::HeaderTable::Field f : *trailers) {
+          std::string& lower = names.emplace_back(f.name);
+          std::transform(lower.begin(), lower.end(), lower.begin(), Lower);
+          nv.push_back(Nv(lower, f.value));
+        }
+        // The DATA does not end the stream: the trailers' HEADERS does.
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        nghttp2_submit_trailer(session_, id, nv.data(), nv.size());
+      }
+      return 0;
+    }
+    // Empty: wait for the worker's message (unless bytes came meanwhile).
+    if (pipe.ArmReadNotify(0)) break;
+  }
+  s->deferred = true;
+  return NGHTTP2_ERR_DEFERRED;
+}
+
+// ---------------------------------------------------------------- SLOW routes
+
+bool Connection::Dispatch(Stream& s, const http::Request& request, const router::Route& route) {
+  // The worker parses the head again (worker_pool.cc), as HTTP/1 text:
+  // the fields as they came (nghttp2 has checked them), the authority as
+  // Host, and the length of the body it is given.
+  std::string head;
+  head.reserve(256 + s.path.size() + s.fields.size() * 32);
+  head.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\n");
+  bool has_length = false;
+  for (size_t i = 0; i < request.num_headers; ++i) {
+    const http::Header& h = request.headers[i];
+    has_length = has_length || h.name == "content-length";
+    head.append(h.name).append(": ").append(h.value).append("\r\n");
+  }
+  if (!request.body.empty() && !has_length) {
+    head.append("content-length: ").append(std::to_string(request.body.size())).append("\r\n");
+  }
+  head.append("\r\n");
+  const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
+  const size_t need = sizeof(worker::TaskBuffer) + head.size() + request.body.size() + allow.size();
+  void* memory = std::malloc(need);
+  if (memory == nullptr) return false;
+  auto* task = new (memory) worker::TaskBuffer();
+  task->head_len = static_cast<uint32_t>(head.size());
+  task->body_len = request.body.size();
+  task->capacity = static_cast<uint32_t>(need - sizeof(worker::TaskBuffer));
+  task->allow_len = static_cast<uint16_t>(allow.size());
+  task->head_only = s.head;
+  task->keep_alive = true;
+  task->client_address = client_;
+  std::memcpy(task->data(), head.data(), head.size());
+  if (!request.body.empty()) {
+    std::memcpy(task->data() + head.size(), request.body.data(), request.body.size());
+  }
+  if (!allow.empty()) {
+    std::memcpy(task->data() + head.size() + request.body.size(), allow.data(), allow.size());
+  }
+  if (!env_->host->Dispatch(slot_, task, route, s.started_ns)) {
+    task->~TaskBuffer();
+    std::free(memory);
+    return false;
+  }
+  env_->stats->slow_dispatched.Add();
+  s.task = task;
+  tasks_.push_back({task, nullptr, false});
+  return true;
+}
+
+void Connection::OnTaskDone() {
+  // Acquire: what the worker wrote before its release store is ours.
+  for (auto& [id, sp] : streams_) {
+    Stream& s = *sp;
+    if (s.task != nullptr && s.task->state.load(std::memory_order_acquire) ==
+                                 worker::TaskBuffer::kDone) {
+      env_->stats->slow_completed.Add();
+      TakeTaskResult(s);
+    }
+  }
+  // Tasks whose stream has gone: their memory goes once they return.
+  for (size_t i = 0; i < tasks_.size();) {
+    worker::TaskBuffer* task = tasks_[i].task;
+    if (tasks_[i].orphaned &&
+        task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone) {
+      env_->stats->slow_completed.Add();
+      FreeTaskOf(task);  // erases tasks_[i]
+    } else {
+      ++i;
+    }
+  }
+  Sync();
+}
+
+void Connection::OnStreamNotify() {
+  for (auto& [id, sp] : streams_) {
+    Stream& s = *sp;
+    if (s.task != nullptr && s.pipe == nullptr) {
+      // The worker's first Write published its pipe and the answer's head.
+      if (worker::BodyPipe* pipe =
+              s.task->response_body.exchange(nullptr, std::memory_order_acq_rel)) {
+        s.pipe.reset(pipe);
+        StartStreamed(s);
+      }
+    }
+    if (s.deferred) {
+      s.deferred = false;
+      nghttp2_session_resume_data(session_, s.id);
+    }
+  }
+  // A pipe published after its stream went: aborted, so the worker stops.
+  for (Task& t : tasks_) {
+    if (!t.orphaned || t.orphan_pipe != nullptr) continue;
+    if (worker::BodyPipe* pipe = t.task->response_body.exchange(nullptr, std::memory_order_acq_rel)) {
+      t.orphan_pipe.reset(pipe);
+      t.orphan_pipe->Abort();
+    }
+  }
+  Sync();
+}
+
+void Connection::TakeTaskResult(Stream& s) {
+  worker::TaskBuffer* task = s.task;
+  s.task_done = true;
+  if (s.pipe == nullptr) {
+    if (worker::BodyPipe* pipe = task->response_body.exchange(nullptr, std::memory_order_acq_rel)) {
+      s.pipe.reset(pipe);
+    }
+  }
+  if (s.pipe != nullptr) {
+    if (!s.answered) StartStreamed(s);
+    s.stream_head = std::move(task->stream_head);
+    s.stream_broken = task->stream_broken;
+    s.task = nullptr;
+    FreeTaskOf(task);
+    if (s.deferred) {
+      s.deferred = false;
+      nghttp2_session_resume_data(session_, s.id);
+    }
+    return;
+  }
+  s.response = std::move(task->response);
+  s.task = nullptr;
+  FreeTaskOf(task);
+  if (s.response.header_refused()) return SubmitError(s, 500);
+  Submit(s, s.head);
+}
+
+void Connection::StartStreamed(Stream& s) {
+  const worker::StreamHead* head =
+      s.task != nullptr ? s.task->stream_head.get() : s.stream_head.get();
+  if (head == nullptr || s.answered) return;
+  s.answered = true;
+  const int status = head->status;
+  s.send_body = !s.head && http::StatusHasBody(status);
+  std::vector<std::string> names;
+  std::vector<nghttp2_nv> nv;
+  names.reserve(head->fields.size());
+  char status_text[3] = {static_cast<char>('0' + status / 100),
+                         static_cast<char>('0' + status / 10 % 10),
+                         static_cast<char>('0' + status % 10)};
+  nv.push_back(Nv(":status", std::string_view(status_text, 3)));
+  for (const http::HeaderTable::Field f : head->fields) {
+    std::string& lower = names.emplace_back(f.name);
+    std::transform(lower.begin(), lower.end(), lower.begin(), Lower);
+    if (ConnectionSpecific(lower)) continue;
+    nv.push_back(Nv(lower, f.value));
+  }
+  char date[http::kHttpDateSize];
+  const size_t date_len = http::FormatHttpDate(std::time(nullptr), date);
+  nv.push_back(Nv("date", std::string_view(date, date_len)));
+  nv.push_back(Nv("server", "uring-http"));
+  const std::string length = std::to_string(head->length);
+  if (head->length_known && http::StatusHasBody(status)) nv.push_back(Nv("content-length", length));
+  nghttp2_data_provider provider{};
+  provider.read_callback = &Callbacks::ReadBody;
+  if (nghttp2_submit_response(session_, s.id, nv.data(), nv.size(),
+                              s.send_body ? &provider : nullptr) != 0) {
+    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
+  }
+  env_->stats->streamed_responses.Add();
+  env_->host->ExchangeDone(slot_, http1::ConnectionHost::Exchange{
+                                      s.route_id, status, s.started_ns, std::string_view(), 0,
+                                      &client_, {}});
+}
+
+void Connection::Orphan(Stream& s) {
+  if (s.task == nullptr) return;  // (a finished task's pipe goes with the stream)
+  for (Task& t : tasks_) {
+    if (t.task != s.task) continue;
+    t.orphaned = true;
+    t.orphan_pipe = std::move(s.pipe);
+    if (t.orphan_pipe == nullptr) {
+      t.orphan_pipe.reset(s.task->response_body.exchange(nullptr, std::memory_order_acq_rel));
+    }
+    // The worker's next Write fails (a blocked one wakes): it stops soon.
+    if (t.orphan_pipe != nullptr) t.orphan_pipe->Abort();
+  }
+  s.task = nullptr;
+}
+
+void Connection::FreeTaskOf(worker::TaskBuffer* task) {
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    if (tasks_[i].task != task) continue;
+    tasks_[i] = std::move(tasks_.back());
+    tasks_.pop_back();
+    break;
+  }
+  // A pipe the ring never took is still the task's.
+  delete task->response_body.exchange(nullptr, std::memory_order_acq_rel);
+  task->~TaskBuffer();
+  std::free(task);
 }
 
 // ---------------------------------------------------------------- output and life
@@ -494,6 +747,9 @@ void Connection::Abort() {
 void Connection::StartClose() {
   if (phase_ != Phase::kOpen) return;
   phase_ = Phase::kCloseSubmitted;
+  // Workers still answering streams of this connection stop soon; their
+  // tasks are freed as they return (Freeable waits for them).
+  for (auto& [id, sp] : streams_) Orphan(*sp);
   if (armed_deadline_ != 0) {
     armed_deadline_ = 0;
     env_->transport->SetDeadline(slot_, 0);
@@ -508,6 +764,7 @@ void Connection::OnClosed() {
 }
 
 void Connection::Release() {
+  URING_CHECK(tasks_.empty());  // Freeable: every task has returned
   if (session_ != nullptr) nghttp2_session_del(session_);
   session_ = nullptr;
   streams_.clear();

@@ -10,9 +10,13 @@
 // handler on the ring, gzip. This is the first step of HTTP/2 (issue 20,
 // Part 2): it is reached by h2c with prior knowledge (--http2=on; the
 // HTTP/1 connection hands its socket over when the first bytes are the
-// preface). Not yet: SLOW handlers, static files, producers and streamed
-// bodies over HTTP/2 (answered 501), ALPN h2 over TLS, Upgrade: h2c, and
-// the per-connection flood accounting beyond what nghttp2 does itself.
+// preface). A SLOW route's request goes to the workers as over HTTP/1 (its
+// head written as HTTP/1 for the worker to parse, its body buffered), and
+// its answer comes back buffered or streamed through the task's pipe, as
+// DATA frames within the client's flow-control windows: the pipe's bound
+// holds the worker back. Not yet: static files, producers, streamed
+// request bodies (answered 501), ALPN h2 over TLS, Upgrade: h2c, and flood
+// accounting beyond what nghttp2 does itself.
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -32,6 +36,9 @@
 #include "src/http/client_address.h"
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
+#include "src/router/router.h"
+#include "src/worker/body_pipe.h"
+#include "src/worker/slow_task.h"
 
 struct nghttp2_session;
 
@@ -72,15 +79,19 @@ class Connection final : public conn::Protocol {
   void Abort() override;
   void SetProxiedClient(const http::ClientAddress& client) override { client_ = client; }
   void SetClientCertificate(std::shared_ptr<const http::ClientCertificate>) override {}
-  // Nothing of this connection goes to a worker or a file yet.
-  void OnTaskDone() override {}
-  void OnStreamNotify() override {}
+  // A worker finished a task of one of the streams, or made progress on
+  // one's answer (the completion names the slot: the streams are looked
+  // through).
+  void OnTaskDone() override;
+  void OnStreamNotify() override;
+  // Nothing of this connection goes to a file yet.
   void OnFileStat(int) override {}
   void OnFileOpen(int) override {}
   void OnFileRead(int) override {}
   void OnFileSplice(int) override {}
+  // (A worker's task holds memory of this connection until it returns.)
   bool Freeable() const override {
-    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_;
+    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && tasks_.empty();
   }
   void Release() override;
 
@@ -105,6 +116,15 @@ class Connection final : public conn::Protocol {
     http::Response response;
     size_t body_sent = 0;   // of response.body_view()
     bool send_body = true;  // false for HEAD, 204, 304
+    bool head = false;      // a HEAD request
+    // A SLOW route's task, while a worker has it; then, for a streamed
+    // answer, its pipe (the ring's once seen) and head (for the trailers).
+    worker::TaskBuffer* task = nullptr;
+    std::unique_ptr<worker::BodyPipe> pipe;
+    std::unique_ptr<worker::StreamHead> stream_head;
+    bool task_done = false;
+    bool stream_broken = false;
+    bool deferred = false;  // its DATA waits for the pipe (nghttp2 deferred it)
   };
 
   // nghttp2's callbacks (connection.cc).
@@ -115,6 +135,17 @@ class Connection final : public conn::Protocol {
   void OnRequestEnd(Stream& s);
   void OnBodyChunk(int32_t id, const uint8_t* data, size_t len);
   void Answer(Stream& s, const http::Request& request);
+  // Hands a SLOW route's request to the workers; false if refused.
+  bool Dispatch(Stream& s, const http::Request& request, const router::Route& route);
+  // What came back of a stream's task: a buffered answer, or the head of a
+  // streamed one; and the end of the stream's DATA from the pipe.
+  void TakeTaskResult(Stream& s);
+  void StartStreamed(Stream& s);
+  // The task has returned: its memory goes, once nothing refers to it.
+  void FreeTaskOf(worker::TaskBuffer* task);
+  // The stream goes while a worker has its task: the task is kept (and its
+  // pipe aborted) until it returns.
+  void Orphan(Stream& s);
   void Submit(Stream& s, bool head_request);
   void SubmitError(Stream& s, int status);
   // Copies up to `len` bytes of the stream's body for a DATA frame.
@@ -143,6 +174,15 @@ class Connection final : public conn::Protocol {
   uint64_t send_deadline_ = 0;
   http::ClientAddress client_;
   std::map<int32_t, std::unique_ptr<Stream>> streams_;
+  // Every task a worker holds, with the pipe of a stream that has gone
+  // (reset by the peer, or the connection closed): kept, the pipe aborted
+  // so the worker stops soon, until the task returns.
+  struct Task {
+    worker::TaskBuffer* task;
+    std::unique_ptr<worker::BodyPipe> orphan_pipe;
+    bool orphaned = false;
+  };
+  std::vector<Task> tasks_;
 };
 
 }  // namespace uring_http::http2

@@ -148,8 +148,8 @@ struct ServerConfig {
   bool proxy_protocol = false;
   // HTTP/2 (src/http2/): a connection on a plain listener whose first bytes
   // are the HTTP/2 preface speaks it (h2c with prior knowledge). A first
-  // step, off by default: FAST routes and the router's answers only (SLOW
-  // routes, static files and streamed answers are 501 over HTTP/2 so far).
+  // step, off by default: static files, producers and streamed request
+  // bodies are 501 over HTTP/2 so far (src/http2/connection.h).
   bool http2 = false;
 
   // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty

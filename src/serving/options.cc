@@ -196,8 +196,8 @@ Flags ServerFlags(Options& options) {
          "thread; normal: SCHED_OTHER like the rings");
   Choice(f, "http2", &c.http2, {{"on", true}, {"off", false}},
          "on: a plain-HTTP connection that opens with the HTTP/2 preface speaks HTTP/2 "
-         "(h2c, prior knowledge; a first step: FAST routes only, SLOW routes and static "
-         "files answer 501 over it)");
+         "(h2c, prior knowledge; a first step: static files and streamed request bodies "
+         "answer 501 over it)");
   f.Add("verbose", &c.verbose, "Debug output on stderr").Short('v');
   FilePath(f, "access-log", &c.access_log_path,
            "Access log in Common Log Format (written through the rings, never blocking them)");

@@ -94,6 +94,14 @@ class H2Client {
       }
     }
   }
+  // One read's worth of frames (after sending what is queued).
+  bool RunOnce() {
+    if (!Flush()) return false;
+    char buf[16384];
+    const ssize_t n = recv(socket_.fd(), buf, sizeof(buf), 0);
+    if (n <= 0) return false;
+    return nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(buf), n) >= 0;
+  }
   // Reads until the server closes (after a GOAWAY, say); true if it did.
   bool ReadToClose() {
     Flush();

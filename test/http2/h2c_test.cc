@@ -48,6 +48,38 @@ router::Router Routes() {
   (void)r.Slow("GET", "/slow", [](const http::Request&, http::Response& resp) {
     resp.set_body("slow");
   });
+  (void)r.Slow("POST", "/slow-echo", [](const http::Request& req, http::Response& resp) {
+    (void)resp.AddHeader("X-Length", req.FindHeader("content-length"));
+    (void)resp.AddHeader("X-Host", req.host);
+    resp.set_body(req.body);
+  });
+  // A streamed answer: 2 MiB in pieces, past the pipe's bound and the
+  // client's windows, with trailers.
+  (void)r.Slow("GET", "/slow-stream", [](const http::Request&, http::Response& resp) {
+    (void)resp.AddHeader("Content-Type", "text/plain");
+    const std::string piece(64 * 1024, 's');
+    for (int i = 0; i < 32; ++i) {
+      if (!resp.Write(piece)) return;
+    }
+    (void)resp.AddTrailer("X-Done", "32");
+  });
+  // gRPC's shape: a POST of application/grpc, the status in trailers.
+  (void)r.Slow("POST", "/grpc.Echo/Say", [](const http::Request& req, http::Response& resp) {
+    (void)resp.AddHeader("Content-Type", "application/grpc");
+    if (!resp.Write(req.body)) return;
+    (void)resp.AddTrailer("grpc-status", "0");
+    (void)resp.AddTrailer("grpc-message", "ok");
+  });
+  // Writes until the client goes (its writes then fail).
+  (void)r.Slow("GET", "/slow-forever", [](const http::Request&, http::Response& resp) {
+    const std::string piece(16 * 1024, 'f');
+    while (resp.Write(piece)) {
+    }
+  });
+  (void)r.Slow("GET", "/slow-throw", [](const http::Request&, http::Response& resp) {
+    (void)resp.Write("part");
+    throw std::runtime_error("after the head");
+  });
   return r;
 }
 
@@ -179,17 +211,108 @@ TEST_F(H2cTest, HeadersPastTheServersLimitsAre431) {
   EXPECT_EQ(c.answer(fine).status, 200);
 }
 
-TEST_F(H2cTest, AThrowIs500AndWhatIsNotWiredYetIs501) {
+TEST_F(H2cTest, AThrowIs500AndCONNECTIsRefused) {
   Start();
   H2Client c(port());
   const int32_t thrown = c.Submit("GET", "/throw");
-  const int32_t slow = c.Submit("GET", "/slow");
   const int32_t connect = c.Submit("CONNECT", "/", {});
   ASSERT_TRUE(c.Run());
   EXPECT_EQ(c.answer(thrown).status, 500);
-  EXPECT_EQ(c.answer(slow).status, 501);
   // (nghttp2 itself refuses a CONNECT with :path and :scheme: a reset.)
   EXPECT_TRUE(c.answer(connect).status == 501 || c.answer(connect).reset != 0);
+}
+
+TEST_F(H2cTest, SlowRoutesRunOnTheWorkers) {
+  Start();
+  H2Client c(port());
+  const int32_t slow = c.Submit("GET", "/slow");
+  const int32_t head = c.Submit("HEAD", "/slow");
+  const std::string upload(100 * 1024, 'p');
+  const int32_t echo = c.Submit("POST", "/slow-echo", {}, upload);
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(slow).status, 200);
+  EXPECT_EQ(c.answer(slow).body, "slow");
+  EXPECT_EQ(c.answer(head).status, 200);
+  EXPECT_EQ(c.answer(head).body, "");
+  EXPECT_EQ(c.answer(echo).status, 200);
+  EXPECT_EQ(c.answer(echo).body, upload);
+  EXPECT_EQ(c.answer(echo).fields.at("x-length"), std::to_string(upload.size()));
+  EXPECT_EQ(c.answer(echo).fields.at("x-host"), "localhost");
+}
+
+TEST_F(H2cTest, AStreamedSlowAnswerWithTrailersBesideOtherStreams) {
+  Start();
+  H2Client c(port());
+  const int32_t stream = c.Submit("GET", "/slow-stream");
+  std::vector<int32_t> fast;
+  for (int i = 0; i < 10; ++i) fast.push_back(c.Submit("GET", "/hello"));
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(stream).status, 200);
+  EXPECT_EQ(c.answer(stream).body, std::string(32 * 64 * 1024, 's'));
+  EXPECT_EQ(c.answer(stream).trailers.at("x-done"), "32");
+  EXPECT_EQ(c.answer(stream).reset, 0u);
+  for (int32_t id : fast) EXPECT_EQ(c.answer(id).body, "hello");
+}
+
+TEST_F(H2cTest, AGrpcShapedCallCarriesItsStatusInTrailers) {
+  Start();
+  H2Client c(port());
+  const std::string message("\0\0\0\0\5hello", 10);  // a length-prefixed message
+  const int32_t id = c.Submit("POST", "/grpc.Echo/Say",
+                              {{"content-type", "application/grpc"}, {"te", "trailers"}}, message);
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(id).status, 200);
+  EXPECT_EQ(c.answer(id).fields.at("content-type"), "application/grpc");
+  EXPECT_EQ(c.answer(id).body, message);
+  EXPECT_EQ(c.answer(id).trailers.at("grpc-status"), "0");
+  EXPECT_EQ(c.answer(id).trailers.at("grpc-message"), "ok");
+}
+
+TEST_F(H2cTest, AResetStreamStopsItsWorkerAndTheConnectionGoesOn) {
+  Start();
+  H2Client c(port());
+  const int32_t forever = c.Submit("GET", "/slow-forever");
+  // Read until the answer has begun, then reset it.
+  while (c.answer(forever).body.size() < 64 * 1024) {
+    ASSERT_TRUE(c.RunOnce());
+  }
+  nghttp2_submit_rst_stream(c.session(), NGHTTP2_FLAG_NONE, forever, NGHTTP2_CANCEL);
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(forever).reset, NGHTTP2_CANCEL);
+  // The worker stopped (both of them are free for these).
+  const int32_t a = c.Submit("GET", "/slow");
+  const int32_t b = c.Submit("GET", "/slow");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(a).body, "slow");
+  EXPECT_EQ(c.answer(b).body, "slow");
+}
+
+TEST_F(H2cTest, AThrowAfterTheHeadCutsTheStream) {
+  Start();
+  H2Client c(port());
+  const int32_t id = c.Submit("GET", "/slow-throw");
+  const int32_t after = c.Submit("GET", "/hello");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(id).status, 200);
+  EXPECT_NE(c.answer(id).reset, 0u) << "a body cut short must not look whole";
+  EXPECT_EQ(c.answer(after).status, 200);
+}
+
+TEST_F(H2cTest, AClientThatLeavesMidStreamFreesItsWorker) {
+  Start();
+  {
+    H2Client c(port());
+    const int32_t forever = c.Submit("GET", "/slow-forever");
+    while (c.answer(forever).body.size() < 64 * 1024) ASSERT_TRUE(c.RunOnce());
+    c.socket().Reset();
+  }
+  // Both workers answer again (the one writing forever stopped).
+  H2Client c(port());
+  const int32_t a = c.Submit("GET", "/slow");
+  const int32_t b = c.Submit("GET", "/slow");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(a).body, "slow");
+  EXPECT_EQ(c.answer(b).body, "slow");
 }
 
 TEST_F(H2cTest, GzipAsOverHttp1) {
