@@ -90,7 +90,6 @@ struct Session::Impl {
   bool failed = false;
   bool shutdown_started = false;
   bool final_goaway = false;
-  bool peer_goaway = false;
   int depth = 0;  // inside mem_recv/mem_send: closing all streams waits
   bool close_all_pending = false;
   uint32_t close_all_code = 0;
@@ -292,8 +291,9 @@ struct Session::Impl {
     }
     s->head_bytes += bytes;
     // Decoding goes on past the limit (HPACK state must stay in step), but a
-    // block twice over it is someone feeding CONTINUATIONs (CVE-2024-28182).
-    if (s->head_bytes > 2 * static_cast<size_t>(limit)) return self->Flood("flood: CONTINUATION");
+    // block four times over it is someone making us decode without end
+    // (CVE-2024-28182; indexed fields expand one byte to kilobytes).
+    if (s->head_bytes > 4 * static_cast<size_t>(limit)) return self->Flood("flood: CONTINUATION");
     if (s->head_bytes > limit) {
       if (!s->refused) {
         s->refused = true;
@@ -343,9 +343,6 @@ struct Session::Impl {
           self->SubmitFinalGoaway();
         }
         break;
-      case NGHTTP2_GOAWAY:
-        self->peer_goaway = true;
-        break;
       default:
         break;
     }
@@ -372,8 +369,25 @@ struct Session::Impl {
     return 0;
   }
 
+  // nghttp2 would drop the field and go on; RFC 9113 8.2.1 makes the
+  // request malformed, and a server that reads it without the field while a
+  // proxy in front read it with one is open to smuggling. Returning this
+  // resets the stream with PROTOCOL_ERROR.
+  static int OnInvalidHeader(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t, const uint8_t*, size_t,
+                             uint8_t, void*) {
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+  }
+
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     Impl* self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR && !self->failed) {
+      // nghttp2 found a connection error in what it read and queued this
+      // GOAWAY itself; it says so nowhere before (see Receive).
+      self->failure = "protocol error";
+      self->failed = true;
+      self->CloseAll(frame->goaway.error_code);
+      return 0;
+    }
     if (frame->hd.type == NGHTTP2_DATA) self->flood.OnDataSent();
     if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) &&
         (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
@@ -470,6 +484,7 @@ Session::Session(SessionEvents* events, const SessionSettings& settings, Clock c
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Impl::OnDataChunk);
   nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Impl::OnStreamClose);
   nghttp2_session_callbacks_set_on_frame_send_callback(cb, &Impl::OnFrameSend);
+  nghttp2_session_callbacks_set_on_invalid_header_callback(cb, &Impl::OnInvalidHeader);
 
   const FloodLimits& f = settings.flood;
   nghttp2_option* opt = nullptr;
@@ -525,12 +540,10 @@ bool Session::Receive(const char* data, size_t len) {
     }
   } else if (nghttp2_session_get_outbound_queue_size(d->session) > d->settings.flood.max_outbound_frames) {
     d->Fail("flood: outbound queue", NGHTTP2_ENHANCE_YOUR_CALM);
-  } else if (!d->failed && !nghttp2_session_want_read(d->session) && !d->peer_goaway && !d->shutdown_started) {
-    // nghttp2 found a connection error and queued its GOAWAY (terminating).
-    d->failure = "protocol error";
-    d->failed = true;
-    d->CloseAll(NGHTTP2_PROTOCOL_ERROR);
   }
+  // A connection error nghttp2 finds itself (a bad frame) queues a GOAWAY
+  // and ignores all later input, but no public call tells: it shows when
+  // that GOAWAY is sent (OnFrameSend), and Receive returns false from then.
   d->AfterCall();
   return !d->failed;
 }

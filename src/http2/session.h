@@ -10,7 +10,9 @@
 //   false), and each request (8.2, 8.3): pseudo-headers present, known,
 //   first and once; lowercase field names; no connection-specific fields
 //   (8.2.2); TE only "trailers"; content-length against the DATA received
-//   (8.1.1); no END_STREAM-less trailers. A malformed request is reset with
+//   (8.1.1); trailers with END_STREAM and no pseudo-headers. A field it
+//   would drop (bad characters in a name or value, 8.2.1) is made to reset
+//   the request by the wrapper. A malformed request is reset with
 //   RST_STREAM(PROTOCOL_ERROR) by nghttp2 itself: its head never reaches
 //   OnRequest (or, for a content-length mismatch found in the body, the
 //   stream is closed with PROTOCOL_ERROR after OnRequest). It also refuses
@@ -119,9 +121,12 @@ class Session {
   Session& operator=(const Session&) = delete;
 
   // Bytes from the peer (after TLS). Returns false when the connection must
-  // end (protocol error, flood, bad preface): a GOAWAY with the reason is
-  // queued when the protocol allows; send it (Send) then close. Every open
-  // stream has had OnStreamClosed by then.
+  // end (flood, bad preface, Terminate): a GOAWAY with the reason is queued;
+  // send it (Send) then close. Every open stream has had OnStreamClosed by
+  // then. A protocol error nghttp2 finds in a frame (a connection error) is
+  // told by nghttp2 only when its GOAWAY is framed: the Send that frames it
+  // closes the streams, sets failure() to "protocol error", and from then
+  // WantsRead() is false and Receive returns false.
   bool Receive(const char* data, size_t len);
   // h2c via "Upgrade: h2c": the HTTP2-Settings header's value (base64url)
   // and whether the upgraded request was HEAD. Stream 1 is then half-closed
