@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/base/check.h"
+#include "src/http2/field_list.h"
 #include "src/http2/stream.h"
 
 namespace uring_http::http2 {
@@ -25,44 +26,7 @@ namespace {
 // the notice reached the peer (RFC 9113 6.8).
 constexpr uint8_t kShutdownPing[8] = {'s', 'h', 'u', 't', 'd', 'o', 'w', 'n'};
 
-bool IsConnectionSpecific(std::string_view name) {
-  // RFC 9113 8.2.2, compared without regard to case (a HeaderTable keeps it).
-  for (std::string_view bad : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"}) {
-    if (http::FieldNameEquals(name, bad)) return true;
-  }
-  return false;
-}
-
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) { return http::FieldNameEquals(a, b); }
-
-int Base64UrlValue(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '-') return 62;
-  if (c == '_') return 63;
-  return -1;
-}
-
-// RFC 4648 5 without padding (RFC 9113 3.2.1 says token68 of base64url, and
-// clients differ on the '='s: they are accepted at the end).
-bool DecodeBase64Url(std::string_view in, std::string* out) {
-  while (!in.empty() && in.back() == '=') in.remove_suffix(1);
-  if (in.size() % 4 == 1) return false;
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    const int v = Base64UrlValue(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out->push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -95,8 +59,8 @@ struct Session::Impl {
   uint32_t close_all_code = 0;
   std::vector<int32_t> writable;  // OnStreamWritable owed after mem_send
 
-  // Scratch for building header lists (lowercased names), reused.
-  std::string nv_bytes;
+  // Scratch for building header lists, reused.
+  internal::FieldList field_list;
   std::vector<nghttp2_nv> nv;
 
   Stream* Find(int32_t id) const {
@@ -172,40 +136,13 @@ struct Session::Impl {
     return NGHTTP2_ERR_CALLBACK_FAILURE;  // Receive terminates with ENHANCE_YOUR_CALM
   }
 
-  // Header fields for nghttp2: optional :status, then `fields` filtered and
-  // lowercased. nghttp2 copies them at submission.
+  // The fields as nghttp2_nv (nghttp2 copies them at submission).
   void BuildNv(std::string_view status, const http::HeaderTable* fields) {
-    size_t total = status.size();
-    if (fields != nullptr) {
-      for (const auto f : *fields) total += f.name.size() + f.value.size();
-    }
-    nv_bytes.resize(total);  // sized once: the pointers below stay put
     nv.clear();
-    char* p = nv_bytes.data();
-    auto add = [&](std::string_view name, std::string_view value, bool lower) {
-      nghttp2_nv entry;
-      entry.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-      if (lower) {
-        for (size_t i = 0; i < name.size(); ++i) {
-          const char c = name[i];
-          p[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c;
-        }
-        entry.name = reinterpret_cast<uint8_t*>(p);
-        p += name.size();
-      }
-      std::memcpy(p, value.data(), value.size());
-      entry.value = reinterpret_cast<uint8_t*>(p);
-      p += value.size();
-      entry.namelen = name.size();
-      entry.valuelen = value.size();
-      entry.flags = NGHTTP2_NV_FLAG_NONE;
-      nv.push_back(entry);
-    };
-    if (!status.empty()) add(":status", status, false);
-    if (fields == nullptr) return;
-    for (const auto f : *fields) {
-      if (f.name.empty() || f.name[0] == ':' || IsConnectionSpecific(f.name)) continue;
-      add(f.name, f.value, true);
+    for (const internal::FieldList::Field& f : field_list.Build(status, fields)) {
+      nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(f.name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
+                    NGHTTP2_NV_FLAG_NONE});
     }
   }
 
@@ -551,7 +488,7 @@ bool Session::Receive(const char* data, size_t len) {
 bool Session::Upgrade(std::string_view http2_settings_base64url, bool head_request) {
   Impl* d = impl_.get();
   std::string payload;
-  if (!DecodeBase64Url(http2_settings_base64url, &payload)) return false;
+  if (!internal::DecodeBase64Url(http2_settings_base64url, &payload)) return false;
   if (nghttp2_session_upgrade2(d->session, reinterpret_cast<const uint8_t*>(payload.data()), payload.size(),
                                head_request ? 1 : 0, nullptr) != 0) {
     return false;
