@@ -44,6 +44,7 @@ struct Session::Impl {
   std::vector<std::unique_ptr<Stream>> all;  // owns every Stream, live or pooled
   std::vector<Stream*> live;
   std::vector<Stream*> pool;
+  size_t announced = 0;  // live streams owed an OnStreamClosed
 
   // Bytes mem_send returned and Send could not yet copy out (valid until
   // the next mem_send).
@@ -93,7 +94,10 @@ struct Session::Impl {
     if (s->unconsumed > 0) nghttp2_session_consume_connection(session, s->unconsumed);
     s->unconsumed = 0;
     nghttp2_session_set_stream_user_data(session, s->id, nullptr);
-    if (s->announced) events->OnStreamClosed(s->id, code);
+    if (s->announced) {
+      --announced;
+      events->OnStreamClosed(s->id, code);
+    }
     URING_CHECK(live[s->live_index] == s);
     live.back()->live_index = s->live_index;
     live[s->live_index] = live.back();
@@ -148,6 +152,7 @@ struct Session::Impl {
 
   void DeliverHead(Stream* s, bool end_stream) {
     s->announced = true;
+    ++announced;
     if (s->refused) {
       events->OnRequestRefused(s->id, 431);
       return;
@@ -495,6 +500,7 @@ bool Session::Upgrade(std::string_view http2_settings_base64url, bool head_reque
   }
   Stream* s = d->Acquire(1);
   s->announced = true;
+  ++d->announced;
   return true;
 }
 
@@ -615,7 +621,7 @@ void Session::Terminate(uint32_t error_code) {
   impl_->AfterCall();
 }
 
-size_t Session::open_streams() const { return impl_->live.size(); }
+size_t Session::open_streams() const { return impl_->announced; }
 
 std::string_view Session::failure() const { return impl_->failure; }
 
