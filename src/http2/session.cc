@@ -80,9 +80,14 @@ struct Session::Impl {
       s = all.back().get();
     }
     s->Reset(id);
+    if (nghttp2_session_set_stream_user_data(session, id, s) != 0) {
+      // No such stream in nghttp2 (refused or gone): nothing would ever
+      // close ours, and a peer repeating it would grow `live` without end.
+      pool.push_back(s);
+      return nullptr;
+    }
     s->live_index = live.size();
     live.push_back(s);
-    nghttp2_session_set_stream_user_data(session, id, s);
     return s;
   }
 
@@ -280,7 +285,7 @@ struct Session::Impl {
         break;
       }
       case NGHTTP2_PING:
-        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0 &&
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0 && self->shutdown_started &&
             std::memcmp(frame->ping.opaque_data, kShutdownPing, sizeof(kShutdownPing)) == 0) {
           self->SubmitFinalGoaway();
         }
@@ -499,6 +504,7 @@ bool Session::Upgrade(std::string_view http2_settings_base64url, bool head_reque
     return false;
   }
   Stream* s = d->Acquire(1);
+  if (s == nullptr) return false;
   s->announced = true;
   ++d->announced;
   return true;

@@ -152,8 +152,9 @@ class Session {
   // Queues body bytes (copied) for the stream, framed as DATA as the peer's
   // windows allow. Returns the bytes queued for the stream and not yet
   // framed; a caller above its high-water mark waits for OnStreamWritable.
-  // 0 for an unknown/closed stream (the bytes are dropped: a reset stream
-  // makes later writes harmless), a stream without a body, or after EndData.
+  // 0 (the bytes dropped) for an unknown, closed or reset stream (so writes
+  // racing a peer's RST_STREAM are harmless), before SubmitResponse, for a
+  // response without a body, or after EndData.
   size_t WriteData(int32_t stream_id, std::string_view bytes);
   // The body ends: with trailers (a HEADERS frame with END_STREAM after the
   // data) when `trailers` is non-null and non-empty, else the last DATA

@@ -314,6 +314,16 @@ TEST(SessionLimitsTest, UnreadAcksEndTheConnection) {
   EXPECT_EQ(server.failure(), "flood: outbound control frames");
 }
 
+TEST(SessionLimitsTest, UnsolicitedPingAckDoesNotDrain) {
+  Recorder rec;
+  Session server(&rec, {});
+  // The opaque data Shutdown's PING carries, acked without any Shutdown.
+  const std::string bytes = ClientPreface() + Frame(NGHTTP2_PING, NGHTTP2_FLAG_ACK, 0, "shutdown");
+  ASSERT_TRUE(server.Receive(bytes.data(), bytes.size()));
+  EXPECT_EQ(Goaway(ParseFrames(Drain(server))).first, -1);
+  EXPECT_TRUE(server.WantsRead());
+}
+
 TEST(SessionLimitsTest, TerminateFromAHandlerClosesEveryStream) {
   Recorder rec;
   Session server(&rec, {});
