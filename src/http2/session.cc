@@ -99,14 +99,16 @@ struct Session::Impl {
     if (s->unconsumed > 0) nghttp2_session_consume_connection(session, s->unconsumed);
     s->unconsumed = 0;
     nghttp2_session_set_stream_user_data(session, s->id, nullptr);
-    if (s->announced) {
-      --announced;
-      events->OnStreamClosed(s->id, code);
-    }
+    // Out of `live` before the event: a handler that terminates from it
+    // closes the others without meeting this one again.
     URING_CHECK(live[s->live_index] == s);
     live.back()->live_index = s->live_index;
     live[s->live_index] = live.back();
     live.pop_back();
+    if (s->announced) {
+      --announced;
+      events->OnStreamClosed(s->id, code);  // the head's views stay valid through it
+    }
     s->Trim();
     pool.push_back(s);
   }

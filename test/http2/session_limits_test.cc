@@ -4,6 +4,7 @@
 // is the test's, so the flood windows end when the test says.
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -312,6 +313,25 @@ TEST(SessionLimitsTest, UnreadAcksEndTheConnection) {
   // Nothing is sent in between: the acks pile up.
   EXPECT_FALSE(server.Receive(bytes.data(), bytes.size()));
   EXPECT_EQ(server.failure(), "flood: outbound control frames");
+}
+
+TEST(SessionLimitsTest, TerminateFromOnStreamClosed) {
+  Recorder rec;
+  Session server(&rec, {});
+  rec.on_closed = [&](int32_t, uint32_t) { server.Terminate(NGHTTP2_INTERNAL_ERROR); };
+  TestClient client;
+  client.Request(Req("GET", "/1"));
+  client.Request(Req("GET", "/2"));
+  client.Request(Req("GET", "/3"));
+  ASSERT_TRUE(Pump(server, client));
+  // Outside Receive/Send the streams close at once, and the first one's
+  // handler terminates again from inside that loop.
+  server.Terminate(NGHTTP2_CANCEL);
+  EXPECT_EQ(server.open_streams(), 0u);
+  for (int32_t id : {1, 3, 5}) EXPECT_TRUE(rec.requests[id].closed) << id;
+  EXPECT_EQ(std::count_if(rec.log.begin(), rec.log.end(), [](const std::string& l) { return l.rfind("closed", 0) == 0; }),
+            3);
+  EXPECT_EQ(server.failure(), "terminated");
 }
 
 TEST(SessionLimitsTest, UnsolicitedPingAckDoesNotDrain) {
