@@ -1,14 +1,12 @@
 #include "src/http2/connection.h"
 
-#include <nghttp2/nghttp2.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <new>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <new>
 
 #include "src/base/check.h"
 #include "src/exchange/route_request.h"
@@ -26,91 +24,24 @@ int64_t NowNs() {
       .count();
 }
 
-char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; }
-
-// Fields HTTP/2 has no place for (RFC 9113 8.2.2): the response carries
-// none of them, whatever a handler set.
-bool ConnectionSpecific(std::string_view lower) {
-  return lower == "connection" || lower == "keep-alive" || lower == "proxy-connection" ||
-         lower == "transfer-encoding" || lower == "upgrade";
-}
-
-nghttp2_nv Nv(std::string_view name, std::string_view value) {
-  nghttp2_nv nv;
-  nv.name = reinterpret_cast<uint8_t*>(const_cast<char*>(name.data()));
-  nv.namelen = name.size();
-  nv.value = reinterpret_cast<uint8_t*>(const_cast<char*>(value.data()));
-  nv.valuelen = value.size();
-  // Our names are lowercased already; nghttp2 need not copy what stays
-  // valid until the submit returns (it copies into its own frame anyway).
-  nv.flags = NGHTTP2_NV_FLAG_NONE;
-  return nv;
+http::Method MethodOf(std::string_view method) {
+  static constexpr std::pair<std::string_view, http::Method> kMethods[] = {
+      {"GET", http::Method::kGet},         {"HEAD", http::Method::kHead},
+      {"POST", http::Method::kPost},       {"PUT", http::Method::kPut},
+      {"DELETE", http::Method::kDelete},   {"PATCH", http::Method::kPatch},
+      {"OPTIONS", http::Method::kOptions}, {"TRACE", http::Method::kTrace},
+      {"CONNECT", http::Method::kConnect},
+  };
+  for (const auto& [text, id] : kMethods) {
+    if (method == text) return id;
+  }
+  return http::Method::kOther;
 }
 
 }  // namespace
 
-// nghttp2 calls back with its own signatures; each finds the Connection
-// in user_data and forwards. A return other than 0 is fatal to the
-// session (nghttp2 then ends it), so only real protocol failures return one.
-struct Callbacks {
-  static int OnBeginHeaders(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    auto* c = static_cast<Connection*>(user);
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-      return 0;
-    }
-    auto s = std::make_unique<Connection::Stream>();
-    s->id = frame->hd.stream_id;
-    s->route_id = c->env_->unmatched_route;
-    s->started_ns = NowNs();
-    c->streams_[s->id] = std::move(s);
-    return 0;
-  }
-  static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
-                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
-                      void* user) {
-    // Trailers of a request (a HEADERS after its body) are accepted and,
-    // for now, not given to handlers.
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
-      return 0;
-    }
-    static_cast<Connection*>(user)->OnHeader(
-        frame->hd.stream_id, std::string_view(reinterpret_cast<const char*>(name), namelen),
-        std::string_view(reinterpret_cast<const char*>(value), valuelen));
-    return 0;
-  }
-  static int OnFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    auto* c = static_cast<Connection*>(user);
-    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
-        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
-      if (Connection::Stream* s = c->Find(frame->hd.stream_id)) c->OnRequestEnd(*s);
-    }
-    return 0;
-  }
-  static int OnDataChunk(nghttp2_session*, uint8_t, int32_t id, const uint8_t* data, size_t len,
-                         void* user) {
-    static_cast<Connection*>(user)->OnBodyChunk(id, data, len);
-    return 0;
-  }
-  static int OnStreamClose(nghttp2_session*, int32_t id, uint32_t, void* user) {
-    auto* c = static_cast<Connection*>(user);
-    if (Connection::Stream* s = c->Find(id)) {
-      c->body_bytes_ -= s->body.size();
-      c->Orphan(*s);
-    }
-    c->streams_.erase(id);
-    return 0;
-  }
-  static ssize_t ReadBody(nghttp2_session*, int32_t id, uint8_t* buf, size_t len,
-                          uint32_t* flags, nghttp2_data_source*, void* user) {
-    return static_cast<Connection*>(user)->ReadBody(id, buf, len, flags);
-  }
-};
-
 Connection::Connection() = default;
-
-Connection::~Connection() {
-  if (session_ != nullptr) nghttp2_session_del(session_);
-}
+Connection::~Connection() = default;
 
 void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
                       const http::ClientAddress& client) {
@@ -120,40 +51,15 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   recv_armed_ = handoff.recv_armed;
   peer_eof_ = handoff.peer_eof;
   phase_ = Phase::kOpen;
-  nghttp2_session_callbacks* cb = nullptr;
-  nghttp2_option* option = nullptr;
-  if (nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&option) != 0) {
-    if (cb != nullptr) nghttp2_session_callbacks_del(cb);
-    fatal_ = true;
-    StartClose();
-    return;
-  }
-  nghttp2_session_callbacks_set_on_begin_headers_callback(cb, &Callbacks::OnBeginHeaders);
-  nghttp2_session_callbacks_set_on_header_callback(cb, &Callbacks::OnHeader);
-  nghttp2_session_callbacks_set_on_frame_recv_callback(cb, &Callbacks::OnFrameRecv);
-  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, &Callbacks::OnDataChunk);
-  nghttp2_session_callbacks_set_on_stream_close_callback(cb, &Callbacks::OnStreamClose);
-  // A client's PINGs and SETTINGS are acknowledged by nghttp2; past this
-  // many acknowledgements waiting to go (a peer that floods and never
-  // reads), the session ends (CVE-2019-9512, 9515).
-  nghttp2_option_set_max_outbound_ack(option, 1000);
-  const int rv = nghttp2_session_server_new2(&session_, cb, this, option);
-  nghttp2_session_callbacks_del(cb);
-  nghttp2_option_del(option);
-  if (rv != 0) {
-    session_ = nullptr;
-    fatal_ = true;
-    StartClose();
-    return;
-  }
-  const nghttp2_settings_entry settings[] = {
-      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, kMaxConcurrentStreams},
-      {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE,
-       static_cast<uint32_t>(env_->config->limits.max_header_bytes)},
-      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
-  };
-  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings,
-                          sizeof(settings) / sizeof(settings[0]));
+  if (out_ == nullptr) out_ = std::make_unique<char[]>(kOutputBytes);
+  const http::ParseLimits& limits = env_->config->limits;
+  SessionSettings settings;
+  settings.max_concurrent_streams = kMaxConcurrentStreams;
+  // HTTP/2 counts 32 bytes more per field than an HTTP/1 line's 4: room
+  // for the pseudo-headers and as many fields as --max-headers allows.
+  settings.max_header_list_size =
+      static_cast<uint32_t>(limits.max_header_bytes + 28 * (limits.max_headers + 4));
+  session_ = std::make_unique<Session>(static_cast<SessionEvents*>(this), settings);
   if (!handoff.bytes.empty()) {
     OnRecv(handoff.bytes.data(), handoff.bytes.size(), /*ended=*/false);
   } else {
@@ -172,21 +78,25 @@ Connection::Stream* Connection::Find(int32_t id) {
   return it == streams_.end() ? nullptr : it->second.get();
 }
 
+Connection::Stream& Connection::NewStream(int32_t id) {
+  auto s = std::make_unique<Stream>();
+  s->id = id;
+  s->started_ns = NowNs();
+  s->route_id = env_->unmatched_route;
+  Stream& ref = *s;
+  streams_[id] = std::move(s);
+  return ref;
+}
+
 // ---------------------------------------------------------------- input
 
 void Connection::OnRecv(const char* data, size_t len, bool ended) {
   if (ended) recv_armed_ = false;
   if (phase_ != Phase::kOpen || fatal_) return Sync();
-  const ssize_t rv =
-      nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(data), len);
-  if (rv < 0) {
-    // A protocol error nghttp2 could not confine to a stream (a bad
-    // preface, a flood, a broken frame): GOAWAY with its reason if the
-    // session can still say it, then the close.
+  if (!session_->Receive(data, len)) {
+    // A protocol error, a flood, a bad preface: the session has queued its
+    // GOAWAY; it goes, then the close.
     env_->stats->bad_requests.Add();
-    nghttp2_session_terminate_session(session_, rv == NGHTTP2_ERR_FLOODED
-                                                    ? NGHTTP2_ENHANCE_YOUR_CALM
-                                                    : NGHTTP2_PROTOCOL_ERROR);
     fatal_ = true;
   }
   Sync();
@@ -210,103 +120,113 @@ void Connection::OnBuffersAvailable() {
   Sync();
 }
 
-void Connection::OnHeader(int32_t id, std::string_view name, std::string_view value) {
-  Stream* s = Find(id);
-  if (s == nullptr || s->too_large) return;
-  // The server's header limits hold as over HTTP/1 (431): the decoded
-  // size as RFC 9113 6.5.2 counts it, and the number of fields.
+void Connection::OnRequest(int32_t id, const RequestHead& head) {
+  Stream& s = NewStream(id);
+  s.head = head;
+  s.head_request = head.method == "HEAD";
+  env_->stats->requests.Add();
   const http::ParseLimits& limits = env_->config->limits;
-  s->head_bytes += name.size() + value.size() + 32;
-  if (s->head_bytes > limits.max_header_bytes + 4 * 32 ||
-      s->fields.size() >= limits.max_headers) {
-    s->too_large = true;
-    s->fields.clear();
+  // The server's header limits as over HTTP/1 (431): the fields measured
+  // as the lines they would be ("name: value\r\n"), Host among them.
+  size_t line_bytes = s.head.authority.size() + 8;
+  for (size_t i = 0; i < head.num_headers; ++i) {
+    line_bytes += head.headers[i].name.size() + head.headers[i].value.size() + 4;
+  }
+  if (head.num_headers > limits.max_headers || line_bytes > limits.max_header_bytes) {
+    s.too_large = true;  // answered 431 at its end (OnRequestEnd)
     return;
   }
-  // nghttp2 has checked the field (RFC 9113 8.2, 8.3): lowercase names,
-  // no connection-specific ones, the pseudo-headers once and first.
-  if (name == ":method") {
-    s->method = value;
-  } else if (name == ":scheme") {
-    s->scheme = value;
-  } else if (name == ":authority") {
-    s->authority = value;
-  } else if (name == ":path") {
-    s->path = value;
-  } else if (!name.empty() && name[0] != ':') {
-    s->fields.emplace_back(std::string(name), std::string(value));
+  if (head.has_content_length && head.content_length > limits.max_body_bytes) {
+    // Refused before its body comes (and without a 100 Continue).
+    s.refused = true;
+    env_->stats->bad_requests.Add();
+    return SubmitError(s, 413);
   }
+  // The body is buffered for the handler: the client may send it now.
+  if (head.expect_continue && !head.end_stream) session_->SubmitContinue(id);
 }
 
-void Connection::OnBodyChunk(int32_t id, const uint8_t* data, size_t len) {
+void Connection::OnRequestRefused(int32_t id, int status) {
+  Stream& s = NewStream(id);
+  env_->stats->requests.Add();
+  env_->stats->bad_requests.Add();
+  SubmitError(s, status);
+}
+
+void Connection::OnRequestData(int32_t id, std::string_view data) {
+  // Taken at once: the bytes are buffered here (bounded below), so the
+  // windows reopen as they arrive.
+  session_->Consume(id, data.size());
   Stream* s = Find(id);
-  if (s == nullptr || s->refused) return;
+  if (s == nullptr || s->refused || s->answered) return;
   // One stream's body within the server's limit (the route's is checked
   // once the request is routed), and all of the connection's buffered
   // bodies within it too: a connection holds no more than one HTTP/1
   // request could, however many streams it opens.
   const uint64_t limit = env_->config->limits.max_body_bytes;
-  if (s->body.size() + len > limit || body_bytes_ + len > limit) {
+  if (s->body.size() + data.size() > limit || body_bytes_ + data.size() > limit) {
     // Answered at once; what else comes of the body is dropped.
     s->refused = true;
     body_bytes_ -= s->body.size();
     s->body = std::string();
     env_->stats->bad_requests.Add();
-    SubmitError(*s, 413);
-    return;
+    return SubmitError(*s, 413);
   }
-  s->body.append(reinterpret_cast<const char*>(data), len);
-  body_bytes_ += len;
+  s->body.append(data);
+  body_bytes_ += data.size();
 }
 
-void Connection::OnRequestEnd(Stream& s) {
-  if (s.answered) return;
-  env_->stats->requests.Add();
-  if (s.too_large) {
+void Connection::OnRequestEnd(int32_t id) {
+  Stream* s = Find(id);
+  if (s == nullptr || s->answered) return;
+  if (s->too_large) {
     env_->stats->bad_requests.Add();
-    return SubmitError(s, 431);
+    return SubmitError(*s, 431);
   }
+  Answer(*s);
+}
+
+void Connection::OnStreamClosed(int32_t id, uint32_t error_code) {
+  Stream* s = Find(id);
+  if (s == nullptr) return;
+  body_bytes_ -= s->body.size();
+  Orphan(*s);
+  streams_.erase(id);
+}
+
+void Connection::OnStreamWritable(int32_t id) {
+  if (Stream* s = Find(id); s != nullptr && s->pipe != nullptr) PumpPipe(*s);
+}
+
+// ---------------------------------------------------------------- answers
+
+void Connection::Answer(Stream& s) {
   // The request as a handler sees it, whatever the protocol (request.h).
+  // The session's head outlives the handler's call (until the stream closes).
   std::vector<http::Header> headers;
-  headers.reserve(s.fields.size() + 1);
-  if (!s.authority.empty()) headers.push_back({"host", s.authority});
-  for (const auto& [name, value] : s.fields) {
+  headers.reserve(s.head.num_headers + 1);
+  if (!s.head.authority.empty()) headers.push_back({"host", s.head.authority});
+  for (size_t i = 0; i < s.head.num_headers; ++i) {
     // :authority stands for Host (RFC 9113 8.3.1): one Host, not two.
-    if (name == "host" && !s.authority.empty()) continue;
-    headers.push_back({name, value});
+    if (s.head.headers[i].name == "host" && !s.head.authority.empty()) continue;
+    headers.push_back(s.head.headers[i]);
   }
   http::Request request;
-  request.method = s.method;
-  request.method_id = http::Method::kOther;
-  static constexpr std::pair<std::string_view, http::Method> kMethods[] = {
-      {"GET", http::Method::kGet},         {"HEAD", http::Method::kHead},
-      {"POST", http::Method::kPost},       {"PUT", http::Method::kPut},
-      {"DELETE", http::Method::kDelete},   {"PATCH", http::Method::kPatch},
-      {"OPTIONS", http::Method::kOptions}, {"TRACE", http::Method::kTrace},
-      {"CONNECT", http::Method::kConnect},
-  };
-  for (const auto& [text, id] : kMethods) {
-    if (s.method == text) request.method_id = id;
-  }
-  request.target = s.path;
+  request.method = s.head.method;
+  request.method_id = MethodOf(s.head.method);
+  request.target = s.head.path;
   const size_t q = request.target.find('?');
   request.path = request.target.substr(0, q);
   request.query = q == std::string_view::npos ? std::string_view() : request.target.substr(q + 1);
   request.version = http::Version::kHttp11;
   request.headers = headers.data();
   request.num_headers = headers.size();
-  request.host = s.authority;
+  request.host = s.head.authority;
   request.keep_alive = true;
   request.body = s.body;
   request.content_length = s.body.size();
   request.framing = s.body.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
   request.client_address = client_;
-  Answer(s, request);
-}
-
-void Connection::Answer(Stream& s, const http::Request& request_in) {
-  http::Request request = request_in;
-  const bool head = request.method_id == http::Method::kHead;
   if (request.method_id == http::Method::kConnect || request.path.empty() ||
       request.path[0] != '/') {
     // CONNECT (a tunnel) and the asterisk or absolute forms are not served.
@@ -317,7 +237,7 @@ void Connection::Answer(Stream& s, const http::Request& request_in) {
       *env_->router, request, env_->config->limits.max_body_bytes, env_->has_workers);
   if (routing.kind != exchange::Routing::Kind::kRoute) {
     exchange::AnswerUnrouted(pipeline, routing, request, s.response);
-    return Submit(s, head);
+    return Submit(s);
   }
   const router::Route& route = *routing.route;
   s.route_id = route.id;
@@ -327,7 +247,6 @@ void Connection::Answer(Stream& s, const http::Request& request_in) {
     // to HTTP/2 yet.
     return SubmitError(s, 501);
   }
-  s.head = head;
   if (routing.slow) {
     if (!Dispatch(s, request, route)) {
       env_->stats->slow_rejected.Add();
@@ -340,9 +259,9 @@ void Connection::Answer(Stream& s, const http::Request& request_in) {
     return SubmitError(s, s.response.header_refused() ? 500 : 501);
   }
   exchange::FinishBuffered(env_->config->compression,
-                           exchange::GzipAccepted(env_->config->compression, request), head,
-                           s.response);
-  Submit(s, head);
+                           exchange::GzipAccepted(env_->config->compression, request),
+                           s.head_request, s.response);
+  Submit(s);
 }
 
 void Connection::SubmitError(Stream& s, int status) {
@@ -351,112 +270,54 @@ void Connection::SubmitError(Stream& s, int status) {
   s.response.set_body(status == 413   ? "Payload Too Large\n"
                       : status == 431 ? "Request Header Fields Too Large\n"
                       : status == 501 ? "Not Implemented over HTTP/2 yet\n"
+                      : status == 503 ? "Service Unavailable\n"
                       : status == 400 ? "Bad Request\n"
                                       : "Internal Server Error\n");
   (void)s.response.AddHeader("Content-Type", "text/plain");
-  Submit(s, /*head_request=*/false);
+  s.head_request = false;
+  Submit(s);
 }
 
-void Connection::Submit(Stream& s, bool head_request) {
+void Connection::AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,
+                                 int status) const {
+  char date[http::kHttpDateSize];
+  const size_t date_len = http::FormatHttpDate(std::time(nullptr), date);
+  fields.Add("date", std::string_view(date, date_len));
+  fields.Add("server", "uring-http");
+  if (length_known && status != 204 && status != 304) {
+    fields.Add("content-length", std::to_string(length));
+  }
+}
+
+void Connection::Submit(Stream& s) {
   if (s.answered) return;
   s.answered = true;
   const int status = s.response.status();
-  s.send_body = !head_request && status != 204 && status != 304;
-  // Names lowercased (RFC 9113 8.2.1) into storage that outlives the call.
-  std::vector<std::string> names;
-  std::vector<nghttp2_nv> nv;
-  names.reserve(s.response.headers().size() + 2);
-  nv.reserve(s.response.headers().size() + 4);
-  char status_text[4] = {static_cast<char>('0' + status / 100),
-                         static_cast<char>('0' + status / 10 % 10),
-                         static_cast<char>('0' + status % 10), 0};
-  nv.push_back(Nv(":status", std::string_view(status_text, 3)));
-  for (const http::HeaderTable::Field f : s.response.headers()) {
-    std::string& lower = names.emplace_back(f.name);
-    std::transform(lower.begin(), lower.end(), lower.begin(), Lower);
-    if (ConnectionSpecific(lower)) continue;
-    nv.push_back(Nv(lower, f.value));
+  const std::string_view body = s.response.body_view();
+  const bool has_body = !s.head_request && http::StatusHasBody(status) &&
+                        (!body.empty() || !s.response.trailers().empty());
+  http::HeaderTable fields = s.response.headers();
+  AddServerFields(fields, true, body.size(), status);
+  if (!session_->SubmitResponse(s.id, status, fields, has_body)) return;
+  if (has_body) {
+    session_->WriteData(s.id, body);
+    session_->EndData(s.id, s.response.trailers().empty() ? nullptr : &s.response.trailers());
   }
-  char date[http::kHttpDateSize];
-  const size_t date_len = http::FormatHttpDate(std::time(nullptr), date);
-  nv.push_back(Nv("date", std::string_view(date, date_len)));
-  nv.push_back(Nv("server", "uring-http"));
-  const std::string length = std::to_string(s.response.body_view().size());
-  if (status != 204 && status != 304) nv.push_back(Nv("content-length", length));
-  nghttp2_data_provider provider{};
-  provider.read_callback = &Callbacks::ReadBody;
-  const bool body = s.send_body && !s.response.body_view().empty();
-  if (nghttp2_submit_response(session_, s.id, nv.data(), nv.size(), body ? &provider : nullptr) !=
-      0) {
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
-  }
+  s.ended = true;
   env_->host->ExchangeDone(
-      slot_, http1::ConnectionHost::Exchange{
-                 s.route_id, status, s.started_ns, std::string_view(),
-                 head_request ? 0 : s.response.body_view().size(), &client_, {}});
-}
-
-long Connection::ReadBody(int32_t id, uint8_t* buf, size_t len, uint32_t* flags) {
-  Stream* s = Find(id);
-  if (s == nullptr) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-  if (s->pipe == nullptr) {
-    const std::string_view body = s->response.body_view();
-    const size_t n = std::min(len, body.size() - s->body_sent);
-    std::memcpy(buf, body.data() + s->body_sent, n);
-    s->body_sent += n;
-    if (s->body_sent == body.size()) *flags |= NGHTTP2_DATA_FLAG_EOF;
-    return static_cast<long>(n);
-  }
-  // A worker's streamed answer: what its pipe holds, as the client's
-  // windows let nghttp2 ask for it. Taking bytes frees room for the
-  // worker, which sleeps on a full pipe.
-  worker::BodyPipe& pipe = *s->pipe;
-  for (;;) {
-    const size_t n = pipe.Read(reinterpret_cast<char*>(buf), len);
-    if (n > 0) {
-      s->body_sent += n;
-      return static_cast<long>(n);
-    }
-    if (pipe.aborted()) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // RST_STREAM
-    if (pipe.finished()) {
-      // The trailers and whether the body came whole are the task's to
-      // say once it has returned (slow_task.h).
-      if (!s->task_done) break;
-      // A short body cannot end normally: the client must see it cut.
-      if (s->stream_broken) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-      *flags |= NGHTTP2_DATA_FLAG_EOF;
-      const http::HeaderTable* trailers =
-          s->stream_head != nullptr ? s->stream_head->trailers.get() : nullptr;
-      if (trailers != nullptr && trailers->size() > 0) {
-        std::vector<std::string> names;
-        std::vector<nghttp2_nv> nv;
-        names.reserve(trailers->size());
-        for (const http::HeaderTable::Field f : *trailers) {
-          std::string& lower = names.emplace_back(f.name);
-          std::transform(lower.begin(), lower.end(), lower.begin(), Lower);
-          nv.push_back(Nv(lower, f.value));
-        }
-        // The DATA does not end the stream: the trailers' HEADERS does.
-        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        nghttp2_submit_trailer(session_, id, nv.data(), nv.size());
-      }
-      return 0;
-    }
-    // Empty: wait for the worker's message (unless bytes came meanwhile).
-    if (pipe.ArmReadNotify(0)) break;
-  }
-  s->deferred = true;
-  return NGHTTP2_ERR_DEFERRED;
+      slot_, http1::ConnectionHost::Exchange{s.route_id, status, s.started_ns,
+                                             std::string_view(),
+                                             s.head_request ? 0 : body.size(), &client_, {}});
 }
 
 // ---------------------------------------------------------------- SLOW routes
 
 bool Connection::Dispatch(Stream& s, const http::Request& request, const router::Route& route) {
   // The worker parses the head again (worker_pool.cc), as HTTP/1 text:
-  // the fields as they came (nghttp2 has checked them), the authority as
-  // Host, and the length of the body it is given.
+  // the fields as they came (the session has checked them), the authority
+  // as Host, and the length of the body it is given.
   std::string head;
-  head.reserve(256 + s.path.size() + s.fields.size() * 32);
+  head.reserve(256 + request.target.size() + request.num_headers * 32);
   head.append(request.method).append(" ").append(request.target).append(" HTTP/1.1\r\n");
   bool has_length = false;
   for (size_t i = 0; i < request.num_headers; ++i) {
@@ -469,7 +330,8 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   }
   head.append("\r\n");
   const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
-  const size_t need = sizeof(worker::TaskBuffer) + head.size() + request.body.size() + allow.size();
+  const size_t need =
+      sizeof(worker::TaskBuffer) + head.size() + request.body.size() + allow.size();
   void* memory = std::malloc(need);
   if (memory == nullptr) return false;
   auto* task = new (memory) worker::TaskBuffer();
@@ -477,7 +339,7 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   task->body_len = request.body.size();
   task->capacity = static_cast<uint32_t>(need - sizeof(worker::TaskBuffer));
   task->allow_len = static_cast<uint16_t>(allow.size());
-  task->head_only = s.head;
+  task->head_only = s.head_request;
   task->keep_alive = true;
   task->client_address = client_;
   std::memcpy(task->data(), head.data(), head.size());
@@ -500,13 +362,16 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
 
 void Connection::OnTaskDone() {
   // Acquire: what the worker wrote before its release store is ours.
+  std::vector<Stream*> done;
   for (auto& [id, sp] : streams_) {
-    Stream& s = *sp;
-    if (s.task != nullptr && s.task->state.load(std::memory_order_acquire) ==
-                                 worker::TaskBuffer::kDone) {
-      env_->stats->slow_completed.Add();
-      TakeTaskResult(s);
+    if (sp->task != nullptr &&
+        sp->task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone) {
+      done.push_back(sp.get());
     }
+  }
+  for (Stream* s : done) {
+    env_->stats->slow_completed.Add();
+    TakeTaskResult(*s);
   }
   // Tasks whose stream has gone: their memory goes once they return.
   for (size_t i = 0; i < tasks_.size();) {
@@ -514,7 +379,7 @@ void Connection::OnTaskDone() {
     if (tasks_[i].orphaned &&
         task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone) {
       env_->stats->slow_completed.Add();
-      FreeTaskOf(task);  // erases tasks_[i]
+      FreeTaskOf(task);  // takes tasks_[i] out
     } else {
       ++i;
     }
@@ -533,15 +398,13 @@ void Connection::OnStreamNotify() {
         StartStreamed(s);
       }
     }
-    if (s.deferred) {
-      s.deferred = false;
-      nghttp2_session_resume_data(session_, s.id);
-    }
+    if (s.pipe != nullptr) PumpPipe(s);
   }
   // A pipe published after its stream went: aborted, so the worker stops.
   for (Task& t : tasks_) {
     if (!t.orphaned || t.orphan_pipe != nullptr) continue;
-    if (worker::BodyPipe* pipe = t.task->response_body.exchange(nullptr, std::memory_order_acq_rel)) {
+    if (worker::BodyPipe* pipe =
+            t.task->response_body.exchange(nullptr, std::memory_order_acq_rel)) {
       t.orphan_pipe.reset(pipe);
       t.orphan_pipe->Abort();
     }
@@ -563,17 +426,14 @@ void Connection::TakeTaskResult(Stream& s) {
     s.stream_broken = task->stream_broken;
     s.task = nullptr;
     FreeTaskOf(task);
-    if (s.deferred) {
-      s.deferred = false;
-      nghttp2_session_resume_data(session_, s.id);
-    }
+    PumpPipe(s);
     return;
   }
   s.response = std::move(task->response);
   s.task = nullptr;
   FreeTaskOf(task);
   if (s.response.header_refused()) return SubmitError(s, 500);
-  Submit(s, s.head);
+  Submit(s);
 }
 
 void Connection::StartStreamed(Stream& s) {
@@ -582,40 +442,55 @@ void Connection::StartStreamed(Stream& s) {
   if (head == nullptr || s.answered) return;
   s.answered = true;
   const int status = head->status;
-  s.send_body = !s.head && http::StatusHasBody(status);
-  std::vector<std::string> names;
-  std::vector<nghttp2_nv> nv;
-  names.reserve(head->fields.size());
-  char status_text[3] = {static_cast<char>('0' + status / 100),
-                         static_cast<char>('0' + status / 10 % 10),
-                         static_cast<char>('0' + status % 10)};
-  nv.push_back(Nv(":status", std::string_view(status_text, 3)));
-  for (const http::HeaderTable::Field f : head->fields) {
-    std::string& lower = names.emplace_back(f.name);
-    std::transform(lower.begin(), lower.end(), lower.begin(), Lower);
-    if (ConnectionSpecific(lower)) continue;
-    nv.push_back(Nv(lower, f.value));
+  const bool has_body = !s.head_request && http::StatusHasBody(status);
+  http::HeaderTable fields = head->fields;
+  AddServerFields(fields, head->length_known, head->length, status);
+  if (!session_->SubmitResponse(s.id, status, fields, has_body)) {
+    s.ended = true;
+    return;
   }
-  char date[http::kHttpDateSize];
-  const size_t date_len = http::FormatHttpDate(std::time(nullptr), date);
-  nv.push_back(Nv("date", std::string_view(date, date_len)));
-  nv.push_back(Nv("server", "uring-http"));
-  const std::string length = std::to_string(head->length);
-  if (head->length_known && http::StatusHasBody(status)) nv.push_back(Nv("content-length", length));
-  nghttp2_data_provider provider{};
-  provider.read_callback = &Callbacks::ReadBody;
-  if (nghttp2_submit_response(session_, s.id, nv.data(), nv.size(),
-                              s.send_body ? &provider : nullptr) != 0) {
-    nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_INTERNAL_ERROR);
-  }
+  if (!has_body) s.ended = true;
   env_->stats->streamed_responses.Add();
   env_->host->ExchangeDone(slot_, http1::ConnectionHost::Exchange{
                                       s.route_id, status, s.started_ns, std::string_view(), 0,
                                       &client_, {}});
 }
 
+void Connection::PumpPipe(Stream& s) {
+  if (s.ended || !s.answered) return;
+  worker::BodyPipe& pipe = *s.pipe;
+  char buf[16 * 1024];
+  // Taking bytes frees room for the worker, which sleeps on a full pipe;
+  // the session's queue bounds what waits here for the client's windows.
+  while (session_->QueuedData(s.id) < kStreamQueueBytes) {
+    const size_t n = pipe.Read(buf, sizeof(buf));
+    if (n > 0) {
+      session_->WriteData(s.id, std::string_view(buf, n));
+      continue;
+    }
+    if (pipe.aborted() || (pipe.finished() && s.task_done && s.stream_broken)) {
+      // A body cut short must not end normally: the client sees a reset.
+      s.ended = true;
+      session_->ResetStream(s.id, kInternalError);
+      return;
+    }
+    if (pipe.finished()) {
+      // The trailers are the task's to give once it has returned.
+      if (!s.task_done) return;
+      s.ended = true;
+      const http::HeaderTable* trailers =
+          s.stream_head != nullptr ? s.stream_head->trailers.get() : nullptr;
+      session_->EndData(s.id, trailers != nullptr && !trailers->empty() ? trailers : nullptr);
+      return;
+    }
+    // Empty: the worker's message comes when it has written (unless bytes
+    // came meanwhile: read again).
+    if (pipe.ArmReadNotify(0)) return;
+  }
+}
+
 void Connection::Orphan(Stream& s) {
-  if (s.task == nullptr) return;  // (a finished task's pipe goes with the stream)
+  if (s.task == nullptr) return;  // (a returned task's pipe goes with the stream)
   for (Task& t : tasks_) {
     if (t.task != s.task) continue;
     t.orphaned = true;
@@ -645,24 +520,16 @@ void Connection::FreeTaskOf(worker::TaskBuffer* task) {
 // ---------------------------------------------------------------- output and life
 
 void Connection::Flush() {
-  if (send_inflight_ || phase_ != Phase::kOpen) return;
-  if (sent_ == out_.size()) {
-    out_.clear();
-    sent_ = 0;
+  if (send_inflight_ || phase_ != Phase::kOpen || session_ == nullptr) return;
+  if (sent_ == out_len_) sent_ = out_len_ = 0;
+  // Bounded per send: a connection with much to say takes its turns.
+  while (out_len_ < kOutputBytes && session_->WantsWrite()) {
+    const size_t n = session_->Send(out_.get() + out_len_, kOutputBytes - out_len_);
+    if (n == 0) break;
+    out_len_ += n;
   }
-  // Frames are copied out of nghttp2's buffer (valid only until its next
-  // call) into ours, up to kOutputBytes per send.
-  while (session_ != nullptr && out_.size() < kOutputBytes && nghttp2_session_want_write(session_)) {
-    const uint8_t* data = nullptr;
-    const ssize_t n = nghttp2_session_mem_send(session_, &data);
-    if (n <= 0) {
-      if (n < 0) fatal_ = true;
-      break;
-    }
-    out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
-  }
-  if (sent_ < out_.size()) {
-    iov_ = {out_.data() + sent_, out_.size() - sent_};
+  if (sent_ < out_len_) {
+    iov_ = {out_.get() + sent_, out_len_ - sent_};
     send_inflight_ = true;
     send_deadline_ = After(env_->config->send_timeout_ms);
     env_->transport->Send(slot_, &iov_, 1, /*zero_copy=*/false, nullptr, /*dont_wait=*/false);
@@ -672,8 +539,7 @@ void Connection::Flush() {
 void Connection::OnSend(int res, bool notification_follows) {
   send_inflight_ = false;
   if (res < 0) {
-    out_.clear();
-    sent_ = 0;
+    sent_ = out_len_ = 0;
     fatal_ = true;  // the peer is gone: nothing more can go
     peer_eof_ = true;
   } else {
@@ -685,9 +551,10 @@ void Connection::OnSend(int res, bool notification_follows) {
 void Connection::Sync() {
   if (phase_ != Phase::kOpen) return;
   Flush();
-  const bool want_read = session_ != nullptr && !fatal_ && nghttp2_session_want_read(session_);
-  const bool want_write = session_ != nullptr && !fatal_ && nghttp2_session_want_write(session_);
-  const bool output_left = send_inflight_ || sent_ < out_.size();
+  if (session_ != nullptr && !session_->failure().empty()) fatal_ = true;
+  const bool want_read = session_ != nullptr && !fatal_ && session_->WantsRead();
+  const bool want_write = session_ != nullptr && !fatal_ && session_->WantsWrite();
+  const bool output_left = send_inflight_ || sent_ < out_len_;
   // Done: both sides said GOAWAY (or the peer is gone, or the session
   // failed) and what was queued is out.
   if (!output_left && (fatal_ || peer_eof_ || (!want_read && !want_write))) {
@@ -724,17 +591,15 @@ void Connection::OnDeadline() {
     return StartClose();
   }
   // Idle: GOAWAY, then the close once it is out.
-  if (session_ != nullptr) nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  session_->Terminate(kNoError);
   fatal_ = true;
   Sync();
 }
 
 void Connection::OnDrain() {
-  if (phase_ != Phase::kOpen || session_ == nullptr) return;
-  // GOAWAY naming the last stream begun: those finish, no new one starts.
-  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE,
-                        nghttp2_session_get_last_proc_stream_id(session_), NGHTTP2_NO_ERROR,
-                        nullptr, 0);
+  if (phase_ != Phase::kOpen) return;
+  // GOAWAY: the streams begun finish, no new one starts (session.h).
+  session_->Shutdown();
   Sync();
 }
 
@@ -758,19 +623,19 @@ void Connection::StartClose() {
 }
 
 void Connection::OnClosed() {
-  phase_ = Phase::kClosed;
   // The close cancelled what was armed; their completions may still come
   // (Freeable waits for them).
+  phase_ = Phase::kClosed;
 }
 
 void Connection::Release() {
   URING_CHECK(tasks_.empty());  // Freeable: every task has returned
-  if (session_ != nullptr) nghttp2_session_del(session_);
-  session_ = nullptr;
+  // The session goes first: it fires no events, and its streams' views
+  // (RequestHead) are not read again.
+  session_.reset();
   streams_.clear();
   body_bytes_ = 0;
-  out_ = std::string();
-  sent_ = 0;
+  sent_ = out_len_ = 0;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
   armed_deadline_ = send_deadline_ = 0;

@@ -1,22 +1,23 @@
 // http2::Connection: one HTTP/2 connection (RFC 9113) as a conn::Protocol,
-// beside http1::Connection over the same transport. libnghttp2 is the
-// codec, driven byte in, byte out: received bytes go to
-// nghttp2_session_mem_recv, frames to send come from mem_send into one
-// output buffer and leave with one send at a time on the loop's ring. No
-// socket call is made by the library.
+// beside http1::Connection over the same transport. The codec is
+// http2::Session (session.h, libnghttp2 behind it), driven byte in, byte
+// out: received bytes go to Session::Receive, frames to send come from
+// Session::Send into one output buffer and leave with one send at a time on
+// the loop's ring. No socket call is made by the library.
 //
 // Each stream is an exchange answered through the same steps as an HTTP/1
 // request (src/exchange): the router's answers, the middleware, the FAST
-// handler on the ring, gzip. This is the first step of HTTP/2 (issue 20,
-// Part 2): it is reached by h2c with prior knowledge (--http2=on; the
-// HTTP/1 connection hands its socket over when the first bytes are the
-// preface). A SLOW route's request goes to the workers as over HTTP/1 (its
-// head written as HTTP/1 for the worker to parse, its body buffered), and
-// its answer comes back buffered or streamed through the task's pipe, as
-// DATA frames within the client's flow-control windows: the pipe's bound
-// holds the worker back. Not yet: static files, producers, streamed
-// request bodies (answered 501), ALPN h2 over TLS, Upgrade: h2c, and flood
-// accounting beyond what nghttp2 does itself.
+// handler on the ring, gzip. A SLOW route's request goes to the workers as
+// over HTTP/1 (its head written as HTTP/1 for the worker to parse, its body
+// buffered), and its answer comes back buffered or streamed through the
+// task's pipe as DATA within the client's flow-control windows: the pipe's
+// bound holds the worker back. Request bodies are buffered up to the
+// server's limit, all of a connection's streams together.
+//
+// This is the first step of HTTP/2 (issue 20, Part 2), reached by h2c with
+// prior knowledge (--http2=on; the HTTP/1 connection hands its socket over
+// when the first bytes are the preface). Not yet: static files, producers
+// and streamed request bodies (501), ALPN h2 over TLS, Upgrade: h2c.
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -36,11 +37,10 @@
 #include "src/http/client_address.h"
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
+#include "src/http2/session.h"
 #include "src/router/router.h"
 #include "src/worker/body_pipe.h"
 #include "src/worker/slow_task.h"
-
-struct nghttp2_session;
 
 namespace uring_http::http2 {
 
@@ -49,8 +49,11 @@ inline constexpr uint32_t kMaxConcurrentStreams = 100;
 // Frames gathered into the output before a send goes (bounded, so that one
 // connection does not hold the ring for long).
 inline constexpr size_t kOutputBytes = 64 * 1024;
+// A streamed answer's bytes queued in the session beyond which the pipe is
+// not read until the session frames some (OnStreamWritable).
+inline constexpr size_t kStreamQueueBytes = 64 * 1024;
 
-class Connection final : public conn::Protocol {
+class Connection final : public conn::Protocol, private SessionEvents {
  public:
   Connection();
   ~Connection();
@@ -60,7 +63,7 @@ class Connection final : public conn::Protocol {
   // The slot's socket is HTTP/2 from here: `handoff` carries the bytes the
   // protocol before read (the preface on) and the receive it had armed.
   // `client`: the client the connection is for (the peer, or its PROXY
-  // header's). If nghttp2 cannot be set up, the connection closes.
+  // header's).
   void Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
             const http::ClientAddress& client);
 
@@ -104,19 +107,15 @@ class Connection final : public conn::Protocol {
   // One stream's request as it arrives, and its answer as it leaves.
   struct Stream {
     int32_t id = 0;
-    std::string method, scheme, authority, path;
-    std::vector<std::pair<std::string, std::string>> fields;
+    RequestHead head;  // views into the session's storage, valid until the stream closes
     std::string body;
-    size_t head_bytes = 0;
-    bool too_large = false; // its head passed the server's limits: 431
-    bool refused = false;   // answered before its body ended (413): the rest is dropped
-    bool answered = false;  // a response is submitted
+    bool too_large = false;  // its head passed the server's limits: 431
+    bool refused = false;    // answered before its body ended (413): the rest is dropped
+    bool answered = false;   // a response is submitted
+    bool head_request = false;
     int64_t started_ns = 0;
-    uint32_t route_id = 0;  // for metrics: the route, or the loop's "unmatched"
+    uint32_t route_id = 0;   // for metrics: the route, or the loop's "unmatched"
     http::Response response;
-    size_t body_sent = 0;   // of response.body_view()
-    bool send_body = true;  // false for HEAD, 204, 304
-    bool head = false;      // a HEAD request
     // A SLOW route's task, while a worker has it; then, for a streamed
     // answer, its pipe (the ring's once seen) and head (for the trailers).
     worker::TaskBuffer* task = nullptr;
@@ -124,32 +123,42 @@ class Connection final : public conn::Protocol {
     std::unique_ptr<worker::StreamHead> stream_head;
     bool task_done = false;
     bool stream_broken = false;
-    bool deferred = false;  // its DATA waits for the pipe (nghttp2 deferred it)
+    bool ended = false;      // EndData or a reset: nothing more is written
   };
 
-  // nghttp2's callbacks (connection.cc).
-  friend struct Callbacks;
+  // ---- SessionEvents
+  void OnRequest(int32_t id, const RequestHead& head) override;
+  void OnRequestRefused(int32_t id, int status) override;
+  void OnRequestData(int32_t id, std::string_view data) override;
+  void OnRequestTrailers(int32_t id, const http::Header* fields, size_t n) override {}
+  void OnRequestEnd(int32_t id) override;
+  void OnStreamClosed(int32_t id, uint32_t error_code) override;
+  void OnStreamWritable(int32_t id) override;
+
   Stream* Find(int32_t id);
-  void OnHeader(int32_t id, std::string_view name, std::string_view value);
-  // The request is complete (END_STREAM): it is answered.
-  void OnRequestEnd(Stream& s);
-  void OnBodyChunk(int32_t id, const uint8_t* data, size_t len);
-  void Answer(Stream& s, const http::Request& request);
+  Stream& NewStream(int32_t id);
+  void Answer(Stream& s);
+  // A buffered answer (its fields, body and trailers) to the session.
+  void Submit(Stream& s);
+  void SubmitError(Stream& s, int status);
+  // The head's fields as sent: the answer's own, then date and server
+  // (and the length when known).
+  void AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,
+                       int status) const;
   // Hands a SLOW route's request to the workers; false if refused.
   bool Dispatch(Stream& s, const http::Request& request, const router::Route& route);
-  // What came back of a stream's task: a buffered answer, or the head of a
-  // streamed one; and the end of the stream's DATA from the pipe.
+  // What came back of a stream's task: a buffered answer, or the end of a
+  // streamed one.
   void TakeTaskResult(Stream& s);
   void StartStreamed(Stream& s);
-  // The task has returned: its memory goes, once nothing refers to it.
-  void FreeTaskOf(worker::TaskBuffer* task);
+  // Moves a streamed answer's bytes from the pipe into the session, up to
+  // kStreamQueueBytes queued, and ends it once the task has returned.
+  void PumpPipe(Stream& s);
   // The stream goes while a worker has its task: the task is kept (and its
   // pipe aborted) until it returns.
   void Orphan(Stream& s);
-  void Submit(Stream& s, bool head_request);
-  void SubmitError(Stream& s, int status);
-  // Copies up to `len` bytes of the stream's body for a DATA frame.
-  long ReadBody(int32_t id, uint8_t* buf, size_t len, uint32_t* flags);
+  // The task has returned: its memory goes.
+  void FreeTaskOf(worker::TaskBuffer* task);
 
   // After every event: output, the receive, closing, the deadline.
   void Sync();
@@ -159,24 +168,24 @@ class Connection final : public conn::Protocol {
 
   http1::ConnectionEnv* env_ = nullptr;
   uint32_t slot_ = 0;
-  nghttp2_session* session_ = nullptr;
+  std::unique_ptr<Session> session_;
   Phase phase_ = Phase::kOpen;
   bool recv_armed_ = false;
   bool recv_starved_ = false;
   bool peer_eof_ = false;
   bool send_inflight_ = false;
-  bool fatal_ = false;  // the session failed: what is queued goes, then the close
+  bool fatal_ = false;  // the session ended: what is queued goes, then the close
   uint64_t body_bytes_ = 0;  // request bodies buffered, all streams
-  std::string out_;      // frames being sent: out_[sent_..)
+  std::unique_ptr<char[]> out_;  // frames being sent: out_[sent_..out_len_)
+  size_t out_len_ = 0;
   size_t sent_ = 0;
   iovec iov_{};
   uint64_t armed_deadline_ = 0;
   uint64_t send_deadline_ = 0;
   http::ClientAddress client_;
   std::map<int32_t, std::unique_ptr<Stream>> streams_;
-  // Every task a worker holds, with the pipe of a stream that has gone
-  // (reset by the peer, or the connection closed): kept, the pipe aborted
-  // so the worker stops soon, until the task returns.
+  // Every task a worker holds; one whose stream has gone keeps the pipe
+  // (aborted, so the worker stops soon) until the task returns.
   struct Task {
     worker::TaskBuffer* task;
     std::unique_ptr<worker::BodyPipe> orphan_pipe;

@@ -103,6 +103,7 @@ class H2Client {
     return nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(buf), n) >= 0;
   }
   // Reads until the server closes (after a GOAWAY, say); true if it did.
+  // (What the session owes meanwhile, PING acks say, is sent.)
   bool ReadToClose() {
     Flush();
     char buf[16384];
@@ -111,6 +112,7 @@ class H2Client {
       if (n == 0) return true;
       if (n < 0) return errno == ECONNRESET;
       nghttp2_session_mem_recv(session_, reinterpret_cast<uint8_t*>(buf), n);
+      Flush();
     }
   }
   bool Flush() {
