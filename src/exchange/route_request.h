@@ -12,6 +12,7 @@
 #ifndef URING_HTTP_SRC_EXCHANGE_ROUTE_REQUEST_H_
 #define URING_HTTP_SRC_EXCHANGE_ROUTE_REQUEST_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -47,8 +48,45 @@ struct Routing {
 // Routes `request` (its path_params and allowed_methods are set).
 // `max_body_bytes`: the server's limit; `has_workers`: false runs SLOW
 // handlers inline (--workers=0), which then get their body buffered.
-Routing RouteRequest(const router::Router& router, http::Request& request,
-                     uint64_t max_body_bytes, bool has_workers);
+// (Inline: every request of every protocol passes here.)
+inline Routing RouteRequest(const router::Router& router, http::Request& request,
+                            uint64_t max_body_bytes, bool has_workers) {
+  Routing r;
+  if (const router::PathShape shape = router::CheckPath(request.path);
+      shape != router::PathShape::kClean) {
+    // Only clean paths are routed: a broken escape is refused, "//", "."
+    // and ".." are redirected (clean_path.h).
+    r.kind = Routing::Kind::kUnclean;
+    r.shape = shape;
+    r.status = shape == router::PathShape::kMalformed ? 400 : 301;
+    r.body_limit = max_body_bytes;
+    return r;
+  }
+  const router::Match match = router.Find(request.method, request.path, &request.path_params);
+  request.allowed_methods = match.allow;
+  r.allow = match.allow;
+  r.allow_scratch = match.allow_scratch;
+  r.body_limit = max_body_bytes;
+  if (match.route == nullptr) {
+    // OPTIONS that no route takes is answered from the route table.
+    r.kind = Routing::Kind::kUnmatched;
+    r.status = match.options ? 204 : match.path_known ? 405 : 404;
+    return r;
+  }
+  const router::Route& route = *match.route;
+  r.kind = Routing::Kind::kRoute;
+  r.route = &route;
+  if (route.options.max_body_bytes != 0) r.body_limit = route.options.max_body_bytes;
+  r.slow = route.kind == router::HandlerKind::kSlow && has_workers;
+  r.streamed = route.options.body == router::BodyMode::kStreamed &&
+               (route.sink != nullptr || r.slow);
+  if (route.options.body == router::BodyMode::kStreamed && !r.streamed) {
+    // A SLOW route run inline (--workers=0) cannot block the ring on a
+    // streamed body: it gets it buffered, within the server's limit.
+    r.body_limit = std::min(r.body_limit, max_body_bytes);
+  }
+  return r;
+}
 
 // The router's answer for a request it routed to no handler (kUnclean or
 // kUnmatched) in `response`: the redirect, the 400, 404 or 405 (its page,

@@ -6,25 +6,19 @@
 
 namespace uring_http::exchange {
 
-void RunHandler(const router::Pipeline& pipeline, const router::Route& route,
+void AnswerThrow(const router::Pipeline& pipeline, const router::Route& route,
+                 const http::Request& request, http::Response& response) {
+  router::LogException(router::ContextOf(route.name(), request, &response),
+                       router::FailureStage::kHandler, std::current_exception());
+  pipeline.Fail(request, response);
+}
+
+void RunChained(const router::Pipeline& pipeline, const router::Route& route,
                 const http::Request& request, http::Response& response, StreamedHead* stream) {
   const router::RouteName name = route.name();
   if (stream == nullptr) {
-    if (pipeline.Active(route.options.middleware)) {
-      router::RunChain(pipeline, route.options.middleware, request, response, route.handler,
-                       /*head_sent=*/nullptr, name);
-      return;
-    }
-    // No middleware: the handler alone, without the chain's bookkeeping
-    // (the common FAST request).
-    try {
-      route.handler(request, response);
-      pipeline.MaybeFailPage(request, response);
-    } catch (...) {
-      router::LogException(router::ContextOf(name, request, &response),
-                           router::FailureStage::kHandler, std::current_exception());
-      pipeline.Fail(request, response);
-    }
+    router::RunChain(pipeline, route.options.middleware, request, response, route.handler,
+                     /*head_sent=*/nullptr, name);
     return;
   }
   // A throw before the head is sent leaves the handler for the chain,

@@ -37,12 +37,31 @@ class StreamedHead {
   ~StreamedHead() = default;
 };
 
+// The handler's throw, caught: logged, and the 500 answer in `response`.
+void AnswerThrow(const router::Pipeline& pipeline, const router::Route& route,
+                 const http::Request& request, http::Response& response);
+// The chain (middlewares, or a stream whose head may go), run_handler.cc.
+void RunChained(const router::Pipeline& pipeline, const router::Route& route,
+                const http::Request& request, http::Response& response, StreamedHead* stream);
+
 // Runs route.handler on `request` inside the pipeline's and the route's
 // middlewares; `response` holds the answer. `stream`: the answer streams
 // (null: it is buffered or has a producer, and a throw always becomes 500).
-void RunHandler(const router::Pipeline& pipeline, const router::Route& route,
-                const http::Request& request, http::Response& response,
-                StreamedHead* stream = nullptr);
+inline void RunHandler(const router::Pipeline& pipeline, const router::Route& route,
+                       const http::Request& request, http::Response& response,
+                       StreamedHead* stream = nullptr) {
+  if (stream != nullptr || pipeline.Active(route.options.middleware)) {
+    return RunChained(pipeline, route, request, response, stream);
+  }
+  // No middleware: the handler alone, without the chain's bookkeeping (the
+  // common FAST request; inline, as the ring's hot path).
+  try {
+    route.handler(request, response);
+    pipeline.MaybeFailPage(request, response);
+  } catch (...) {
+    AnswerThrow(pipeline, route, request, response);
+  }
+}
 
 // Whether the answer to `request` may be gzipped: compression is on and
 // the client's Accept-Encoding prefers gzip (compress.h).

@@ -376,10 +376,22 @@ void EventLoop::Run() {
 }
 
 void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe) {
-  conn::Protocol& conn = *slots_[slot].protocol;
-  const int res = cqe->res;
   // The socket's own events on a TLS connection go through the TLS layer.
   if (Tls(slot) && OnTlsSocketEvent(op, slot, cqe)) return;
+  Slot& s = slots_[slot];
+  // HTTP/1 (final) is called directly, the common case without a virtual
+  // call; any other protocol through conn::Protocol.
+  if (s.protocol == &s.http1) {
+    Deliver(s.http1, op, slot, cqe);
+  } else {
+    Deliver(*s.protocol, op, slot, cqe);
+  }
+  MaybeFree(slot);
+}
+
+template <typename P>
+void EventLoop::Deliver(P& conn, Op op, uint32_t slot, const io_uring_cqe* cqe) {
+  const int res = cqe->res;
   switch (op) {
     case Op::kRecv:
     case Op::kRecvBulk: {
@@ -437,7 +449,6 @@ void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe)
     default:
       break;
   }
-  MaybeFree(slot);
 }
 
 void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
@@ -465,7 +476,8 @@ void EventLoop::MaybeFree(uint32_t slot) {
     s.http1_handed_off = false;
     s.http1.Release();
   }
-  if (!s.in_use || !s.protocol->Freeable()) return;
+  if (!s.in_use) return;
+  if (s.protocol == &s.http1 ? !s.http1.Freeable() : !s.protocol->Freeable()) return;
   if (Tls(slot)) {
     if (!tls_->Freeable(slot)) return;
     tls_->Release(slot);

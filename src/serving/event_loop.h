@@ -171,6 +171,10 @@ class EventLoop final : private conn::Transport, private http1::ConnectionHost {
   void OnEntryClosed();
   bool AcceptorsIdle() const;
   void OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe);
+  // The completion to the slot's protocol `conn` (its concrete type when
+  // known: no virtual call).
+  template <typename P>
+  void Deliver(P& conn, Op op, uint32_t slot, const io_uring_cqe* cqe);
   void OnWorkerMessage(Op op, uint32_t slot, uint32_t generation);
   void OnTimerTick();
   void OnSignal(int res);
