@@ -533,12 +533,11 @@ void Connection::OnClosed() {
   // A close cancels what was armed; their completions are still to come.
 }
 
-void Connection::HandOff(conn::ProtocolId next, std::string_view bytes) {
-  // Only the first head is handed off: nothing has been answered, sent or
-  // given to a worker.
+conn::Handoff Connection::Detach() {
+  // Only a connection that has answered nothing is handed on: nothing has
+  // been sent or given to a worker.
   URING_CHECK(out_.empty() && !out_.send_inflight() && !task_inflight_ && !shutdown_inflight_);
   conn::Handoff handoff;
-  handoff.bytes = bytes;
   // A receive being cancelled (a pause) ends with -ECANCELED at the next
   // protocol, which arms its own.
   handoff.recv_armed = recv_ != Recv::kOff;
@@ -550,6 +549,12 @@ void Connection::HandOff(conn::ProtocolId next, std::string_view bytes) {
   input_ = Input::kDone;
   recv_ = Recv::kOff;
   head_deadline_ = idle_deadline_ = 0;
+  return handoff;
+}
+
+void Connection::HandOff(conn::ProtocolId next, std::string_view bytes) {
+  conn::Handoff handoff = Detach();
+  handoff.bytes = bytes;
   env_->host->HandOff(slot_, next, handoff);
 }
 

@@ -137,6 +137,10 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   }
   void Release() override;
 
+  // Gives the socket up to another protocol chosen beneath (ALPN h2):
+  // what it has armed goes with it; nothing has been read or answered.
+  conn::Handoff Detach();
+
   bool open() const { return phase_ < Phase::kClosing; }
   // For tests and /metrics.
   size_t staged_bytes() const { return in_.len; }

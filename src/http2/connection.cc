@@ -44,10 +44,11 @@ Connection::Connection() = default;
 Connection::~Connection() = default;
 
 void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
-                      const http::ClientAddress& client) {
+                      const http::ClientAddress& client, bool secure) {
   env_ = env;
   slot_ = slot;
   client_ = client;
+  secure_ = secure;
   recv_armed_ = handoff.recv_armed;
   peer_eof_ = handoff.peer_eof;
   phase_ = Phase::kOpen;
@@ -227,6 +228,8 @@ void Connection::Answer(Stream& s) {
   request.content_length = s.body.size();
   request.framing = s.body.empty() ? http::BodyFraming::kNone : http::BodyFraming::kContentLength;
   request.client_address = client_;
+  request.client_certificate = client_cert_.get();
+  request.secure = secure_;
   if (request.method_id == http::Method::kConnect || request.path.empty() ||
       request.path[0] != '/') {
     // CONNECT (a tunnel) and the asterisk or absolute forms are not served.
@@ -342,6 +345,8 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   task->head_only = s.head_request;
   task->keep_alive = true;
   task->client_address = client_;
+  task->client_certificate = client_cert_;
+  task->secure = secure_;
   std::memcpy(task->data(), head.data(), head.size());
   if (!request.body.empty()) {
     std::memcpy(task->data() + head.size(), request.body.data(), request.body.size());
@@ -640,6 +645,8 @@ void Connection::Release() {
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
   armed_deadline_ = send_deadline_ = 0;
   client_ = http::ClientAddress();
+  client_cert_.reset();
+  secure_ = false;
 }
 
 }  // namespace uring_http::http2

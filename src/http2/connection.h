@@ -14,10 +14,12 @@
 // bound holds the worker back. Request bodies are buffered up to the
 // server's limit, all of a connection's streams together.
 //
-// This is the first step of HTTP/2 (issue 20, Part 2), reached by h2c with
-// prior knowledge (--http2=on; the HTTP/1 connection hands its socket over
-// when the first bytes are the preface). Not yet: static files, producers
-// and streamed request bodies (501), ALPN h2 over TLS, Upgrade: h2c.
+// This is the first step of HTTP/2 (issue 20, Part 2), with --http2=on:
+// over TLS when ALPN chose h2 (the TLS layer tells the loop once its
+// handshake is done, before any plaintext), and on plain listeners by h2c
+// with prior knowledge (the HTTP/1 connection hands its socket over when
+// the first bytes are the preface). Not yet: static files, producers and
+// streamed request bodies (501), Upgrade: h2c.
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -63,9 +65,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // The slot's socket is HTTP/2 from here: `handoff` carries the bytes the
   // protocol before read (the preface on) and the receive it had armed.
   // `client`: the client the connection is for (the peer, or its PROXY
-  // header's).
+  // header's); `secure`: TLS beneath (ALPN chose h2).
   void Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
-            const http::ClientAddress& client);
+            const http::ClientAddress& client, bool secure = false);
 
   // ---- conn::Protocol
   void OnRecv(const char* data, size_t len, bool ended) override;
@@ -81,7 +83,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OnBatchEnd() override {}
   void Abort() override;
   void SetProxiedClient(const http::ClientAddress& client) override { client_ = client; }
-  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate>) override {}
+  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) override {
+    client_cert_ = std::move(cert);
+  }
   // A worker finished a task of one of the streams, or made progress on
   // one's answer (the completion names the slot: the streams are looked
   // through).
@@ -183,6 +187,8 @@ class Connection final : public conn::Protocol, private SessionEvents {
   uint64_t armed_deadline_ = 0;
   uint64_t send_deadline_ = 0;
   http::ClientAddress client_;
+  std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
+  bool secure_ = false;  // TLS beneath (ALPN h2)
   std::map<int32_t, std::unique_ptr<Stream>> streams_;
   // Every task a worker holds; one whose stream has gone keeps the pipe
   // (aborted, so the worker stops soon) until the task returns.

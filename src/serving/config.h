@@ -146,8 +146,9 @@ struct ServerConfig {
   // the client (behind HAProxy's send-proxy-v2 or a load balancer); one
   // without a valid header is closed unanswered.
   bool proxy_protocol = false;
-  // HTTP/2 (src/http2/): a connection on a plain listener whose first bytes
-  // are the HTTP/2 preface speaks it (h2c with prior knowledge). A first
+  // HTTP/2 (src/http2/): ALPN offers h2 on TLS listeners, and a connection
+  // on a plain listener whose first bytes are the HTTP/2 preface speaks it
+  // (h2c with prior knowledge). A first
   // step, off by default: static files, producers and streamed request
   // bodies are 501 over HTTP/2 so far (src/http2/connection.h).
   bool http2 = false;

@@ -150,6 +150,9 @@ class EventLoop final : private conn::Transport, private http1::ConnectionHost {
                 int64_t started_ns) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
   void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) override;
+  // The slot speaks HTTP/2 from now on (an h2c preface, or ALPN h2).
+  void StartHttp2(uint32_t slot, const conn::Handoff& handoff);
+  void OnAlpnH2(uint32_t slot);
   void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
     files_->PrepStat(dir_fd, path, out, UserData(Op::kFileStat, slot));
   }

@@ -206,14 +206,26 @@ bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::
 }
 
 void EventLoop::HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) {
-  Slot& s = slots_[slot];
   // Only HTTP/1 hands off, and only to HTTP/2 (an h2c preface) for now.
-  URING_CHECK(s.protocol == &s.http1 && next == conn::ProtocolId::kHttp2 && !Tls(slot));
+  URING_CHECK(next == conn::ProtocolId::kHttp2 && !Tls(slot));
+  StartHttp2(slot, handoff);
+}
+
+void EventLoop::StartHttp2(uint32_t slot, const conn::Handoff& handoff) {
+  Slot& s = slots_[slot];
+  URING_CHECK(s.protocol == &s.http1);
   if (s.http2 == nullptr) s.http2 = std::make_unique<http2::Connection>();
   s.protocol = s.http2.get();
   s.http1_handed_off = true;
+  if (Tls(slot)) tls_->Rebind(slot, s.protocol);
   stats_.http2_connections.Add();
-  s.http2->Open(&env_, slot, handoff, s.http1.client_address());
+  s.http2->Open(&env_, slot, handoff, s.http1.client_address(), /*secure=*/Tls(slot));
+}
+
+void EventLoop::OnAlpnH2(uint32_t slot) {
+  // The TLS handshake chose h2: the slot's HTTP/1 connection, which has
+  // read nothing yet, gives its (virtual) receive to HTTP/2.
+  StartHttp2(slot, slots_[slot].http1.Detach());
 }
 
 void EventLoop::ExchangeDone(uint32_t slot, const Exchange& exchange) {

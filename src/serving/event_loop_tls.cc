@@ -84,6 +84,7 @@ absl::Status EventLoop::InitTls() {
                                         conn_config_.header_timeout_ms,
                                         conn_config_.idle_timeout_ms),
       gate, std::move(submit), offload == Offload::kAuto);
+  tls_->set_on_h2([this](uint32_t slot) { OnAlpnH2(slot); });
   tls_context_ = tls_source_->Get();
   tls_generation_ = tls_source_->generation();
   return absl::OkStatus();

@@ -39,7 +39,7 @@ struct RouteStats {
 
 struct alignas(64) LoopStats {
   Counter accepted;
-  Counter http2_connections; // connections handed to HTTP/2 (h2c prior knowledge)
+  Counter http2_connections; // connections that became HTTP/2 (ALPN h2, h2c)
   Counter refused;          // pool full: answered 503 and closed
   Counter active;           // connections currently holding a slot
   Counter responses_2xx;

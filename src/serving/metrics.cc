@@ -65,7 +65,7 @@ std::string ServerCore::RenderMetrics() const {
       {"uring_http_connections_accepted_total", "counter", "Connections accepted.", s.accepted},
       {"uring_http_connections_active", "gauge", "Connections holding a slot now.", s.active},
       {"uring_http_http2_connections_total", "counter",
-       "Connections that became HTTP/2 (h2c with prior knowledge).", http2_connections},
+       "Connections that became HTTP/2 (ALPN h2, or h2c with prior knowledge).", http2_connections},
       {"uring_http_connections_refused_total", "counter",
        "Connections refused with 503 because the thread's pool was full.", s.refused},
       {"uring_http_bad_requests_total", "counter",

@@ -19,8 +19,16 @@
 
 namespace uring_http::serving {
 
+namespace {
+// --http2 reaches the TLS context too: ALPN offers h2.
+ServerConfig WithAlpn(ServerConfig config) {
+  config.tls.http2 = config.http2;
+  return config;
+}
+}  // namespace
+
 ServerCore::ServerCore(ServerConfig config, router::Router router)
-    : config_(std::move(config)),
+    : config_(WithAlpn(std::move(config))),
       own_metrics_(config_.metrics == nullptr ? std::make_unique<metrics::Registry>() : nullptr),
       metrics_(config_.metrics != nullptr ? config_.metrics : own_metrics_.get()),
       router_(std::move(router)) {
@@ -445,7 +453,10 @@ std::string ServerCore::ReadyLine() const {
       router_.mount_count() > 0
           ? " = min(accept-capacity + 64 reserve + open-file cache + 1024, hard RLIMIT_NOFILE)"
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
-      "), io_uring: ", first.Features(), config_.http2 ? ", HTTP/2: h2c" : "",
+      "), io_uring: ", first.Features(),
+      !config_.http2           ? ""
+      : config_.tls.enabled() ? ", HTTP/2: h2 (ALPN), h2c on plain HTTP"
+                              : ", HTTP/2: h2c",
       config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
       config_.listen.empty() && plain_port() != 0
           ? absl::StrCat(", plain HTTP on ", plain_address_)

@@ -134,6 +134,7 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
   }
   std::shared_ptr<TlsContext> c(new TlsContext());
   c->keys_ = std::move(keys);
+  c->h2_ = settings.http2;
   if (settings.verifies_clients()) {
     c->client_auth_ = absl::StrCat(
         ", client certificates ",
@@ -187,7 +188,11 @@ absl::StatusOr<std::shared_ptr<const TlsContext>> TlsContext::Create(
     SSL_CTX_set_cert_cb(ctx, &TlsContext::OnCertificate, nullptr);
     SSL_CTX_set_tlsext_servername_callback(ctx, &TlsContext::OnServerName);
     SSL_CTX_set_tlsext_servername_arg(ctx, c.get());
-    SSL_CTX_set_alpn_select_cb(ctx, &TlsContext::OnAlpn, nullptr);
+    // The callback's argument says whether h2 is offered (no state: any
+    // non-null pointer does).
+    SSL_CTX_set_alpn_select_cb(ctx, &TlsContext::OnAlpn,
+                               settings.http2 ? const_cast<unsigned char*>(kAlpnProtocolsH2)
+                                              : nullptr);
     // Every context alike: SNI may move a handshake to any of them.
     if (absl::Status s = ConfigureClientVerification(ctx, settings); !s.ok()) return s;
 
@@ -295,9 +300,13 @@ int TlsContext::OnCertificate(SSL* ssl, void* /*arg*/) {
 }
 
 int TlsContext::OnAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* outlen,
-                       const unsigned char* in, unsigned int inlen, void* /*arg*/) {
+                       const unsigned char* in, unsigned int inlen, void* arg) {
   unsigned char* selected = nullptr;
-  if (SSL_select_next_proto(&selected, outlen, kAlpnProtocols, sizeof(kAlpnProtocols), in,
+  // Our order wins (SSL_select_next_proto walks the server's list): h2
+  // when both sides have it.
+  const bool h2 = arg != nullptr;
+  if (SSL_select_next_proto(&selected, outlen, h2 ? kAlpnProtocolsH2 : kAlpnProtocols,
+                            h2 ? sizeof(kAlpnProtocolsH2) : sizeof(kAlpnProtocols), in,
                             inlen) == OPENSSL_NPN_NEGOTIATED) {
     *out = selected;
     return SSL_TLSEXT_ERR_OK;
@@ -307,11 +316,19 @@ int TlsContext::OnAlpn(SSL* /*ssl*/, const unsigned char** out, unsigned char* o
   return SSL_TLSEXT_ERR_NOACK;
 }
 
+bool NegotiatedH2(const SSL* ssl) {
+  const unsigned char* proto = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl, &proto, &len);
+  return len == 2 && proto[0] == 'h' && proto[1] == '2';
+}
+
 std::string TlsContext::Describe() const {
   std::vector<std::string> certs;
   for (const CertificateInfo& i : infos_) certs.push_back(absl::StrCat(i.names, " (", i.key_type, ")"));
   return absl::StrCat(OpenSSL_version(OPENSSL_VERSION), ", TLSv1.3+TLSv1.2, ciphers ", kCiphers13,
-                      ":", kCiphers12, ", ALPN http/1.1, tickets, certificates: ",
+                      ":", kCiphers12, h2_ ? ", ALPN h2,http/1.1" : ", ALPN http/1.1",
+                      ", tickets, certificates: ",
                       absl::StrJoin(certs, "; "), client_auth_);
 }
 

@@ -1,6 +1,7 @@
 // TlsContext: the server's TLS configuration as OpenSSL contexts, one per
 // certificate, built once at start-up (and again on each reload): TLS 1.3
-// and 1.2 only, AEAD cipher suites only, ALPN http/1.1, session tickets
+// and 1.2 only, AEAD cipher suites only, ALPN http/1.1 (h2 first with
+// TlsSettings::http2), session tickets
 // (TicketKeys) without a server-side session cache, no renegotiation, no
 // 0-RTT. A ClientHello's SNI picks the certificate that names the host;
 // the first certificate answers everything else. A session resumes only
@@ -89,11 +90,16 @@ class TlsContext : public std::enable_shared_from_this<TlsContext> {
   std::vector<CertificateInfo> infos_;
   std::shared_ptr<TicketKeys> keys_;
   std::string client_auth_;  // for Describe(): ", client certificates required (ca.pem)"
+  bool h2_ = false;          // ALPN offers h2 (TlsSettings::http2)
 };
 
 // The ALPN protocols we speak, in preference order, in wire format
-// (length-prefixed). Only http/1.1 today; h2 would go first.
+// (length-prefixed): http/1.1, and with TlsSettings::http2 h2 first.
 inline constexpr unsigned char kAlpnProtocols[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+inline constexpr unsigned char kAlpnProtocolsH2[] = {2, 'h', '2', 8, 'h', 't', 't', 'p',
+                                                     '/', '1', '.', '1'};
+// Whether the handshake chose h2.
+bool NegotiatedH2(const SSL* ssl);
 
 // The context new connections get: set at start-up, replaced by a reload.
 // A loop keeps its own reference and looks at generation() (one relaxed

@@ -233,6 +233,8 @@ void TlsLayer::HandshakeDone(uint32_t slot) {
   } else {
     stats_->tls12.Add();
   }
+  // HTTP/2 by ALPN: the slot's protocol changes before it hears anything.
+  if (on_h2_ && NegotiatedH2(ssl)) on_h2_(slot);
   if (std::shared_ptr<const http::ClientCertificate> cert = VerifiedClientCertificate(ssl)) {
     stats_->client_certs_verified.Add();
     l.conn->SetClientCertificate(std::move(cert));

@@ -88,6 +88,13 @@ class TlsLayer final : public conn::Transport {
     return handshake_ms != 0 ? handshake_ms : header_ms != 0 ? header_ms : idle_ms;
   }
   bool attached(uint32_t slot) const { return links_[slot].conn != nullptr; }
+  // The handshake chose h2 (ALPN): called once it is done, before any
+  // plaintext is delivered; the loop gives the slot its HTTP/2 protocol
+  // and Rebinds it here.
+  void set_on_h2(std::function<void(uint32_t slot)> on_h2) { on_h2_ = std::move(on_h2); }
+  // The slot's protocol is `conn` from now on (its bytes and completions
+  // go there).
+  void Rebind(uint32_t slot, conn::Protocol* conn) { links_[slot].conn = conn; }
 
   // ---- the kernel's completions for an attached slot
   // A receive completion with bytes (more: IORING_CQE_F_MORE); the buffer
@@ -299,6 +306,7 @@ class TlsLayer final : public conn::Transport {
   std::unique_ptr<HandshakeJob[]> jobs_;
   const HandshakeGate::Mode gate_mode_;
   const SubmitJob submit_;
+  std::function<void(uint32_t slot)> on_h2_;
   const bool adaptive_;
   bool submit_now_ = false;
   // The last tick a connection was reused (adaptive offload), and for how

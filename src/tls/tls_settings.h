@@ -25,6 +25,9 @@ struct TlsSettings {
   // connected is closed (counted as a handshake timeout). 0: the header
   // timeout bounds it instead (or the idle timeout when that is 0 too).
   uint32_t handshake_timeout_ms = 10'000;
+  // ALPN offers "h2" before "http/1.1" (--http2=on): a client that takes
+  // it speaks HTTP/2 once the handshake is done.
+  bool http2 = false;
   // Session-ticket keys are replaced this often; tickets made with the key
   // before are still accepted (and renewed) for one more period.
   uint32_t ticket_key_rotation_s = 3600;
