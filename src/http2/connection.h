@@ -149,6 +149,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // (and the length when known).
   void AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,
                        int status) const;
+  // ---- SLOW routes (slow_streams.cc)
   // Hands a SLOW route's request to the workers; false if refused.
   bool Dispatch(Stream& s, const http::Request& request, const router::Route& route);
   // What came back of a stream's task: a buffered answer, or the end of a
