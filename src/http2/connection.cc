@@ -12,6 +12,7 @@
 #include "src/http/header.h"
 #include "src/http/http_date.h"
 #include "src/http/request.h"
+#include "src/router/middleware.h"
 
 namespace uring_http::http2 {
 namespace {
@@ -190,27 +191,29 @@ void Connection::OnStreamClosed(int32_t id, uint32_t error_code) {
   if (s == nullptr) return;
   body_bytes_ -= s->body.size();
   Orphan(*s);
+  EndFile(*s);
   streams_.erase(id);
 }
 
 void Connection::OnStreamWritable(int32_t id) {
-  if (Stream* s = Find(id); s != nullptr && s->pipe != nullptr) PumpPipe(*s);
+  Stream* s = Find(id);
+  if (s == nullptr) return;
+  if (s->pipe != nullptr) PumpPipe(*s);
+  if (s->file != nullptr) PumpFile(*s);
 }
 
 // ---------------------------------------------------------------- answers
 
-void Connection::Answer(Stream& s) {
-  // The request as a handler sees it, whatever the protocol (request.h).
-  // The session's head outlives the handler's call (until the stream closes).
-  std::vector<http::Header> headers;
-  headers.reserve(s.head.num_headers + 1);
-  if (!s.head.authority.empty()) headers.push_back({"host", s.head.authority});
+void Connection::BuildRequest(const Stream& s, std::vector<http::Header>& storage,
+                              http::Request& request) const {
+  storage.clear();
+  storage.reserve(s.head.num_headers + 1);
+  if (!s.head.authority.empty()) storage.push_back({"host", s.head.authority});
   for (size_t i = 0; i < s.head.num_headers; ++i) {
     // :authority stands for Host (RFC 9113 8.3.1): one Host, not two.
     if (s.head.headers[i].name == "host" && !s.head.authority.empty()) continue;
-    headers.push_back(s.head.headers[i]);
+    storage.push_back(s.head.headers[i]);
   }
-  http::Request request;
   request.method = s.head.method;
   request.method_id = MethodOf(s.head.method);
   request.target = s.head.path;
@@ -218,8 +221,8 @@ void Connection::Answer(Stream& s) {
   request.path = request.target.substr(0, q);
   request.query = q == std::string_view::npos ? std::string_view() : request.target.substr(q + 1);
   request.version = http::Version::kHttp11;
-  request.headers = headers.data();
-  request.num_headers = headers.size();
+  request.headers = storage.data();
+  request.num_headers = storage.size();
   request.host = s.head.authority;
   request.keep_alive = true;
   request.body = s.body;
@@ -228,6 +231,13 @@ void Connection::Answer(Stream& s) {
   request.client_address = client_;
   request.client_certificate = client_cert_.get();
   request.secure = secure_;
+}
+
+void Connection::Answer(Stream& s) {
+  // The session's head outlives the handler's call (until the stream closes).
+  std::vector<http::Header> headers;
+  http::Request request;
+  BuildRequest(s, headers, request);
   if (request.method_id == http::Method::kConnect || request.path.empty() ||
       request.path[0] != '/') {
     // CONNECT (a tunnel) and the asterisk or absolute forms are not served.
@@ -242,10 +252,30 @@ void Connection::Answer(Stream& s) {
   }
   const router::Route& route = *routing.route;
   s.route_id = route.id;
+  s.route = &route;
   if (request.body.size() > routing.body_limit) return SubmitError(s, 413);
-  if (route.mount != nullptr || route.sink != nullptr || routing.streamed) {
-    // Static files, body sinks and streamed request bodies are not wired
-    // to HTTP/2 yet.
+  if (route.mount != nullptr) {
+    if (pipeline.Active(route.options.middleware)) {
+      // Around a static file: the befores before it is looked up, the
+      // afters once its answer is known (ServeFile, FileError).
+      bool answered = false;
+      const size_t ran = router::RunBefores(pipeline, route.options.middleware, request,
+                                            s.response, &answered, route.name());
+      if (answered) {
+        pipeline.MaybeFailPage(request, s.response);
+        router::RunAfters(pipeline, route.options.middleware, ran, request, s.response,
+                          route.name());
+        exchange::FinishBuffered(env_->config->compression,
+                                 exchange::GzipAccepted(env_->config->compression, request),
+                                 s.head_request, s.response);
+        return Submit(s);
+      }
+      s.afters_due = static_cast<uint16_t>(ran);
+    }
+    return StartFile(s, request, route);
+  }
+  if (route.sink != nullptr || routing.streamed) {
+    // Body sinks and streamed request bodies are not wired to HTTP/2 yet.
     return SubmitError(s, 501);
   }
   if (routing.slow) {
@@ -361,12 +391,18 @@ void Connection::Sync() {
   // With output going: --send-timeout from the last send's start (a peer
   // that stops reading is not kept alive by the frames it sends); idle (no
   // stream open): --idle-timeout from the last event.
-  uint64_t deadline = 0;
+  timeout_deadline_ = 0;
   if (output_left) {
-    deadline = send_deadline_;
+    timeout_deadline_ = send_deadline_;
   } else if (streams_.empty()) {
-    deadline = After(env_->draining ? env_->config->drain_idle_ms
-                                    : env_->config->idle_timeout_ms);
+    timeout_deadline_ = After(env_->draining ? env_->config->drain_idle_ms
+                                             : env_->config->idle_timeout_ms);
+  }
+  uint64_t deadline = timeout_deadline_;
+  // A file read waiting for a buffer tries again at the next tick.
+  if (files_ != nullptr && files_->retry_tick != 0 &&
+      (deadline == 0 || files_->retry_tick < deadline)) {
+    deadline = files_->retry_tick;
   }
   if (deadline != armed_deadline_) {
     armed_deadline_ = deadline;
@@ -376,8 +412,12 @@ void Connection::Sync() {
 
 void Connection::OnDeadline() {
   if (phase_ != Phase::kOpen) return;
-  if (armed_deadline_ == 0 || env_->now_tick < armed_deadline_) return Sync();
-  armed_deadline_ = 0;
+  if (files_ != nullptr && files_->retry_tick != 0 && env_->now_tick >= files_->retry_tick) {
+    files_->retry_tick = 0;
+    NextFileOp();
+  }
+  if (timeout_deadline_ == 0 || env_->now_tick < timeout_deadline_) return Sync();
+  armed_deadline_ = timeout_deadline_ = 0;
   env_->stats->timeouts.Add();
   if (send_inflight_) {
     // No progress on our output: the peer stopped reading.
@@ -408,9 +448,16 @@ void Connection::StartClose() {
   phase_ = Phase::kCloseSubmitted;
   // Workers still answering streams of this connection stop soon; their
   // tasks are freed as they return (Freeable waits for them).
-  for (auto& [id, sp] : streams_) Orphan(*sp);
+  for (auto& [id, sp] : streams_) {
+    Orphan(*sp);
+    EndFile(*sp);
+  }
+  if (files_ != nullptr) {
+    files_->waiting.clear();
+    files_->retry_tick = 0;
+  }
   if (armed_deadline_ != 0) {
-    armed_deadline_ = 0;
+    armed_deadline_ = timeout_deadline_ = 0;
     env_->transport->SetDeadline(slot_, 0);
   }
   env_->transport->Close(slot_, recv_armed_, send_inflight_);
@@ -424,6 +471,9 @@ void Connection::OnClosed() {
 
 void Connection::Release() {
   URING_CHECK(tasks_.empty());  // Freeable: every task has returned
+  URING_CHECK(files_ == nullptr || files_->op == FileOp::kNone);
+  for (auto& [id, sp] : streams_) EndFile(*sp);
+  files_.reset();
   // The session goes first: it fires no events, and its streams' views
   // (RequestHead) are not read again.
   session_.reset();
@@ -432,7 +482,7 @@ void Connection::Release() {
   sent_ = out_len_ = 0;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
-  armed_deadline_ = send_deadline_ = 0;
+  armed_deadline_ = timeout_deadline_ = send_deadline_ = 0;
   client_ = http::ClientAddress();
   client_cert_.reset();
   secure_ = false;

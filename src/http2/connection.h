@@ -18,8 +18,9 @@
 // over TLS when ALPN chose h2 (the TLS layer tells the loop once its
 // handshake is done, before any plaintext), and on plain listeners by h2c
 // with prior knowledge (the HTTP/1 connection hands its socket over when
-// the first bytes are the preface). Not yet: static files, producers and
-// streamed request bodies (501), Upgrade: h2c.
+// the first bytes are the preface). Static files are answered as over
+// HTTP/1 (file_streams.cc). Not yet: producers and streamed request bodies
+// (501), Upgrade: h2c.
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -39,6 +40,7 @@
 #include "src/http/client_address.h"
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
+#include "src/http2/file_answer.h"
 #include "src/http2/session.h"
 #include "src/router/router.h"
 #include "src/worker/body_pipe.h"
@@ -91,14 +93,16 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // through).
   void OnTaskDone() override;
   void OnStreamNotify() override;
-  // Nothing of this connection goes to a file yet.
-  void OnFileStat(int) override {}
-  void OnFileOpen(int) override {}
-  void OnFileRead(int) override {}
+  // Static files' operations (file_streams.cc); nothing is spliced.
+  void OnFileStat(int res) override;
+  void OnFileOpen(int res) override;
+  void OnFileRead(int res) override;
   void OnFileSplice(int) override {}
-  // (A worker's task holds memory of this connection until it returns.)
+  // (A worker's task, and a file operation, hold memory of this connection
+  // until they return.)
   bool Freeable() const override {
-    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && tasks_.empty();
+    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && tasks_.empty() &&
+           (files_ == nullptr || files_->op == FileOp::kNone);
   }
   void Release() override;
 
@@ -119,6 +123,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
     bool head_request = false;
     int64_t started_ns = 0;
     uint32_t route_id = 0;   // for metrics: the route, or the loop's "unmatched"
+    const router::Route* route = nullptr;  // once routed
+    uint16_t afters_due = 0; // middlewares whose afters run once a file's answer is known
+    std::unique_ptr<FileAnswer> file;  // a static file's answer in progress
     http::Response response;
     // A SLOW route's task, while a worker has it; then, for a streamed
     // answer, its pipe (the ring's once seen) and head (for the trailers).
@@ -141,6 +148,11 @@ class Connection final : public conn::Protocol, private SessionEvents {
 
   Stream* Find(int32_t id);
   Stream& NewStream(int32_t id);
+  // The request as a handler sees it, whatever the protocol (request.h);
+  // `storage` holds its fields. Views into the session's head: valid until
+  // the stream closes.
+  void BuildRequest(const Stream& s, std::vector<http::Header>& storage,
+                    http::Request& request) const;
   void Answer(Stream& s);
   // A buffered answer (its fields, body and trailers) to the session.
   void Submit(Stream& s);
@@ -165,6 +177,28 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // The task has returned: its memory goes.
   void FreeTaskOf(worker::TaskBuffer* task);
 
+  // ---- static files (file_streams.cc)
+  void StartFile(Stream& s, const http::Request& request, const router::Route& route);
+  // The stream's next file operation: now, or in its turn.
+  void QueueFileOp(Stream& s, FileOp op);
+  void IssueFileOp(Stream& s);
+  void NextFileOp();
+  // The operation completed: its stream (null if it went: *answer is then
+  // the orphan, freed by FreeOrphanFile).
+  Stream* EndFileOp(FileOp expected, FileAnswer** answer);
+  void FreeOrphanFile();
+  void FileStatDone(Stream& s, int res);
+  void ServeFile(Stream& s);
+  void PumpFile(Stream& s);
+  void RedirectToDirectory(Stream& s);
+  void ServeListing(Stream& s);
+  void FileError(Stream& s, int status);
+  void RunDueAfters(Stream& s, const http::Request& request);
+  // The stream is done with its file (or gone): the entry or descriptor
+  // goes, or waits for the operation in flight.
+  void EndFile(Stream& s);
+  void ReleaseFileAnswer(FileAnswer& f);
+
   // After every event: output, the receive, closing, the deadline.
   void Sync();
   void Flush();
@@ -186,6 +220,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   size_t sent_ = 0;
   iovec iov_{};
   uint64_t armed_deadline_ = 0;
+  uint64_t timeout_deadline_ = 0;  // the send or idle timeout's (armed_deadline_: the earliest)
   uint64_t send_deadline_ = 0;
   http::ClientAddress client_;
   std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
@@ -199,6 +234,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
     bool orphaned = false;
   };
   std::vector<Task> tasks_;
+  std::unique_ptr<FileOps> files_;  // once a stream answers with a file
 };
 
 }  // namespace uring_http::http2

@@ -33,7 +33,10 @@ class H2Client {
     bool headers_done = false;
   };
 
-  explicit H2Client(uint16_t port, int timeout_ms = 10000) : socket_(port, timeout_ms) {
+  // `initial_window`: our SETTINGS_INITIAL_WINDOW_SIZE (0: the default,
+  // 65,535), how much of each response the server may send unasked.
+  explicit H2Client(uint16_t port, int timeout_ms = 10000, uint32_t initial_window = 0)
+      : socket_(port, timeout_ms) {
     nghttp2_session_callbacks* cb;
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_header_callback(cb, &OnHeader);
@@ -42,7 +45,12 @@ class H2Client {
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, &OnClose);
     nghttp2_session_client_new(&session_, cb, this);
     nghttp2_session_callbacks_del(cb);
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+    if (initial_window != 0) {
+      const nghttp2_settings_entry window{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, initial_window};
+      nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &window, 1);
+    } else {
+      nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+    }
   }
   ~H2Client() { nghttp2_session_del(session_); }
   H2Client(const H2Client&) = delete;
