@@ -10,6 +10,7 @@
 #include "src/exchange/route_request.h"
 #include "src/exchange/run_handler.h"
 #include "src/http/header.h"
+#include "src/http/header_values.h"
 #include "src/http/http_date.h"
 #include "src/http/request.h"
 #include "src/router/middleware.h"
@@ -60,11 +61,72 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   settings.max_header_list_size =
       static_cast<uint32_t>(limits.max_header_bytes + 28 * (limits.max_headers + 4));
   session_ = std::make_unique<Session>(static_cast<SessionEvents*>(this), settings);
-  if (!handoff.bytes.empty()) {
+  if (handoff.upgrade != nullptr) OpenUpgraded(*handoff.upgrade);
+  if (!handoff.bytes.empty() && !fatal_) {
     OnRecv(handoff.bytes.data(), handoff.bytes.size(), /*ended=*/false);
   } else {
     Sync();
   }
+}
+
+void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
+  const bool head_request = upgrade.method == "HEAD";
+  if (!session_->Upgrade(upgrade.settings, head_request)) {
+    // HTTP2-Settings that do not decode: the request is refused in the
+    // protocol it came in, and the connection ends.
+    static constexpr std::string_view kBad =
+        "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    std::memcpy(out_.get(), kBad.data(), kBad.size());
+    out_len_ = kBad.size();
+    env_->stats->bad_requests.Add();
+    fatal_ = true;
+    return;
+  }
+  // The 101 goes first; our SETTINGS follow it in the same send (Flush
+  // appends the session's frames), then stream 1's answer.
+  static constexpr std::string_view k101 =
+      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  std::memcpy(out_.get(), k101.data(), k101.size());
+  out_len_ = k101.size();
+  Stream& s = NewStream(1);
+  s.head_request = head_request;
+  env_->stats->requests.Add();
+  // The head's bytes are HTTP/1's receive buffer's: copied, the fields as
+  // HTTP/2 has them (lowercase names, none of HTTP/1's connection-specific
+  // ones, RFC 9113 8.2.2; Host is :authority).
+  static constexpr std::string_view kDropped[] = {
+      "connection", "upgrade", "http2-settings", "keep-alive", "proxy-connection",
+      "transfer-encoding", "host"};
+  size_t bytes = upgrade.method.size() + upgrade.target.size() + upgrade.host.size();
+  for (size_t i = 0; i < upgrade.num_headers; ++i) {
+    bytes += upgrade.headers[i].name.size() + upgrade.headers[i].value.size();
+  }
+  std::string& b = s.upgrade_bytes;
+  b.reserve(bytes);  // no reallocation below: the views stay put
+  auto keep = [&b](std::string_view text, bool lower) {
+    const size_t at = b.size();
+    for (char c : text) {
+      b.push_back(lower && c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c);
+    }
+    return std::string_view(b.data() + at, text.size());
+  };
+  s.head.method = keep(upgrade.method, false);
+  s.head.scheme = "http";
+  s.head.path = keep(upgrade.target, false);
+  s.head.authority = keep(upgrade.host, false);
+  for (size_t i = 0; i < upgrade.num_headers; ++i) {
+    const http::Header& h = upgrade.headers[i];
+    bool dropped = false;
+    for (std::string_view name : kDropped) dropped = dropped || http::HeaderNameEquals(h.name, name);
+    if (dropped) continue;
+    const std::string_view name = keep(h.name, true);
+    s.upgrade_fields.push_back({name, keep(h.value, false)});
+  }
+  s.head.headers = s.upgrade_fields.data();
+  s.head.num_headers = s.upgrade_fields.size();
+  s.head.end_stream = true;
+  // HTTP/1's parser held it to HTTP/1's limits already.
+  Answer(s);
 }
 
 uint64_t Connection::After(uint32_t ms) const {

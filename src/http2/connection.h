@@ -18,9 +18,10 @@
 // over TLS when ALPN chose h2 (the TLS layer tells the loop once its
 // handshake is done, before any plaintext), and on plain listeners by h2c
 // with prior knowledge (the HTTP/1 connection hands its socket over when
-// the first bytes are the preface). Static files are answered as over
+// the first bytes are the preface, or after an HTTP/1 request with
+// Upgrade: h2c, which becomes stream 1). Static files are answered as over
 // HTTP/1 (file_streams.cc). Not yet: producers and streamed request bodies
-// (501), Upgrade: h2c.
+// (501).
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -126,6 +127,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
     const router::Route* route = nullptr;  // once routed
     uint16_t afters_due = 0; // middlewares whose afters run once a file's answer is known
     std::unique_ptr<FileAnswer> file;  // a static file's answer in progress
+    // Stream 1 of an Upgrade: its head's bytes (HTTP/1's were copied).
+    std::string upgrade_bytes;
+    std::vector<http::Header> upgrade_fields;
     http::Response response;
     // A SLOW route's task, while a worker has it; then, for a streamed
     // answer, its pipe (the ring's once seen) and head (for the trailers).
@@ -146,6 +150,8 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OnStreamClosed(int32_t id, uint32_t error_code) override;
   void OnStreamWritable(int32_t id) override;
 
+  // Upgrade: h2c: the 101, then stream 1 is the HTTP/1 request (copied).
+  void OpenUpgraded(const conn::UpgradeRequest& upgrade);
   Stream* Find(int32_t id);
   Stream& NewStream(int32_t id);
   // The request as a handler sees it, whatever the protocol (request.h);

@@ -86,6 +86,51 @@ class H2Client {
     return id;
   }
 
+  // h2c by Upgrade (RFC 7540 3.2): `request` is an HTTP/1.1 request (its
+  // Upgrade, Connection and HTTP2-Settings fields are added here, and the
+  // settings are this client's). Returns the HTTP/1 answer's status; on
+  // 101 the session is upgraded and the request is stream 1 (Run waits
+  // for it), and what came after the 101 is fed to the session.
+  int Upgrade(const std::string& method, const std::string& path,
+              const std::string& extra_fields = "", const std::string& settings_field = "") {
+    uint8_t payload[64];
+    const ssize_t len = nghttp2_pack_settings_payload(payload, sizeof(payload), nullptr, 0);
+    std::string settings = settings_field;
+    if (settings.empty()) {
+      static constexpr char kAlphabet[] =
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+      for (ssize_t i = 0; i < len; i += 3) {
+        uint32_t v = payload[i] << 16;
+        if (i + 1 < len) v |= payload[i + 1] << 8;
+        if (i + 2 < len) v |= payload[i + 2];
+        settings.push_back(kAlphabet[(v >> 18) & 63]);
+        settings.push_back(kAlphabet[(v >> 12) & 63]);
+        if (i + 1 < len) settings.push_back(kAlphabet[(v >> 6) & 63]);
+        if (i + 2 < len) settings.push_back(kAlphabet[v & 63]);
+      }
+    }
+    const std::string request = method + " " + path +
+                                " HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, "
+                                "HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: " +
+                                settings + "\r\n" + extra_fields + "\r\n";
+    if (!socket_.Send(request)) return 0;
+    const std::optional<HttpResponse> r = socket_.ReadResponse(method == "HEAD");
+    if (!r.has_value()) return 0;
+    if (r->status != 101) return r->status;
+    if (nghttp2_session_upgrade2(session_, payload, static_cast<size_t>(len), method == "HEAD",
+                                 nullptr) != 0) {
+      return 0;
+    }
+    answers_[1];
+    const std::string& rest = socket_.pending();
+    if (!rest.empty() &&
+        nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(rest.data()),
+                                 rest.size()) < 0) {
+      return 0;
+    }
+    return 101;
+  }
+
   // Exchanges frames until every submitted stream has closed; false if the
   // connection ended first or the socket timed out.
   bool Run() {
