@@ -198,6 +198,9 @@ void Connection::OnRequest(int32_t id, const RequestHead& head) {
     s.too_large = true;  // answered 431 at its end (OnRequestEnd)
     return;
   }
+  // A route that reads its body as it comes is found at the head (its own
+  // body limit applies, which may pass the server's).
+  if (!head.end_stream && StartStreamedBody(s)) return;
   if (head.has_content_length && head.content_length > limits.max_body_bytes) {
     // Refused before its body comes (and without a 100 Continue).
     s.refused = true;
@@ -216,10 +219,11 @@ void Connection::OnRequestRefused(int32_t id, int status) {
 }
 
 void Connection::OnRequestData(int32_t id, std::string_view data) {
+  Stream* s = Find(id);
+  if (s != nullptr && s->streaming && !s->refused) return StreamedData(*s, data);
   // Taken at once: the bytes are buffered here (bounded below), so the
   // windows reopen as they arrive.
   session_->Consume(id, data.size());
-  Stream* s = Find(id);
   if (s == nullptr || s->refused || s->answered) return;
   // One stream's body within the server's limit (the route's is checked
   // once the request is routed), and all of the connection's buffered
@@ -240,7 +244,9 @@ void Connection::OnRequestData(int32_t id, std::string_view data) {
 
 void Connection::OnRequestEnd(int32_t id) {
   Stream* s = Find(id);
-  if (s == nullptr || s->answered) return;
+  if (s == nullptr) return;
+  if (s->streaming && !s->refused) return StreamedEnd(*s);
+  if (s->answered) return;
   if (s->too_large) {
     env_->stats->bad_requests.Add();
     return SubmitError(*s, 431);
@@ -252,6 +258,7 @@ void Connection::OnStreamClosed(int32_t id, uint32_t error_code) {
   Stream* s = Find(id);
   if (s == nullptr) return;
   body_bytes_ -= s->body.size();
+  if (s->streaming && !s->body_ended) AbortStreamedBody(*s, /*stream_open=*/false);
   Orphan(*s);
   EndFile(*s);
   streams_.erase(id);
@@ -262,6 +269,7 @@ void Connection::OnStreamWritable(int32_t id) {
   if (s == nullptr) return;
   if (s->pipe != nullptr) PumpPipe(*s);
   if (s->file != nullptr) PumpFile(*s);
+  if (s->producer) PumpProducer(*s);
 }
 
 // ---------------------------------------------------------------- answers
@@ -337,8 +345,10 @@ void Connection::Answer(Stream& s) {
     return StartFile(s, request, route);
   }
   if (route.sink != nullptr || routing.streamed) {
-    // Body sinks and streamed request bodies are not wired to HTTP/2 yet.
-    return SubmitError(s, 501);
+    // A route that streams its body, asked without one (END_STREAM on the
+    // head): its sink or its worker gets the empty body now.
+    if (StartStreamedBody(s) && !s.answered && !s.refused) StreamedEnd(s);
+    return;
   }
   if (routing.slow) {
     if (!Dispatch(s, request, route)) {
@@ -348,9 +358,12 @@ void Connection::Answer(Stream& s) {
     return;
   }
   exchange::RunHandler(pipeline, route, request, s.response);
-  if (s.response.has_producer() || s.response.header_refused()) {
-    return SubmitError(s, s.response.header_refused() ? 500 : 501);
-  }
+  FinishHandler(s, request);
+}
+
+void Connection::FinishHandler(Stream& s, const http::Request& request) {
+  if (s.response.has_producer()) return StartProducer(s, request);
+  if (s.response.header_refused()) return SubmitError(s, 500);
   exchange::FinishBuffered(env_->config->compression,
                            exchange::GzipAccepted(env_->config->compression, request),
                            s.head_request, s.response);
@@ -461,6 +474,10 @@ void Connection::Sync() {
                                              : env_->config->idle_timeout_ms);
   }
   uint64_t deadline = timeout_deadline_;
+  // A producer that had nothing is asked again at the next tick.
+  if (producer_retry_tick_ != 0 && (deadline == 0 || producer_retry_tick_ < deadline)) {
+    deadline = producer_retry_tick_;
+  }
   // A file read waiting for a buffer tries again at the next tick.
   if (files_ != nullptr && files_->retry_tick != 0 &&
       (deadline == 0 || files_->retry_tick < deadline)) {
@@ -478,6 +495,7 @@ void Connection::OnDeadline() {
     files_->retry_tick = 0;
     NextFileOp();
   }
+  if (producer_retry_tick_ != 0 && env_->now_tick >= producer_retry_tick_) RetryProducers();
   if (timeout_deadline_ == 0 || env_->now_tick < timeout_deadline_) return Sync();
   armed_deadline_ = timeout_deadline_ = 0;
   env_->stats->timeouts.Add();
@@ -511,9 +529,11 @@ void Connection::StartClose() {
   // Workers still answering streams of this connection stop soon; their
   // tasks are freed as they return (Freeable waits for them).
   for (auto& [id, sp] : streams_) {
+    if (sp->streaming && !sp->body_ended) AbortStreamedBody(*sp, /*stream_open=*/false);
     Orphan(*sp);
     EndFile(*sp);
   }
+  producer_retry_tick_ = 0;
   if (files_ != nullptr) {
     files_->waiting.clear();
     files_->retry_tick = 0;
@@ -544,7 +564,8 @@ void Connection::Release() {
   sent_ = out_len_ = 0;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
-  armed_deadline_ = timeout_deadline_ = send_deadline_ = 0;
+  armed_deadline_ = timeout_deadline_ = send_deadline_ = producer_retry_tick_ = 0;
+  pipe_written_ = false;
   client_ = http::ClientAddress();
   client_cert_.reset();
   secure_ = false;

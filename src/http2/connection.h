@@ -20,8 +20,9 @@
 // with prior knowledge (the HTTP/1 connection hands its socket over when
 // the first bytes are the preface, or after an HTTP/1 request with
 // Upgrade: h2c, which becomes stream 1). Static files are answered as over
-// HTTP/1 (file_streams.cc). Not yet: producers and streamed request bodies
-// (501).
+// HTTP/1 (file_streams.cc); streamed request bodies (into a FAST route's
+// sink, or a pipe a SLOW handler reads) and FAST producers stream as DATA
+// comes and goes (streamed_bodies.cc).
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -39,6 +40,7 @@
 
 #include "src/conn/protocol.h"
 #include "src/http/client_address.h"
+#include "src/http/gzip_encoder.h"
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
 #include "src/http2/file_answer.h"
@@ -83,7 +85,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OnWritable(int res) override {}
   void OnDeadline() override;
   void OnDrain() override;
-  void OnBatchEnd() override {}
+  void OnBatchEnd() override;
   void Abort() override;
   void SetProxiedClient(const http::ClientAddress& client) override { client_ = client; }
   void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) override {
@@ -127,6 +129,22 @@ class Connection final : public conn::Protocol, private SessionEvents {
     const router::Route* route = nullptr;  // once routed
     uint16_t afters_due = 0; // middlewares whose afters run once a file's answer is known
     std::unique_ptr<FileAnswer> file;  // a static file's answer in progress
+    // A streamed request body (streamed_bodies.cc): into the route's sink,
+    // or into a pipe its SLOW handler reads. Bytes the pipe has no room for
+    // wait in body_waiting, not consumed (the window holds the rest back).
+    bool streaming = false;
+    bool body_ended = false;  // END_STREAM seen
+    uint64_t streamed_bytes = 0;
+    uint64_t body_limit = 0;
+    std::unique_ptr<router::BodySink> sink;
+    std::unique_ptr<worker::BodyPipe> req_pipe;
+    std::string body_waiting;
+    // A FAST handler's producer, and its gzip; `promised`: its
+    // Content-Length (~0: none).
+    http::BodyProducer producer;
+    std::unique_ptr<http::GzipStream> gzip;
+    uint64_t produced = 0;
+    uint64_t promised = ~uint64_t{0};
     // Stream 1 of an Upgrade: its head's bytes (HTTP/1's were copied).
     std::string upgrade_bytes;
     std::vector<http::Header> upgrade_fields;
@@ -160,6 +178,8 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void BuildRequest(const Stream& s, std::vector<http::Header>& storage,
                     http::Request& request) const;
   void Answer(Stream& s);
+  // The handler's (or sink's) answer: a producer's, or a buffered one.
+  void FinishHandler(Stream& s, const http::Request& request);
   // A buffered answer (its fields, body and trailers) to the session.
   void Submit(Stream& s);
   void SubmitError(Stream& s, int status);
@@ -169,7 +189,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
                        int status) const;
   // ---- SLOW routes (slow_streams.cc)
   // Hands a SLOW route's request to the workers; false if refused.
-  bool Dispatch(Stream& s, const http::Request& request, const router::Route& route);
+  // `request_body`: a streamed body's pipe (null: request.body is it).
+  bool Dispatch(Stream& s, const http::Request& request, const router::Route& route,
+                worker::BodyPipe* request_body = nullptr);
   // What came back of a stream's task: a buffered answer, or the end of a
   // streamed one.
   void TakeTaskResult(Stream& s);
@@ -182,6 +204,23 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void Orphan(Stream& s);
   // The task has returned: its memory goes.
   void FreeTaskOf(worker::TaskBuffer* task);
+
+  // ---- streamed bodies and producers (streamed_bodies.cc)
+  // At the head of a request with a body: true if its route streams it
+  // (the stream is then set up, or already answered).
+  bool StartStreamedBody(Stream& s);
+  void StreamedData(Stream& s, std::string_view data);
+  void StreamedEnd(Stream& s);
+  // What waits goes into the pipe, as far as it has room.
+  void FeedPipe(Stream& s);
+  // The body will not be read to its end: the sink hears OnAbort, the
+  // pipe's reader an abort.
+  void AbortStreamedBody(Stream& s, bool stream_open);
+  void EndSink(Stream& s);
+  void FailSink(Stream& s);
+  void StartProducer(Stream& s, const http::Request& request);
+  void PumpProducer(Stream& s);
+  void RetryProducers();
 
   // ---- static files (file_streams.cc)
   void StartFile(Stream& s, const http::Request& request, const router::Route& route);
@@ -237,10 +276,13 @@ class Connection final : public conn::Protocol, private SessionEvents {
   struct Task {
     worker::TaskBuffer* task;
     std::unique_ptr<worker::BodyPipe> orphan_pipe;
+    std::unique_ptr<worker::BodyPipe> orphan_request_pipe;  // a streamed body's
     bool orphaned = false;
   };
   std::vector<Task> tasks_;
   std::unique_ptr<FileOps> files_;  // once a stream answers with a file
+  uint64_t producer_retry_tick_ = 0;  // a producer had nothing: asked again then
+  bool pipe_written_ = false;  // request pipes were written: their readers wake at the batch's end
 };
 
 }  // namespace uring_http::http2
