@@ -198,6 +198,12 @@ void Connection::OnRequest(int32_t id, const RequestHead& head) {
     s.too_large = true;  // answered 431 at its end (OnRequestEnd)
     return;
   }
+  if (head.method == "CONNECT") {
+    // A tunnel (RFC 9113 8.5) is not served: refused at the head, since
+    // its stream stays open, and what the client sends on it is dropped.
+    s.refused = true;
+    return SubmitError(s, 501);
+  }
   // A route that reads its body as it comes is found at the head (its own
   // body limit applies, which may pass the server's).
   if (!head.end_stream && StartStreamedBody(s)) return;
@@ -435,6 +441,13 @@ void Connection::Flush() {
   }
 }
 
+bool Connection::FlowBlocked() const {
+  for (const auto& [id, sp] : streams_) {
+    if (sp->answered && session_->QueuedData(id) > 0) return true;
+  }
+  return false;
+}
+
 void Connection::OnSend(int res, bool notification_follows) {
   send_inflight_ = false;
   if (res < 0) {
@@ -469,9 +482,20 @@ void Connection::Sync() {
   timeout_deadline_ = 0;
   if (output_left) {
     timeout_deadline_ = send_deadline_;
+    stall_deadline_ = 0;
   } else if (streams_.empty()) {
     timeout_deadline_ = After(env_->draining ? env_->config->drain_idle_ms
                                              : env_->config->idle_timeout_ms);
+    stall_deadline_ = 0;
+  } else if (FlowBlocked()) {
+    // Answers wait for the client's windows and nothing is being sent: the
+    // send timeout runs from when that began, and any send that goes ends
+    // it (a client that opens no window, or stops opening them, does not
+    // hold its streams' answers for ever).
+    if (stall_deadline_ == 0) stall_deadline_ = After(env_->config->send_timeout_ms);
+    timeout_deadline_ = stall_deadline_;
+  } else {
+    stall_deadline_ = 0;
   }
   uint64_t deadline = timeout_deadline_;
   // A producer that had nothing is asked again at the next tick.
@@ -499,7 +523,7 @@ void Connection::OnDeadline() {
   if (timeout_deadline_ == 0 || env_->now_tick < timeout_deadline_) return Sync();
   armed_deadline_ = timeout_deadline_ = 0;
   env_->stats->timeouts.Add();
-  if (send_inflight_) {
+  if (send_inflight_ || stall_deadline_ != 0) {
     // No progress on our output: the peer stopped reading.
     fatal_ = true;
     return StartClose();
@@ -565,6 +589,7 @@ void Connection::Release() {
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
   armed_deadline_ = timeout_deadline_ = send_deadline_ = producer_retry_tick_ = 0;
+  stall_deadline_ = 0;
   pipe_written_ = false;
   client_ = http::ClientAddress();
   client_cert_.reset();

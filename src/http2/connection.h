@@ -247,6 +247,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // After every event: output, the receive, closing, the deadline.
   void Sync();
   void Flush();
+  // An answered stream has bytes the session cannot frame (the client's
+  // windows are shut).
+  bool FlowBlocked() const;
   void StartClose();
   uint64_t After(uint32_t ms) const;
 
@@ -267,6 +270,8 @@ class Connection final : public conn::Protocol, private SessionEvents {
   uint64_t armed_deadline_ = 0;
   uint64_t timeout_deadline_ = 0;  // the send or idle timeout's (armed_deadline_: the earliest)
   uint64_t send_deadline_ = 0;
+  uint64_t stall_deadline_ = 0;  // answers blocked on the client's windows since
+
   http::ClientAddress client_;
   std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
   bool secure_ = false;  // TLS beneath (ALPN h2)
