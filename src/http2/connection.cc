@@ -13,6 +13,7 @@
 #include "src/http/header_values.h"
 #include "src/http/http_date.h"
 #include "src/http/request.h"
+#include "src/limits/request_limits.h"
 #include "src/router/middleware.h"
 
 namespace uring_http::http2 {
@@ -267,6 +268,7 @@ void Connection::OnStreamClosed(int32_t id, uint32_t error_code) {
   if (s->streaming && !s->body_ended) AbortStreamedBody(*s, /*stream_open=*/false);
   Orphan(*s);
   EndFile(*s);
+  ReleaseLimits(*s);
   streams_.erase(id);
 }
 
@@ -329,6 +331,7 @@ void Connection::Answer(Stream& s) {
   const router::Route& route = *routing.route;
   s.route_id = route.id;
   s.route = &route;
+  if (!Admit(s)) return;
   if (request.body.size() > routing.body_limit) return SubmitError(s, 413);
   if (route.mount != nullptr) {
     if (pipeline.Active(route.options.middleware)) {
@@ -374,6 +377,32 @@ void Connection::FinishHandler(Stream& s, const http::Request& request) {
                            exchange::GzipAccepted(env_->config->compression, request),
                            s.head_request, s.response);
   Submit(s);
+}
+
+bool Connection::Admit(Stream& s) {
+  if (env_->limits == nullptr) return true;
+  using Verdict = limits::RequestLimits::Verdict;
+  const limits::RequestLimits::Decision d =
+      env_->limits->Admit(s.route_id, client_, s.started_ns);
+  if (d.verdict == Verdict::kAdmit) {
+    s.limits_held = d.holds;
+    return true;
+  }
+  const bool rate = d.verdict == Verdict::kRate;
+  s.refused = true;  // a body that follows is dropped
+  s.response.Clear();
+  s.response.set_status(rate ? 429 : 503);
+  s.response.set_content_type("text/plain");
+  (void)s.response.AddHeader("Retry-After", std::to_string(d.retry_after_s));
+  s.response.set_static_body(rate ? "429 Too Many Requests\n" : "503 Service Unavailable\n");
+  Submit(s);
+  return false;
+}
+
+void Connection::ReleaseLimits(Stream& s) {
+  if (!s.limits_held) return;
+  s.limits_held = false;
+  env_->limits->Release(s.route_id);
 }
 
 void Connection::SubmitError(Stream& s, int status) {
@@ -556,6 +585,7 @@ void Connection::StartClose() {
     if (sp->streaming && !sp->body_ended) AbortStreamedBody(*sp, /*stream_open=*/false);
     Orphan(*sp);
     EndFile(*sp);
+    ReleaseLimits(*sp);
   }
   producer_retry_tick_ = 0;
   if (files_ != nullptr) {

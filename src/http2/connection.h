@@ -128,6 +128,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
     uint32_t route_id = 0;   // for metrics: the route, or the loop's "unmatched"
     const router::Route* route = nullptr;  // once routed
     uint16_t afters_due = 0; // middlewares whose afters run once a file's answer is known
+    bool limits_held = false; // a place in flight is the stream's until it closes
     std::unique_ptr<FileAnswer> file;  // a static file's answer in progress
     // A streamed request body (streamed_bodies.cc): into the route's sink,
     // or into a pipe its SLOW handler reads. Bytes the pipe has no room for
@@ -178,6 +179,10 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void BuildRequest(const Stream& s, std::vector<http::Header>& storage,
                     http::Request& request) const;
   void Answer(Stream& s);
+  // --max-in-flight and the rate limits, as over HTTP/1: false when the
+  // stream was answered 503 or 429 (with Retry-After) instead.
+  bool Admit(Stream& s);
+  void ReleaseLimits(Stream& s);
   // The handler's (or sink's) answer: a producer's, or a buffered one.
   void FinishHandler(Stream& s, const http::Request& request);
   // A buffered answer (its fields, body and trailers) to the session.

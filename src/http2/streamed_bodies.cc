@@ -41,6 +41,7 @@ bool Connection::StartStreamedBody(Stream& s) {
   s.route = &route;
   s.route_id = route.id;
   s.streaming = true;
+  if (!Admit(s)) return true;
   s.body_limit = routing.body_limit;
   env_->stats->streamed_requests.Add();
   if (s.head.has_content_length && s.head.content_length > s.body_limit) {

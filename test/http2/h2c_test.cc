@@ -6,6 +6,7 @@
 // connection ends with a GOAWAY on a protocol error, on idleness and on
 // drain. Without the flag the preface is an HTTP/1 request (505).
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <memory>
 #include <stdexcept>
@@ -385,6 +386,44 @@ TEST_F(H2cTest, AnUpgradeNotAskedInFullIsHttp1) {
   // Settings that do not decode: 400 and the end.
   H2Client c(port());
   EXPECT_EQ(c.Upgrade("GET", "/hello", "", "!!!"), 400);
+}
+
+// --max-in-flight holds across the streams of a connection as across
+// HTTP/1 connections: the one past it is 503 with Retry-After, and the
+// place comes back when the stream ends.
+TEST(H2cLimitsTest, MaxInFlightShedsTheStreamPastIt) {
+  router::Router r;
+  (void)r.Slow("GET", "/slow", [](const http::Request&, http::Response& resp) {
+    usleep(200 * 1000);
+    resp.set_body("slow");
+  });
+  (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
+    resp.set_body("fast");
+  });
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 16;
+  config.workers = 2;
+  config.max_in_flight = 1;
+  Server server(config, std::move(r));
+  ASSERT_TRUE(server.Start().ok());
+  {
+    H2Client c(server.port());
+    const int32_t slow = c.Submit("GET", "/slow");
+    ASSERT_TRUE(c.RunOnce());  // the slow stream is in by now (its SETTINGS ack came)
+    const int32_t shed = c.Submit("GET", "/fast");
+    ASSERT_TRUE(c.Run());
+    EXPECT_EQ(c.answer(slow).body, "slow");
+    EXPECT_EQ(c.answer(shed).status, 503);
+    EXPECT_EQ(c.answer(shed).fields.at("retry-after"), "1");
+    const int32_t after = c.Submit("GET", "/fast");
+    ASSERT_TRUE(c.Run());
+    EXPECT_EQ(c.answer(after).body, "fast") << "the place came back";
+  }
+  server.Stop();
+  server.Wait();
 }
 
 TEST_F(H2cTest, WithoutTheFlagThePrefaceIsAnHttp1Request) {
