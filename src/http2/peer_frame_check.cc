@@ -50,14 +50,22 @@ size_t PeerFrameCheck::Scan(const char* data, size_t len, Violation* v) {
       payload_left_ -= static_cast<uint32_t>(n);
       continue;
     }
-    if (head_have_ == 0) frame_start_ = base + at;
+    const uint8_t* head = p + at;
+    if (head_have_ == 0) {
+      frame_start_ = base + at;
+      if (len - at >= sizeof(head_)) {  // the common case: read in place
+        at += sizeof(head_);
+        if (!OnFrameHead(head, v)) return cut();
+        continue;
+      }
+    }
     const size_t take = std::min(len - at, sizeof(head_) - head_have_);
     std::memcpy(head_ + head_have_, p + at, take);
     head_have_ += take;
     at += take;
     if (head_have_ < sizeof(head_)) break;
     head_have_ = 0;
-    if (!OnFrameHead(v)) return cut();
+    if (!OnFrameHead(head_, v)) return cut();
   }
   return len;
 }
@@ -67,11 +75,11 @@ void PeerFrameCheck::UpgradedStreamOne() {
   ended_.set(Slot(1));
 }
 
-bool PeerFrameCheck::OnFrameHead(Violation* v) {
-  const uint32_t length = (uint32_t{head_[0]} << 16) | (uint32_t{head_[1]} << 8) | head_[2];
-  const uint8_t type = head_[3];
-  const bool end_stream = (head_[4] & kEndStream) != 0;
-  stream_ = StreamId(head_ + 5);
+bool PeerFrameCheck::OnFrameHead(const uint8_t* head, Violation* v) {
+  const uint32_t length = (uint32_t{head[0]} << 16) | (uint32_t{head[1]} << 8) | head[2];
+  const uint8_t type = head[3];
+  const bool end_stream = (head[4] & kEndStream) != 0;
+  stream_ = StreamId(head + 5);
   payload_left_ = length;
   // Stream 0 and our (even) ids in DATA and HEADERS: nghttp2 ends those
   // itself, as it does DATA on an idle stream and a new stream's HEADERS

@@ -50,7 +50,7 @@ class PeerFrameCheck {
   static constexpr uint32_t kIds = 512;  // client stream ids remembered (odd: 1,024 wide)
   enum class Known { kIdle, kSkipped, kOpen, kEnded, kForgotten };
 
-  bool OnFrameHead(Violation* v);  // false: the frame breaks a rule
+  bool OnFrameHead(const uint8_t* head, Violation* v);  // 9 bytes; false: the frame breaks a rule
   void Open(uint32_t id);
   Known State(uint32_t id) const;
   static size_t Slot(uint32_t id) { return (id >> 1) % kIds; }
@@ -59,7 +59,7 @@ class PeerFrameCheck {
   uint32_t highest_ = 0;              // the highest stream id the client has opened
 
   size_t preface_left_ = 24;
-  uint8_t head_[9] = {};
+  uint8_t head_[9] = {};  // a frame header split between Scans
   size_t head_have_ = 0;
   uint32_t payload_left_ = 0;
   uint32_t stream_ = 0;  // the current frame's
