@@ -861,8 +861,6 @@ class LimitsTest(ServerTest):
         finally:
             c.close()
 
-    # BUG: a HEADERS on a stream id lower than one already opened is silently ignored (no GOAWAY, no answer); RFC 9113 5.1.1 requires a connection error PROTOCOL_ERROR
-    @unittest.expectedFailure
     def test_stream_id_going_backwards_is_protocol_error(self):
         peer = Peer(MAIN.plain_port)
         try:
