@@ -41,6 +41,45 @@ http::Method MethodOf(std::string_view method) {
 
 }  // namespace
 
+ErrorKind ErrorKindOf(std::string_view failure) {
+  static constexpr std::pair<std::string_view, ErrorKind> kKinds[] = {
+      {"flood: PING", ErrorKind::kFloodPing},
+      {"flood: SETTINGS", ErrorKind::kFloodSettings},
+      {"flood: PRIORITY", ErrorKind::kFloodPriority},
+      {"flood: RST_STREAM", ErrorKind::kFloodRstStream},
+      {"flood: WINDOW_UPDATE", ErrorKind::kFloodWindowUpdate},
+      {"flood: empty DATA", ErrorKind::kFloodEmptyData},
+      {"flood: CONTINUATION", ErrorKind::kFloodContinuation},
+      {"flood: outbound", ErrorKind::kFloodOutbound},
+      {"bad preface", ErrorKind::kBadPreface},
+      {"protocol error", ErrorKind::kProtocolError},
+  };
+  for (const auto& [prefix, kind] : kKinds) {
+    if (failure.substr(0, prefix.size()) == prefix) return kind;
+  }
+  // The rest are the peer's frames breaking a rule (nghttp2's or the
+  // codec's frame check), but for our own callbacks failing.
+  return failure == "callback failure" ? ErrorKind::kOther : ErrorKind::kProtocolError;
+}
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kFloodPing: return "flood_ping";
+    case ErrorKind::kFloodSettings: return "flood_settings";
+    case ErrorKind::kFloodPriority: return "flood_priority";
+    case ErrorKind::kFloodRstStream: return "flood_rst_stream";
+    case ErrorKind::kFloodWindowUpdate: return "flood_window_update";
+    case ErrorKind::kFloodEmptyData: return "flood_empty_data";
+    case ErrorKind::kFloodContinuation: return "flood_continuation";
+    case ErrorKind::kFloodOutbound: return "flood_outbound";
+    case ErrorKind::kBadPreface: return "bad_preface";
+    case ErrorKind::kProtocolError: return "protocol_error";
+    case ErrorKind::kOther:
+    case ErrorKind::kCount: break;
+  }
+  return "other";
+}
+
 Connection::Connection() = default;
 Connection::~Connection() = default;
 
@@ -56,7 +95,11 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   if (out_ == nullptr) out_ = std::make_unique<char[]>(kOutputBytes);
   const http::ParseLimits& limits = env_->config->limits;
   SessionSettings settings;
-  settings.max_concurrent_streams = kMaxConcurrentStreams;
+  const http1::ConnectionConfig& config = *env_->config;
+  settings.max_concurrent_streams = config.http2_max_streams;
+  settings.initial_window_size = config.http2_stream_window;
+  settings.connection_window_size = config.http2_connection_window;
+  settings.max_frame_size = config.http2_max_frame;
   // HTTP/2 counts 32 bytes more per field than an HTTP/1 line's 4: room
   // for the pseudo-headers and as many fields as --max-headers allows.
   settings.max_header_list_size =
@@ -492,7 +535,17 @@ void Connection::OnSend(int res, bool notification_follows) {
 void Connection::Sync() {
   if (phase_ != Phase::kOpen) return;
   Flush();
-  if (session_ != nullptr && !session_->failure().empty()) fatal_ = true;
+  if (session_ != nullptr && !session_->failure().empty()) {
+    fatal_ = true;
+    if (!error_counted_) {
+      error_counted_ = true;
+      const ErrorKind kind = ErrorKindOf(session_->failure());
+      // An idle or drained connection's own GOAWAY is not an error.
+      if (session_->failure() != "terminated") {
+        env_->stats->http2_errors[static_cast<size_t>(kind)].Add();
+      }
+    }
+  }
   const bool want_read = session_ != nullptr && !fatal_ && session_->WantsRead();
   const bool want_write = session_ != nullptr && !fatal_ && session_->WantsWrite();
   const bool output_left = send_inflight_ || sent_ < out_len_;
@@ -618,6 +671,7 @@ void Connection::Release() {
   sent_ = out_len_ = 0;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
+  error_counted_ = false;
   armed_deadline_ = timeout_deadline_ = send_deadline_ = producer_retry_tick_ = 0;
   stall_deadline_ = 0;
   pipe_written_ = false;

@@ -51,8 +51,26 @@
 
 namespace uring_http::http2 {
 
-// Streams a client may have open at once (our SETTINGS).
-inline constexpr uint32_t kMaxConcurrentStreams = 100;
+// Why a session ended, for /metrics (ConnectionStats::http2_errors).
+enum class ErrorKind : uint8_t {
+  kFloodPing,
+  kFloodSettings,
+  kFloodPriority,
+  kFloodRstStream,   // Rapid Reset (CVE-2023-44487)
+  kFloodWindowUpdate,
+  kFloodEmptyData,
+  kFloodContinuation,  // CVE-2024-27316
+  kFloodOutbound,      // control frames we owe piling up unread
+  kBadPreface,
+  kProtocolError,
+  kOther,
+  kCount,
+};
+static_assert(static_cast<size_t>(ErrorKind::kCount) <=
+              http1::ConnectionStats::kHttp2ErrorKinds);
+// The kind of a Session::failure(), and its label in /metrics.
+ErrorKind ErrorKindOf(std::string_view failure);
+const char* ErrorKindName(ErrorKind kind);
 // Frames gathered into the output before a send goes (bounded, so that one
 // connection does not hold the ring for long).
 inline constexpr size_t kOutputBytes = 64 * 1024;
@@ -267,6 +285,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   bool peer_eof_ = false;
   bool send_inflight_ = false;
   bool fatal_ = false;  // the session ended: what is queued goes, then the close
+  bool error_counted_ = false;  // its failure() is counted in /metrics
   uint64_t body_bytes_ = 0;  // request bodies buffered, all streams
   std::unique_ptr<char[]> out_;  // frames being sent: out_[sent_..out_len_)
   size_t out_len_ = 0;
