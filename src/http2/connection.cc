@@ -198,6 +198,14 @@ Connection::Stream& Connection::NewStream(int32_t id) {
 
 void Connection::OnRecv(const char* data, size_t len, bool ended) {
   if (ended) recv_armed_ = false;
+  if (phase_ == Phase::kLingering) {
+    // Dropped: the connection has ended (kLingering says why we read).
+    if (!recv_armed_ && !recv_starved_) {
+      recv_armed_ = true;
+      env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+    }
+    return;
+  }
   if (phase_ != Phase::kOpen || fatal_) return Sync();
   if (!session_->Receive(data, len)) {
     // A protocol error, a flood, a bad preface: the session has queued its
@@ -210,6 +218,13 @@ void Connection::OnRecv(const char* data, size_t len, bool ended) {
 
 void Connection::OnRecvEnd(int res) {
   recv_armed_ = false;
+  if (phase_ == Phase::kLingering) {
+    if (res == -ENOBUFS) {
+      recv_starved_ = true;  // read again once there are buffers
+      return;
+    }
+    return FinishLinger();  // the client's FIN (or its reset): done
+  }
   if (res == 0) {
     peer_eof_ = true;
   } else if (res == -ENOBUFS) {
@@ -223,6 +238,11 @@ void Connection::OnRecvEnd(int res) {
 
 void Connection::OnBuffersAvailable() {
   recv_starved_ = false;
+  if (phase_ == Phase::kLingering && !recv_armed_) {
+    recv_armed_ = true;
+    env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+    return;
+  }
   Sync();
 }
 
@@ -552,7 +572,9 @@ void Connection::Sync() {
   // Done: both sides said GOAWAY (or the peer is gone, or the session
   // failed) and what was queued is out.
   if (!output_left && (fatal_ || peer_eof_ || (!want_read && !want_write))) {
-    return StartClose();
+    // A client still there gets our FIN and a lingering read; one gone
+    // (its FIN, a reset, a failed send) the close at once.
+    return peer_eof_ ? StartClose() : StartLinger();
   }
   if (!recv_armed_ && !recv_starved_ && !peer_eof_ && !fatal_ && want_read) {
     recv_armed_ = true;
@@ -596,6 +618,10 @@ void Connection::Sync() {
 }
 
 void Connection::OnDeadline() {
+  if (phase_ == Phase::kLingering) {
+    if (armed_deadline_ != 0 && env_->now_tick >= armed_deadline_) FinishLinger();
+    return;
+  }
   if (phase_ != Phase::kOpen) return;
   if (files_ != nullptr && files_->retry_tick != 0 && env_->now_tick >= files_->retry_tick) {
     files_->retry_tick = 0;
@@ -624,14 +650,65 @@ void Connection::OnDrain() {
 }
 
 void Connection::Abort() {
+  if (phase_ == Phase::kLingering) return FinishLinger();
   if (phase_ != Phase::kOpen) return;
   fatal_ = true;
   StartClose();
 }
 
+void Connection::StartLinger() {
+  if (phase_ != Phase::kOpen) return;
+  phase_ = Phase::kLingering;
+  DropStreams();
+  env_->stats->lingering_closes.Add();
+  shutdown_inflight_ = true;
+  env_->transport->ShutdownWrite(slot_);
+  armed_deadline_ = After(env_->config->linger_timeout_ms);
+  timeout_deadline_ = 0;
+  env_->transport->SetDeadline(slot_, armed_deadline_);
+  if (!recv_armed_ && !recv_starved_) {
+    recv_armed_ = true;
+    env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+  }
+  if (armed_deadline_ == 0) FinishLinger();  // no lingering asked for
+}
+
+void Connection::OnShutdownDone() {
+  shutdown_inflight_ = false;
+  if (linger_done_) {
+    linger_done_ = false;
+    phase_ = Phase::kCloseSubmitted;
+    env_->transport->Close(slot_, recv_armed_, send_inflight_);
+  }
+}
+
+void Connection::FinishLinger() {
+  if (phase_ != Phase::kLingering) return;
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = 0;
+    env_->transport->SetDeadline(slot_, 0);
+  }
+  if (shutdown_inflight_) {
+    // The close waits for the shutdown's completion (OnShutdownDone).
+    linger_done_ = true;
+    return;
+  }
+  phase_ = Phase::kCloseSubmitted;
+  env_->transport->Close(slot_, recv_armed_, send_inflight_);
+}
+
 void Connection::StartClose() {
   if (phase_ != Phase::kOpen) return;
   phase_ = Phase::kCloseSubmitted;
+  DropStreams();
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = timeout_deadline_ = 0;
+    env_->transport->SetDeadline(slot_, 0);
+  }
+  env_->transport->Close(slot_, recv_armed_, send_inflight_);
+}
+
+void Connection::DropStreams() {
   // Workers still answering streams of this connection stop soon; their
   // tasks are freed as they return (Freeable waits for them).
   for (auto& [id, sp] : streams_) {
@@ -645,11 +722,6 @@ void Connection::StartClose() {
     files_->waiting.clear();
     files_->retry_tick = 0;
   }
-  if (armed_deadline_ != 0) {
-    armed_deadline_ = timeout_deadline_ = 0;
-    env_->transport->SetDeadline(slot_, 0);
-  }
-  env_->transport->Close(slot_, recv_armed_, send_inflight_);
 }
 
 void Connection::OnClosed() {
@@ -671,6 +743,7 @@ void Connection::Release() {
   sent_ = out_len_ = 0;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
+  shutdown_inflight_ = linger_done_ = false;
   error_counted_ = false;
   armed_deadline_ = timeout_deadline_ = send_deadline_ = producer_retry_tick_ = 0;
   stall_deadline_ = 0;
