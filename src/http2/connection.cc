@@ -39,6 +39,25 @@ http::Method MethodOf(std::string_view method) {
   return http::Method::kOther;
 }
 
+// Output buffers (kOutputBytes each) of connections with nothing to send
+// wait here for the next that has: an idle connection holds none, and a
+// busy loop does not allocate one per answer. Per thread: a loop is one.
+constexpr size_t kSpareOutputBuffers = 64;
+thread_local std::vector<std::unique_ptr<char[]>> spare_output;
+
+std::unique_ptr<char[]> TakeOutputBuffer() {
+  if (spare_output.empty()) return std::make_unique<char[]>(kOutputBytes);
+  std::unique_ptr<char[]> b = std::move(spare_output.back());
+  spare_output.pop_back();
+  return b;
+}
+
+void GiveOutputBuffer(std::unique_ptr<char[]>& b) {
+  if (b == nullptr) return;
+  if (spare_output.size() < kSpareOutputBuffers) spare_output.push_back(std::move(b));
+  b.reset();
+}
+
 }  // namespace
 
 ErrorKind ErrorKindOf(std::string_view failure) {
@@ -92,7 +111,6 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   recv_armed_ = handoff.recv_armed;
   peer_eof_ = handoff.peer_eof;
   phase_ = Phase::kOpen;
-  if (out_ == nullptr) out_ = std::make_unique<char[]>(kOutputBytes);
   const http::ParseLimits& limits = env_->config->limits;
   SessionSettings settings;
   const http1::ConnectionConfig& config = *env_->config;
@@ -120,6 +138,7 @@ void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
     // protocol it came in, and the connection ends.
     static constexpr std::string_view kBad =
         "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    out_ = TakeOutputBuffer();
     std::memcpy(out_.get(), kBad.data(), kBad.size());
     out_len_ = kBad.size();
     env_->stats->bad_requests.Add();
@@ -130,6 +149,7 @@ void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
   // appends the session's frames), then stream 1's answer.
   static constexpr std::string_view k101 =
       "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  out_ = TakeOutputBuffer();
   std::memcpy(out_.get(), k101.data(), k101.size());
   out_len_ = k101.size();
   Stream& s = NewStream(1);
@@ -519,11 +539,19 @@ void Connection::Submit(Stream& s) {
 void Connection::Flush() {
   if (send_inflight_ || phase_ != Phase::kOpen || session_ == nullptr) return;
   if (sent_ == out_len_) sent_ = out_len_ = 0;
+  if (out_ == nullptr) {
+    if (!session_->WantsWrite()) return;
+    out_ = TakeOutputBuffer();
+  }
   // Bounded per send: a connection with much to say takes its turns.
   while (out_len_ < kOutputBytes && session_->WantsWrite()) {
     const size_t n = session_->Send(out_.get() + out_len_, kOutputBytes - out_len_);
     if (n == 0) break;
     out_len_ += n;
+  }
+  if (sent_ == out_len_) {
+    GiveOutputBuffer(out_);  // nothing to send: the buffer waits for another
+    return;
   }
   if (sent_ < out_len_) {
     iov_ = {out_.get() + sent_, out_len_ - sent_};
@@ -741,6 +769,7 @@ void Connection::Release() {
   streams_.clear();
   body_bytes_ = 0;
   sent_ = out_len_ = 0;
+  GiveOutputBuffer(out_);
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
   shutdown_inflight_ = linger_done_ = false;
