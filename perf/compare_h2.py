@@ -60,7 +60,6 @@ import datetime
 import json
 import os
 import re
-import resource
 import select
 import shlex
 import signal
@@ -769,10 +768,6 @@ def report_table(header, rows):
     return compare_tls.report_table(header, rows)
 
 
-def load_title(load):
-    return load["title"]
-
-
 def write_report(path_base, args, meta, results):
     L = [f"# HTTP/2: {', '.join(args.servers)} over h2 (TLS 1.3, {TLS_CIPHER}, {TLS_GROUP}) and h2c", ""]
     L.append(f"- started {meta['started']}, {meta['machine']}")
@@ -808,6 +803,7 @@ def write_report(path_base, args, meta, results):
 
     loads = results.get("loads", [])
     summary = results.get("summary", {})
+    servers = [n for n in ALL_SERVERS if n in args.servers]
     if loads:
         L += ["## Summary", "",
               "Medians over rounds; ratios ours/h2o and ours/nginx. Target (every row): ours' req/s >= h2o's "
@@ -823,7 +819,6 @@ def write_report(path_base, args, meta, results):
                            if n in args.servers]
                         + [x(row_ratio(s, "cpu_us_per_req", "ours", "h2o")),
                            x(row_ratio(s, "cpu_us_per_req", "ours", "nginx")), target_verdict(s)])
-        servers = [n for n in ALL_SERVERS if n in args.servers]
         L += [report_table(["load"] + [f"{n} req/s" for n in servers] + ["req/s ours/h2o", "req/s ours/nginx"]
                            + [f"{n} us/req" for n in servers] + ["CPU ours/h2o", "CPU ours/nginx", "target"], rows),
               ""]
