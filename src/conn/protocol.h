@@ -16,6 +16,7 @@
 
 #include "src/http/client_address.h"
 #include "src/http/client_certificate.h"
+#include "src/http/header.h"
 
 namespace uring_http::conn {
 
@@ -26,8 +27,19 @@ enum class ProtocolId : uint8_t { kHttp1, kHttp2 };
 // an h2c preface; later an Upgrade): the bytes it read and did not use,
 // which the next protocol takes (copies or consumes) during the call, and
 // the socket's receive, whose completions now go to the next protocol.
+// An HTTP/1 request that asked for the next protocol (Upgrade: h2c, RFC
+// 7540 3.2): the next protocol answers it. Views into the HTTP/1 receive
+// buffer, valid during the handoff only: the next protocol copies them.
+struct UpgradeRequest {
+  std::string_view method, target, host;
+  const http::Header* headers = nullptr;  // every field as sent
+  size_t num_headers = 0;
+  std::string_view settings;  // HTTP2-Settings (base64url)
+};
+
 struct Handoff {
   std::string_view bytes;
+  const UpgradeRequest* upgrade = nullptr;
   bool recv_armed = false;  // a multishot receive is armed
   bool recv_bulk = false;   // ... into the bulk buffers
   bool peer_eof = false;    // the peer's FIN has arrived

@@ -349,6 +349,9 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   // Gives the socket, and the bytes read from `bytes` on, to `next`
   // (ConnectionHost::HandOff).
   void HandOff(conn::ProtocolId next, std::string_view bytes);
+  // The request asks for h2c (Upgrade: h2c with its HTTP2-Settings), and
+  // may have it (requests.cc says when).
+  static bool H2cUpgradeAsked(const http::Request& request);
 
   // ---- the PROXY header (requests.cc)
   // Reads the header from data[0..len) (after what is staged). Returns

@@ -13,54 +13,13 @@
 #include <cstring>
 
 #include "src/base/check.h"
+#include "src/files/file_fields.h"
 #include "src/files/file_response.h"
 #include "src/files/mime.h"
 #include "src/files/url_path.h"
 #include "src/http1/connection.h"
 
 namespace uring_http::http1 {
-namespace {
-
-// A status for a failed statx or openat2 of a path under the root.
-int StatusForErrno(int err) {
-  switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-    case ENAMETOOLONG:
-    case ELOOP:   // a symbolic link loop, or a magic link (RESOLVE_NO_MAGICLINKS)
-    case EXDEV:   // the path would leave the root (RESOLVE_BENEATH)
-      return 404;
-    case EACCES:
-    case EPERM:
-      return 403;
-    case ENFILE:  // the fixed-file table is full
-    case EMFILE:
-    case ENOMEM:
-    case EAGAIN:
-      return 503;
-    default:
-      return 500;
-  }
-}
-
-// Percent-encodes a decoded path for a Location field: unreserved bytes,
-// '/' and the sub-delimiters a path may hold stay, the rest is %XX.
-void AppendEncodedPath(std::string& out, std::string_view path) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  for (unsigned char c : path) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      std::strchr("-._~/!$&'()*+,;=:@", c) != nullptr;
-    if (keep && c != 0) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
-}
-
-}  // namespace
 
 void Connection::StartFile(const http::Request& request) {
   env_->stats->files_served.Add();
@@ -143,7 +102,8 @@ void Connection::OnFileStat(int res) {
   if (res < 0) {
     if (e != nullptr) cache->Remove(e);  // deleted (or no longer reachable)
     e = nullptr;
-    if (StatusForErrno(-res) != 403) return FileError(StatusForErrno(-res));
+    const int status = files::StatusForFileErrno(-res);
+    if (status != 403) return FileError(status);
   }
   const uint16_t mode = f.stx.stx_mode;
   if (res < 0 || S_ISDIR(mode)) {
@@ -182,19 +142,7 @@ void Connection::RedirectToDirectory() {
   http::Request request;
   ReparseHead(&request);
   http::Response response;
-  response.set_status(301);
-  std::string location = f.mount->prefix;
-  AppendEncodedPath(location, f.path_view());
-  location.push_back('/');
-  if (!request.query.empty()) {
-    location.push_back('?');
-    location.append(request.query);
-  }
-  // A Location past the header limit is refused: Respond answers 500.
-  (void)response.AddHeader("Location", location);
-  response.set_content_type("text/plain; charset=utf-8");
-  (void)response.AddHeader("X-Content-Type-Options", "nosniff");
-  response.set_body("301 Moved Permanently\n");
+  files::AnswerDirectoryRedirect(f.mount->prefix, f.path_view(), request.query, response);
   EndFile();
   RunDueAfters(request, response);
   Respond(response);
@@ -210,8 +158,8 @@ void Connection::OnFileOpen(int res) {
     if (res >= 0) env_->file_closer->CloseFile(res);
     if (f.aborted) return;
     // EXDEV: the path leads outside the root, which must not tell (404).
-    if (res < 0) return FileError(StatusForErrno(-res));
-    if (f.stat_errno != 0) return FileError(StatusForErrno(f.stat_errno));
+    if (res < 0) return FileError(files::StatusForFileErrno(-res));
+    if (f.stat_errno != 0) return FileError(files::StatusForFileErrno(f.stat_errno));
     return RedirectToDirectory();
   }
   if (f.aborted) {
@@ -219,7 +167,7 @@ void Connection::OnFileOpen(int res) {
     return;
   }
   if (res < 0 && f.encoding != files::Encoding::kIdentity) return FallBackToOriginal();
-  if (res < 0) return FileError(StatusForErrno(-res));
+  if (res < 0) return FileError(files::StatusForFileErrno(-res));
   // The version is the statx's, taken just before: a file replaced in
   // between shows as a short read (the connection then closes) or is cut
   // at the announced length.
@@ -265,40 +213,20 @@ void Connection::ServeFile(const http::Request* request) {
   const files::FilePlan plan = files::PlanFileResponse(fields, version, etag_variant);
 
   http::Response response;
-  response.set_status(plan.status);
-  // Short, valid fields: refused only under a limit below them, which
-  // fails the response (checked before its head is written below).
-  (void)response.AddHeader("ETag", plan.etag_view());
-  (void)response.AddHeader("Last-Modified", plan.last_modified_view());
-  // The Content-Type is the file name's guess: a browser must not second-
-  // guess it (an uploaded .txt run as HTML or script).
-  (void)response.AddHeader("X-Content-Type-Options", "nosniff");
-  if (!f.mount->options.cache_control.empty()) {
-    (void)response.AddHeader("Cache-Control", f.mount->options.cache_control);
-  }
-  if (f.vary) (void)response.AddHeader("Vary", "Accept-Encoding");
-  if (plan.status == 304) {
+  const bool body = files::StartFileAnswer(plan, f.mount->options.cache_control, f.vary, response);
+  if (!body) {
+    // 304, 412 or 416: no file bytes.
     EndFile();
     RunDueAfters(*request, response);
     return Respond(response);
   }
-  if (plan.status == 412 || plan.status == 416) {
-    if (plan.status == 416) (void)response.AddHeader("Content-Range", plan.content_range_view());
-    response.set_content_type("text/plain; charset=utf-8");
-    response.set_static_body(plan.status == 416 ? "416 Range Not Satisfiable\n"
-                                                : "412 Precondition Failed\n");
-    EndFile();
-    RunDueAfters(*request, response);
-    return Respond(response);
-  }
-  response.set_content_type(files::ContentTypeFor(f.base_path()));
+  std::string_view content_encoding;
   if (f.encoding != files::Encoding::kIdentity) {
-    (void)response.AddHeader("Content-Encoding", files::EncodingToken(f.encoding));
+    content_encoding = files::EncodingToken(f.encoding);
   } else if (f.gzip) {
-    (void)response.AddHeader("Content-Encoding", "gzip");
+    content_encoding = "gzip";
   }
-  (void)response.AddHeader("Accept-Ranges", "bytes");
-  if (plan.status == 206) (void)response.AddHeader("Content-Range", plan.content_range_view());
+  files::AddFileBodyFields(plan, f.base_path(), content_encoding, response);
   if (ex_.afters_due > 0) {
     // The file's bytes follow with their length: an after adds headers,
     // its status or body would not be true to them (middleware.h).

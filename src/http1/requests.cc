@@ -183,6 +183,7 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
   head_deadline_ = 0;
   head_scanned_ = 0;
   head_line_checked_ = false;
+  const bool first_request = !began_;
   began_ = true;
   if (r.status == http::ParseStatus::kError) {
     // The stream cannot be trusted past a bad request: answer and close.
@@ -194,8 +195,56 @@ bool Connection::ReadHead(const char* data, size_t len, bool staged, size_t* use
   request.client_address = client_address();
   request.client_certificate = client_cert_.get();
   request.secure = secure_;
+  if (env_->h2c && !secure_ && first_request && out_.empty() && !out_.send_inflight() &&
+      H2cUpgradeAsked(request)) {
+    // Upgrade: h2c (RFC 7540 3.2, what curl --http2 sends to http://): the
+    // HTTP/2 connection answers this request as its stream 1, after its
+    // 101, with what follows it (the client's preface).
+    conn::UpgradeRequest upgrade;
+    upgrade.method = request.method;
+    upgrade.target = request.target;
+    upgrade.host = request.host;
+    upgrade.headers = request.headers;
+    upgrade.num_headers = request.num_headers;
+    upgrade.settings = request.FindHeader("http2-settings");
+    conn::Handoff handoff = Detach();
+    handoff.bytes = std::string_view(data + r.consumed, len - r.consumed);
+    handoff.upgrade = &upgrade;
+    *used = len;
+    env_->host->HandOff(slot_, conn::ProtocolId::kHttp2, handoff);
+    return true;
+  }
   BeginExchange(request, data, len, used);
   return true;
+}
+
+bool Connection::H2cUpgradeAsked(const http::Request& request) {
+  // Only the first request of a connection, with no body (a body would have
+  // to be read whole first; a server may ignore an Upgrade, RFC 9110 7.8),
+  // with exactly one HTTP2-Settings, named with Upgrade as connection
+  // options (RFC 7540 3.2.1).
+  if (request.version != http::Version::kHttp11 ||
+      request.framing != http::BodyFraming::kNone) {
+    return false;
+  }
+  bool h2c = false;
+  for (std::string_view token : request.HeaderElements("upgrade")) {
+    h2c = h2c || http::HeaderNameEquals(token, "h2c");
+  }
+  if (!h2c) return false;
+  size_t settings = 0;
+  for (std::string_view v : request.HeaderValues("http2-settings")) {
+    (void)v;
+    ++settings;
+  }
+  if (settings != 1) return false;
+  bool upgrade_option = false;
+  bool settings_option = false;
+  for (std::string_view option : request.HeaderElements("connection")) {
+    upgrade_option = upgrade_option || http::HeaderNameEquals(option, "upgrade");
+    settings_option = settings_option || http::HeaderNameEquals(option, "http2-settings");
+  }
+  return upgrade_option && settings_option;
 }
 
 void Connection::BeginExchange(http::Request& request, const char* data, size_t len,

@@ -10,8 +10,11 @@
 #include "src/exchange/route_request.h"
 #include "src/exchange/run_handler.h"
 #include "src/http/header.h"
+#include "src/http/header_values.h"
 #include "src/http/http_date.h"
 #include "src/http/request.h"
+#include "src/limits/request_limits.h"
+#include "src/router/middleware.h"
 
 namespace uring_http::http2 {
 namespace {
@@ -59,11 +62,72 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   settings.max_header_list_size =
       static_cast<uint32_t>(limits.max_header_bytes + 28 * (limits.max_headers + 4));
   session_ = std::make_unique<Session>(static_cast<SessionEvents*>(this), settings);
-  if (!handoff.bytes.empty()) {
+  if (handoff.upgrade != nullptr) OpenUpgraded(*handoff.upgrade);
+  if (!handoff.bytes.empty() && !fatal_) {
     OnRecv(handoff.bytes.data(), handoff.bytes.size(), /*ended=*/false);
   } else {
     Sync();
   }
+}
+
+void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
+  const bool head_request = upgrade.method == "HEAD";
+  if (!session_->Upgrade(upgrade.settings, head_request)) {
+    // HTTP2-Settings that do not decode: the request is refused in the
+    // protocol it came in, and the connection ends.
+    static constexpr std::string_view kBad =
+        "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    std::memcpy(out_.get(), kBad.data(), kBad.size());
+    out_len_ = kBad.size();
+    env_->stats->bad_requests.Add();
+    fatal_ = true;
+    return;
+  }
+  // The 101 goes first; our SETTINGS follow it in the same send (Flush
+  // appends the session's frames), then stream 1's answer.
+  static constexpr std::string_view k101 =
+      "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  std::memcpy(out_.get(), k101.data(), k101.size());
+  out_len_ = k101.size();
+  Stream& s = NewStream(1);
+  s.head_request = head_request;
+  env_->stats->requests.Add();
+  // The head's bytes are HTTP/1's receive buffer's: copied, the fields as
+  // HTTP/2 has them (lowercase names, none of HTTP/1's connection-specific
+  // ones, RFC 9113 8.2.2; Host is :authority).
+  static constexpr std::string_view kDropped[] = {
+      "connection", "upgrade", "http2-settings", "keep-alive", "proxy-connection",
+      "transfer-encoding", "host"};
+  size_t bytes = upgrade.method.size() + upgrade.target.size() + upgrade.host.size();
+  for (size_t i = 0; i < upgrade.num_headers; ++i) {
+    bytes += upgrade.headers[i].name.size() + upgrade.headers[i].value.size();
+  }
+  std::string& b = s.upgrade_bytes;
+  b.reserve(bytes);  // no reallocation below: the views stay put
+  auto keep = [&b](std::string_view text, bool lower) {
+    const size_t at = b.size();
+    for (char c : text) {
+      b.push_back(lower && c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c);
+    }
+    return std::string_view(b.data() + at, text.size());
+  };
+  s.head.method = keep(upgrade.method, false);
+  s.head.scheme = "http";
+  s.head.path = keep(upgrade.target, false);
+  s.head.authority = keep(upgrade.host, false);
+  for (size_t i = 0; i < upgrade.num_headers; ++i) {
+    const http::Header& h = upgrade.headers[i];
+    bool dropped = false;
+    for (std::string_view name : kDropped) dropped = dropped || http::HeaderNameEquals(h.name, name);
+    if (dropped) continue;
+    const std::string_view name = keep(h.name, true);
+    s.upgrade_fields.push_back({name, keep(h.value, false)});
+  }
+  s.head.headers = s.upgrade_fields.data();
+  s.head.num_headers = s.upgrade_fields.size();
+  s.head.end_stream = true;
+  // HTTP/1's parser held it to HTTP/1's limits already.
+  Answer(s);
 }
 
 uint64_t Connection::After(uint32_t ms) const {
@@ -135,6 +199,15 @@ void Connection::OnRequest(int32_t id, const RequestHead& head) {
     s.too_large = true;  // answered 431 at its end (OnRequestEnd)
     return;
   }
+  if (head.method == "CONNECT") {
+    // A tunnel (RFC 9113 8.5) is not served: refused at the head, since
+    // its stream stays open, and what the client sends on it is dropped.
+    s.refused = true;
+    return SubmitError(s, 501);
+  }
+  // A route that reads its body as it comes is found at the head (its own
+  // body limit applies, which may pass the server's).
+  if (!head.end_stream && StartStreamedBody(s)) return;
   if (head.has_content_length && head.content_length > limits.max_body_bytes) {
     // Refused before its body comes (and without a 100 Continue).
     s.refused = true;
@@ -153,10 +226,11 @@ void Connection::OnRequestRefused(int32_t id, int status) {
 }
 
 void Connection::OnRequestData(int32_t id, std::string_view data) {
+  Stream* s = Find(id);
+  if (s != nullptr && s->streaming && !s->refused) return StreamedData(*s, data);
   // Taken at once: the bytes are buffered here (bounded below), so the
   // windows reopen as they arrive.
   session_->Consume(id, data.size());
-  Stream* s = Find(id);
   if (s == nullptr || s->refused || s->answered) return;
   // One stream's body within the server's limit (the route's is checked
   // once the request is routed), and all of the connection's buffered
@@ -177,7 +251,9 @@ void Connection::OnRequestData(int32_t id, std::string_view data) {
 
 void Connection::OnRequestEnd(int32_t id) {
   Stream* s = Find(id);
-  if (s == nullptr || s->answered) return;
+  if (s == nullptr) return;
+  if (s->streaming && !s->refused) return StreamedEnd(*s);
+  if (s->answered) return;
   if (s->too_large) {
     env_->stats->bad_requests.Add();
     return SubmitError(*s, 431);
@@ -189,28 +265,33 @@ void Connection::OnStreamClosed(int32_t id, uint32_t error_code) {
   Stream* s = Find(id);
   if (s == nullptr) return;
   body_bytes_ -= s->body.size();
+  if (s->streaming && !s->body_ended) AbortStreamedBody(*s, /*stream_open=*/false);
   Orphan(*s);
+  EndFile(*s);
+  ReleaseLimits(*s);
   streams_.erase(id);
 }
 
 void Connection::OnStreamWritable(int32_t id) {
-  if (Stream* s = Find(id); s != nullptr && s->pipe != nullptr) PumpPipe(*s);
+  Stream* s = Find(id);
+  if (s == nullptr) return;
+  if (s->pipe != nullptr) PumpPipe(*s);
+  if (s->file != nullptr) PumpFile(*s);
+  if (s->producer) PumpProducer(*s);
 }
 
 // ---------------------------------------------------------------- answers
 
-void Connection::Answer(Stream& s) {
-  // The request as a handler sees it, whatever the protocol (request.h).
-  // The session's head outlives the handler's call (until the stream closes).
-  std::vector<http::Header> headers;
-  headers.reserve(s.head.num_headers + 1);
-  if (!s.head.authority.empty()) headers.push_back({"host", s.head.authority});
+void Connection::BuildRequest(const Stream& s, std::vector<http::Header>& storage,
+                              http::Request& request) const {
+  storage.clear();
+  storage.reserve(s.head.num_headers + 1);
+  if (!s.head.authority.empty()) storage.push_back({"host", s.head.authority});
   for (size_t i = 0; i < s.head.num_headers; ++i) {
     // :authority stands for Host (RFC 9113 8.3.1): one Host, not two.
     if (s.head.headers[i].name == "host" && !s.head.authority.empty()) continue;
-    headers.push_back(s.head.headers[i]);
+    storage.push_back(s.head.headers[i]);
   }
-  http::Request request;
   request.method = s.head.method;
   request.method_id = MethodOf(s.head.method);
   request.target = s.head.path;
@@ -218,8 +299,8 @@ void Connection::Answer(Stream& s) {
   request.path = request.target.substr(0, q);
   request.query = q == std::string_view::npos ? std::string_view() : request.target.substr(q + 1);
   request.version = http::Version::kHttp11;
-  request.headers = headers.data();
-  request.num_headers = headers.size();
+  request.headers = storage.data();
+  request.num_headers = storage.size();
   request.host = s.head.authority;
   request.keep_alive = true;
   request.body = s.body;
@@ -228,6 +309,13 @@ void Connection::Answer(Stream& s) {
   request.client_address = client_;
   request.client_certificate = client_cert_.get();
   request.secure = secure_;
+}
+
+void Connection::Answer(Stream& s) {
+  // The session's head outlives the handler's call (until the stream closes).
+  std::vector<http::Header> headers;
+  http::Request request;
+  BuildRequest(s, headers, request);
   if (request.method_id == http::Method::kConnect || request.path.empty() ||
       request.path[0] != '/') {
     // CONNECT (a tunnel) and the asterisk or absolute forms are not served.
@@ -242,11 +330,34 @@ void Connection::Answer(Stream& s) {
   }
   const router::Route& route = *routing.route;
   s.route_id = route.id;
+  s.route = &route;
+  if (!Admit(s)) return;
   if (request.body.size() > routing.body_limit) return SubmitError(s, 413);
-  if (route.mount != nullptr || route.sink != nullptr || routing.streamed) {
-    // Static files, body sinks and streamed request bodies are not wired
-    // to HTTP/2 yet.
-    return SubmitError(s, 501);
+  if (route.mount != nullptr) {
+    if (pipeline.Active(route.options.middleware)) {
+      // Around a static file: the befores before it is looked up, the
+      // afters once its answer is known (ServeFile, FileError).
+      bool answered = false;
+      const size_t ran = router::RunBefores(pipeline, route.options.middleware, request,
+                                            s.response, &answered, route.name());
+      if (answered) {
+        pipeline.MaybeFailPage(request, s.response);
+        router::RunAfters(pipeline, route.options.middleware, ran, request, s.response,
+                          route.name());
+        exchange::FinishBuffered(env_->config->compression,
+                                 exchange::GzipAccepted(env_->config->compression, request),
+                                 s.head_request, s.response);
+        return Submit(s);
+      }
+      s.afters_due = static_cast<uint16_t>(ran);
+    }
+    return StartFile(s, request, route);
+  }
+  if (route.sink != nullptr || routing.streamed) {
+    // A route that streams its body, asked without one (END_STREAM on the
+    // head): its sink or its worker gets the empty body now.
+    if (StartStreamedBody(s) && !s.answered && !s.refused) StreamedEnd(s);
+    return;
   }
   if (routing.slow) {
     if (!Dispatch(s, request, route)) {
@@ -256,13 +367,42 @@ void Connection::Answer(Stream& s) {
     return;
   }
   exchange::RunHandler(pipeline, route, request, s.response);
-  if (s.response.has_producer() || s.response.header_refused()) {
-    return SubmitError(s, s.response.header_refused() ? 500 : 501);
-  }
+  FinishHandler(s, request);
+}
+
+void Connection::FinishHandler(Stream& s, const http::Request& request) {
+  if (s.response.has_producer()) return StartProducer(s, request);
+  if (s.response.header_refused()) return SubmitError(s, 500);
   exchange::FinishBuffered(env_->config->compression,
                            exchange::GzipAccepted(env_->config->compression, request),
                            s.head_request, s.response);
   Submit(s);
+}
+
+bool Connection::Admit(Stream& s) {
+  if (env_->limits == nullptr) return true;
+  using Verdict = limits::RequestLimits::Verdict;
+  const limits::RequestLimits::Decision d =
+      env_->limits->Admit(s.route_id, client_, s.started_ns);
+  if (d.verdict == Verdict::kAdmit) {
+    s.limits_held = d.holds;
+    return true;
+  }
+  const bool rate = d.verdict == Verdict::kRate;
+  s.refused = true;  // a body that follows is dropped
+  s.response.Clear();
+  s.response.set_status(rate ? 429 : 503);
+  s.response.set_content_type("text/plain");
+  (void)s.response.AddHeader("Retry-After", std::to_string(d.retry_after_s));
+  s.response.set_static_body(rate ? "429 Too Many Requests\n" : "503 Service Unavailable\n");
+  Submit(s);
+  return false;
+}
+
+void Connection::ReleaseLimits(Stream& s) {
+  if (!s.limits_held) return;
+  s.limits_held = false;
+  env_->limits->Release(s.route_id);
 }
 
 void Connection::SubmitError(Stream& s, int status) {
@@ -330,6 +470,13 @@ void Connection::Flush() {
   }
 }
 
+bool Connection::FlowBlocked() const {
+  for (const auto& [id, sp] : streams_) {
+    if (sp->answered && session_->QueuedData(id) > 0) return true;
+  }
+  return false;
+}
+
 void Connection::OnSend(int res, bool notification_follows) {
   send_inflight_ = false;
   if (res < 0) {
@@ -361,12 +508,33 @@ void Connection::Sync() {
   // With output going: --send-timeout from the last send's start (a peer
   // that stops reading is not kept alive by the frames it sends); idle (no
   // stream open): --idle-timeout from the last event.
-  uint64_t deadline = 0;
+  timeout_deadline_ = 0;
   if (output_left) {
-    deadline = send_deadline_;
+    timeout_deadline_ = send_deadline_;
+    stall_deadline_ = 0;
   } else if (streams_.empty()) {
-    deadline = After(env_->draining ? env_->config->drain_idle_ms
-                                    : env_->config->idle_timeout_ms);
+    timeout_deadline_ = After(env_->draining ? env_->config->drain_idle_ms
+                                             : env_->config->idle_timeout_ms);
+    stall_deadline_ = 0;
+  } else if (FlowBlocked()) {
+    // Answers wait for the client's windows and nothing is being sent: the
+    // send timeout runs from when that began, and any send that goes ends
+    // it (a client that opens no window, or stops opening them, does not
+    // hold its streams' answers for ever).
+    if (stall_deadline_ == 0) stall_deadline_ = After(env_->config->send_timeout_ms);
+    timeout_deadline_ = stall_deadline_;
+  } else {
+    stall_deadline_ = 0;
+  }
+  uint64_t deadline = timeout_deadline_;
+  // A producer that had nothing is asked again at the next tick.
+  if (producer_retry_tick_ != 0 && (deadline == 0 || producer_retry_tick_ < deadline)) {
+    deadline = producer_retry_tick_;
+  }
+  // A file read waiting for a buffer tries again at the next tick.
+  if (files_ != nullptr && files_->retry_tick != 0 &&
+      (deadline == 0 || files_->retry_tick < deadline)) {
+    deadline = files_->retry_tick;
   }
   if (deadline != armed_deadline_) {
     armed_deadline_ = deadline;
@@ -376,10 +544,15 @@ void Connection::Sync() {
 
 void Connection::OnDeadline() {
   if (phase_ != Phase::kOpen) return;
-  if (armed_deadline_ == 0 || env_->now_tick < armed_deadline_) return Sync();
-  armed_deadline_ = 0;
+  if (files_ != nullptr && files_->retry_tick != 0 && env_->now_tick >= files_->retry_tick) {
+    files_->retry_tick = 0;
+    NextFileOp();
+  }
+  if (producer_retry_tick_ != 0 && env_->now_tick >= producer_retry_tick_) RetryProducers();
+  if (timeout_deadline_ == 0 || env_->now_tick < timeout_deadline_) return Sync();
+  armed_deadline_ = timeout_deadline_ = 0;
   env_->stats->timeouts.Add();
-  if (send_inflight_) {
+  if (send_inflight_ || stall_deadline_ != 0) {
     // No progress on our output: the peer stopped reading.
     fatal_ = true;
     return StartClose();
@@ -408,9 +581,19 @@ void Connection::StartClose() {
   phase_ = Phase::kCloseSubmitted;
   // Workers still answering streams of this connection stop soon; their
   // tasks are freed as they return (Freeable waits for them).
-  for (auto& [id, sp] : streams_) Orphan(*sp);
+  for (auto& [id, sp] : streams_) {
+    if (sp->streaming && !sp->body_ended) AbortStreamedBody(*sp, /*stream_open=*/false);
+    Orphan(*sp);
+    EndFile(*sp);
+    ReleaseLimits(*sp);
+  }
+  producer_retry_tick_ = 0;
+  if (files_ != nullptr) {
+    files_->waiting.clear();
+    files_->retry_tick = 0;
+  }
   if (armed_deadline_ != 0) {
-    armed_deadline_ = 0;
+    armed_deadline_ = timeout_deadline_ = 0;
     env_->transport->SetDeadline(slot_, 0);
   }
   env_->transport->Close(slot_, recv_armed_, send_inflight_);
@@ -424,6 +607,9 @@ void Connection::OnClosed() {
 
 void Connection::Release() {
   URING_CHECK(tasks_.empty());  // Freeable: every task has returned
+  URING_CHECK(files_ == nullptr || files_->op == FileOp::kNone);
+  for (auto& [id, sp] : streams_) EndFile(*sp);
+  files_.reset();
   // The session goes first: it fires no events, and its streams' views
   // (RequestHead) are not read again.
   session_.reset();
@@ -432,7 +618,9 @@ void Connection::Release() {
   sent_ = out_len_ = 0;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
-  armed_deadline_ = send_deadline_ = 0;
+  armed_deadline_ = timeout_deadline_ = send_deadline_ = producer_retry_tick_ = 0;
+  stall_deadline_ = 0;
+  pipe_written_ = false;
   client_ = http::ClientAddress();
   client_cert_.reset();
   secure_ = false;

@@ -18,8 +18,11 @@
 // over TLS when ALPN chose h2 (the TLS layer tells the loop once its
 // handshake is done, before any plaintext), and on plain listeners by h2c
 // with prior knowledge (the HTTP/1 connection hands its socket over when
-// the first bytes are the preface). Not yet: static files, producers and
-// streamed request bodies (501), Upgrade: h2c.
+// the first bytes are the preface, or after an HTTP/1 request with
+// Upgrade: h2c, which becomes stream 1). Static files are answered as over
+// HTTP/1 (file_streams.cc); streamed request bodies (into a FAST route's
+// sink, or a pipe a SLOW handler reads) and FAST producers stream as DATA
+// comes and goes (streamed_bodies.cc).
 //
 // Thread-safety: owned by its loop's ring thread.
 #ifndef URING_HTTP_SRC_HTTP2_CONNECTION_H_
@@ -37,8 +40,10 @@
 
 #include "src/conn/protocol.h"
 #include "src/http/client_address.h"
+#include "src/http/gzip_encoder.h"
 #include "src/http/response.h"
 #include "src/http1/connection_host.h"
+#include "src/http2/file_answer.h"
 #include "src/http2/session.h"
 #include "src/router/router.h"
 #include "src/worker/body_pipe.h"
@@ -80,7 +85,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OnWritable(int res) override {}
   void OnDeadline() override;
   void OnDrain() override;
-  void OnBatchEnd() override {}
+  void OnBatchEnd() override;
   void Abort() override;
   void SetProxiedClient(const http::ClientAddress& client) override { client_ = client; }
   void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) override {
@@ -91,14 +96,16 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // through).
   void OnTaskDone() override;
   void OnStreamNotify() override;
-  // Nothing of this connection goes to a file yet.
-  void OnFileStat(int) override {}
-  void OnFileOpen(int) override {}
-  void OnFileRead(int) override {}
+  // Static files' operations (file_streams.cc); nothing is spliced.
+  void OnFileStat(int res) override;
+  void OnFileOpen(int res) override;
+  void OnFileRead(int res) override;
   void OnFileSplice(int) override {}
-  // (A worker's task holds memory of this connection until it returns.)
+  // (A worker's task, and a file operation, hold memory of this connection
+  // until they return.)
   bool Freeable() const override {
-    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && tasks_.empty();
+    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && tasks_.empty() &&
+           (files_ == nullptr || files_->op == FileOp::kNone);
   }
   void Release() override;
 
@@ -119,6 +126,29 @@ class Connection final : public conn::Protocol, private SessionEvents {
     bool head_request = false;
     int64_t started_ns = 0;
     uint32_t route_id = 0;   // for metrics: the route, or the loop's "unmatched"
+    const router::Route* route = nullptr;  // once routed
+    uint16_t afters_due = 0; // middlewares whose afters run once a file's answer is known
+    bool limits_held = false; // a place in flight is the stream's until it closes
+    std::unique_ptr<FileAnswer> file;  // a static file's answer in progress
+    // A streamed request body (streamed_bodies.cc): into the route's sink,
+    // or into a pipe its SLOW handler reads. Bytes the pipe has no room for
+    // wait in body_waiting, not consumed (the window holds the rest back).
+    bool streaming = false;
+    bool body_ended = false;  // END_STREAM seen
+    uint64_t streamed_bytes = 0;
+    uint64_t body_limit = 0;
+    std::unique_ptr<router::BodySink> sink;
+    std::unique_ptr<worker::BodyPipe> req_pipe;
+    std::string body_waiting;
+    // A FAST handler's producer, and its gzip; `promised`: its
+    // Content-Length (~0: none).
+    http::BodyProducer producer;
+    std::unique_ptr<http::GzipStream> gzip;
+    uint64_t produced = 0;
+    uint64_t promised = ~uint64_t{0};
+    // Stream 1 of an Upgrade: its head's bytes (HTTP/1's were copied).
+    std::string upgrade_bytes;
+    std::vector<http::Header> upgrade_fields;
     http::Response response;
     // A SLOW route's task, while a worker has it; then, for a streamed
     // answer, its pipe (the ring's once seen) and head (for the trailers).
@@ -139,9 +169,22 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OnStreamClosed(int32_t id, uint32_t error_code) override;
   void OnStreamWritable(int32_t id) override;
 
+  // Upgrade: h2c: the 101, then stream 1 is the HTTP/1 request (copied).
+  void OpenUpgraded(const conn::UpgradeRequest& upgrade);
   Stream* Find(int32_t id);
   Stream& NewStream(int32_t id);
+  // The request as a handler sees it, whatever the protocol (request.h);
+  // `storage` holds its fields. Views into the session's head: valid until
+  // the stream closes.
+  void BuildRequest(const Stream& s, std::vector<http::Header>& storage,
+                    http::Request& request) const;
   void Answer(Stream& s);
+  // --max-in-flight and the rate limits, as over HTTP/1: false when the
+  // stream was answered 503 or 429 (with Retry-After) instead.
+  bool Admit(Stream& s);
+  void ReleaseLimits(Stream& s);
+  // The handler's (or sink's) answer: a producer's, or a buffered one.
+  void FinishHandler(Stream& s, const http::Request& request);
   // A buffered answer (its fields, body and trailers) to the session.
   void Submit(Stream& s);
   void SubmitError(Stream& s, int status);
@@ -151,7 +194,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
                        int status) const;
   // ---- SLOW routes (slow_streams.cc)
   // Hands a SLOW route's request to the workers; false if refused.
-  bool Dispatch(Stream& s, const http::Request& request, const router::Route& route);
+  // `request_body`: a streamed body's pipe (null: request.body is it).
+  bool Dispatch(Stream& s, const http::Request& request, const router::Route& route,
+                worker::BodyPipe* request_body = nullptr);
   // What came back of a stream's task: a buffered answer, or the end of a
   // streamed one.
   void TakeTaskResult(Stream& s);
@@ -165,9 +210,51 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // The task has returned: its memory goes.
   void FreeTaskOf(worker::TaskBuffer* task);
 
+  // ---- streamed bodies and producers (streamed_bodies.cc)
+  // At the head of a request with a body: true if its route streams it
+  // (the stream is then set up, or already answered).
+  bool StartStreamedBody(Stream& s);
+  void StreamedData(Stream& s, std::string_view data);
+  void StreamedEnd(Stream& s);
+  // What waits goes into the pipe, as far as it has room.
+  void FeedPipe(Stream& s);
+  // The body will not be read to its end: the sink hears OnAbort, the
+  // pipe's reader an abort.
+  void AbortStreamedBody(Stream& s, bool stream_open);
+  void EndSink(Stream& s);
+  void FailSink(Stream& s);
+  void StartProducer(Stream& s, const http::Request& request);
+  void PumpProducer(Stream& s);
+  void RetryProducers();
+
+  // ---- static files (file_streams.cc)
+  void StartFile(Stream& s, const http::Request& request, const router::Route& route);
+  // The stream's next file operation: now, or in its turn.
+  void QueueFileOp(Stream& s, FileOp op);
+  void IssueFileOp(Stream& s);
+  void NextFileOp();
+  // The operation completed: its stream (null if it went: *answer is then
+  // the orphan, freed by FreeOrphanFile).
+  Stream* EndFileOp(FileOp expected, FileAnswer** answer);
+  void FreeOrphanFile();
+  void FileStatDone(Stream& s, int res);
+  void ServeFile(Stream& s);
+  void PumpFile(Stream& s);
+  void RedirectToDirectory(Stream& s);
+  void ServeListing(Stream& s);
+  void FileError(Stream& s, int status);
+  void RunDueAfters(Stream& s, const http::Request& request);
+  // The stream is done with its file (or gone): the entry or descriptor
+  // goes, or waits for the operation in flight.
+  void EndFile(Stream& s);
+  void ReleaseFileAnswer(FileAnswer& f);
+
   // After every event: output, the receive, closing, the deadline.
   void Sync();
   void Flush();
+  // An answered stream has bytes the session cannot frame (the client's
+  // windows are shut).
+  bool FlowBlocked() const;
   void StartClose();
   uint64_t After(uint32_t ms) const;
 
@@ -186,7 +273,10 @@ class Connection final : public conn::Protocol, private SessionEvents {
   size_t sent_ = 0;
   iovec iov_{};
   uint64_t armed_deadline_ = 0;
+  uint64_t timeout_deadline_ = 0;  // the send or idle timeout's (armed_deadline_: the earliest)
   uint64_t send_deadline_ = 0;
+  uint64_t stall_deadline_ = 0;  // answers blocked on the client's windows since
+
   http::ClientAddress client_;
   std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
   bool secure_ = false;  // TLS beneath (ALPN h2)
@@ -196,9 +286,13 @@ class Connection final : public conn::Protocol, private SessionEvents {
   struct Task {
     worker::TaskBuffer* task;
     std::unique_ptr<worker::BodyPipe> orphan_pipe;
+    std::unique_ptr<worker::BodyPipe> orphan_request_pipe;  // a streamed body's
     bool orphaned = false;
   };
   std::vector<Task> tasks_;
+  std::unique_ptr<FileOps> files_;  // once a stream answers with a file
+  uint64_t producer_retry_tick_ = 0;  // a producer had nothing: asked again then
+  bool pipe_written_ = false;  // request pipes were written: their readers wake at the batch's end
 };
 
 }  // namespace uring_http::http2

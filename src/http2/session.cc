@@ -14,6 +14,7 @@
 
 #include "src/base/check.h"
 #include "src/http2/field_list.h"
+#include "src/http2/peer_frame_check.h"
 #include "src/http2/stream.h"
 
 namespace uring_http::http2 {
@@ -37,6 +38,7 @@ struct Session::Impl {
   SessionSettings settings;
   Clock clock;
   FloodGuard flood;
+  internal::PeerFrameCheck check;
   nghttp2_session* session = nullptr;
   nghttp2_mem mem{};
   uint64_t allocations = 0;
@@ -472,8 +474,12 @@ bool Session::Receive(const char* data, size_t len) {
   Impl* d = impl_.get();
   if (d->failed) return false;
   d->flood.Tick(d->clock());
+  // nghttp2 gets the bytes before the first frame that breaks a rule it
+  // does not enforce (peer_frame_check.h); that frame ends the connection.
+  internal::PeerFrameCheck::Violation violation;
+  const size_t clean = d->check.Scan(data, len, &violation);
   ++d->depth;
-  const ssize_t rv = nghttp2_session_mem_recv(d->session, reinterpret_cast<const uint8_t*>(data), len);
+  const ssize_t rv = nghttp2_session_mem_recv(d->session, reinterpret_cast<const uint8_t*>(data), clean);
   --d->depth;
   if (rv < 0) {
     switch (rv) {
@@ -490,6 +496,7 @@ bool Session::Receive(const char* data, size_t len) {
   } else if (nghttp2_session_get_outbound_queue_size(d->session) > d->settings.flood.max_outbound_frames) {
     d->Fail("flood: outbound queue", NGHTTP2_ENHANCE_YOUR_CALM);
   }
+  if (clean < len && !d->failed) d->Fail(violation.what, violation.error_code);
   // A connection error nghttp2 finds itself (a bad frame) queues a GOAWAY
   // and ignores all later input, but no public call tells: it shows when
   // that GOAWAY is sent (OnFrameSend), and Receive returns false from then.
@@ -507,6 +514,7 @@ bool Session::Upgrade(std::string_view http2_settings_base64url, bool head_reque
   }
   Stream* s = d->Acquire(1);
   if (s == nullptr) return false;
+  d->check.UpgradedStreamOne();
   s->announced = true;
   ++d->announced;
   return true;

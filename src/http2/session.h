@@ -23,8 +23,12 @@
 //   its fields dropped); :authority taken from Host when absent (8.3.1);
 //   the flood limits of FloodLimits (10.5), each ending the connection with
 //   GOAWAY(ENHANCE_YOUR_CALM); connection-specific fields dropped from our
-//   responses (8.2.2); and RST_STREAM(NO_ERROR) once a response has ended
-//   while the client is still sending (8.1), so the stream frees its slot.
+//   responses (8.2.2); RST_STREAM(NO_ERROR) once a response has ended
+//   while the client is still sending (8.1), so the stream frees its slot;
+//   and what nghttp2 stops checking once we send NO_RFC7540_PRIORITIES
+//   (peer_frame_check.h): DATA or HEADERS on a stream the client closed
+//   (GOAWAY STREAM_CLOSED) or on a lower id it skipped, PRIORITY on stream
+//   0 or on itself (GOAWAY PROTOCOL_ERROR).
 //
 // Events fire from Receive and Send (never from the Submit/Write calls, the
 // destructor or Consume); handlers may call any Session method from inside

@@ -10,7 +10,8 @@
 
 namespace uring_http::http2 {
 
-bool Connection::Dispatch(Stream& s, const http::Request& request, const router::Route& route) {
+bool Connection::Dispatch(Stream& s, const http::Request& request, const router::Route& route,
+                          worker::BodyPipe* request_body) {
   // The worker parses the head again (worker_pool.cc), as HTTP/1 text:
   // the fields as they came (the session has checked them), the authority
   // as Host, and the length of the body it is given.
@@ -42,6 +43,7 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   task->client_address = client_;
   task->client_certificate = client_cert_;
   task->secure = secure_;
+  task->request_body = request_body;
   std::memcpy(task->data(), head.data(), head.size());
   if (!request.body.empty()) {
     std::memcpy(task->data() + head.size(), request.body.data(), request.body.size());
@@ -56,7 +58,7 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   }
   env_->stats->slow_dispatched.Add();
   s.task = task;
-  tasks_.push_back({task, nullptr, false});
+  tasks_.push_back({task, nullptr, nullptr, false});
   return true;
 }
 
@@ -99,6 +101,8 @@ void Connection::OnStreamNotify() {
       }
     }
     if (s.pipe != nullptr) PumpPipe(s);
+    // The worker read part of a streamed body: more of it goes in.
+    if (s.req_pipe != nullptr && !s.body_waiting.empty()) FeedPipe(s);
   }
   // A pipe published after its stream went: aborted, so the worker stops.
   for (Task& t : tasks_) {
@@ -115,6 +119,13 @@ void Connection::OnStreamNotify() {
 void Connection::TakeTaskResult(Stream& s) {
   worker::TaskBuffer* task = s.task;
   s.task_done = true;
+  if (s.req_pipe != nullptr) {
+    // The handler has returned: what is left of its body is dropped (the
+    // session resets the stream once the answer has ended, RFC 9113 8.1).
+    s.req_pipe->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
+    session_->Consume(s.id, s.body_waiting.size());
+    s.body_waiting.clear();
+  }
   if (s.pipe == nullptr) {
     if (worker::BodyPipe* pipe = task->response_body.exchange(nullptr, std::memory_order_acq_rel)) {
       s.pipe.reset(pipe);
@@ -194,6 +205,11 @@ void Connection::Orphan(Stream& s) {
   for (Task& t : tasks_) {
     if (t.task != s.task) continue;
     t.orphaned = true;
+    if (s.req_pipe != nullptr) {
+      // The handler's ReadBody fails from here; the pipe lives until it returns.
+      s.req_pipe->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
+      t.orphan_request_pipe = std::move(s.req_pipe);
+    }
     t.orphan_pipe = std::move(s.pipe);
     if (t.orphan_pipe == nullptr) {
       t.orphan_pipe.reset(s.task->response_body.exchange(nullptr, std::memory_order_acq_rel));

@@ -164,7 +164,8 @@ absl::Status Router::AddStatic(std::string_view prefix, std::string_view root,
   route.path = absl::StrCat(AbslView(prefix), "*");
   route.kind = HandlerKind::kFast;
   route.mount = &mount->files;
-  route.options.middleware = options.middleware;
+  // (options has moved into the mount by now.)
+  route.options.middleware = mount->files.options.middleware;
   route.id = count_++;
   mounts_.push_back(std::move(mount));
   std::stable_sort(mounts_.begin(), mounts_.end(), [](const auto& a, const auto& b) {

@@ -146,12 +146,11 @@ struct ServerConfig {
   // the client (behind HAProxy's send-proxy-v2 or a load balancer); one
   // without a valid header is closed unanswered.
   bool proxy_protocol = false;
-  // HTTP/2 (src/http2/): ALPN offers h2 on TLS listeners, and a connection
-  // on a plain listener whose first bytes are the HTTP/2 preface speaks it
-  // (h2c with prior knowledge). A first
-  // step, off by default: static files, producers and streamed request
-  // bodies are 501 over HTTP/2 so far (src/http2/connection.h).
-  bool http2 = false;
+  // HTTP/2 (src/http2/): ALPN offers h2 before http/1.1 on TLS listeners,
+  // and on a plain listener a connection whose first bytes are the HTTP/2
+  // preface speaks it (h2c with prior knowledge), as does one whose first
+  // request asks with Upgrade: h2c. false: HTTP/1.1 only.
+  bool http2 = true;
 
   // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty
   // certificates: plain HTTP.

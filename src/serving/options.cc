@@ -195,9 +195,8 @@ Flags ServerFlags(Options& options) {
          "batch: workers run as SCHED_BATCH, so a waking worker does not preempt a busy ring "
          "thread; normal: SCHED_OTHER like the rings");
   Choice(f, "http2", &c.http2, {{"on", true}, {"off", false}},
-         "on: HTTP/2, by ALPN h2 on TLS listeners and with prior knowledge (h2c) on "
-         "plain ones (a first step: static files and streamed request bodies answer 501 "
-         "over it)");
+         "on: HTTP/2, by ALPN h2 on TLS listeners, and h2c on plain ones (with prior "
+         "knowledge, or by Upgrade: h2c)");
   f.Add("verbose", &c.verbose, "Debug output on stderr").Short('v');
   FilePath(f, "access-log", &c.access_log_path,
            "Access log in Common Log Format (written through the rings, never blocking them)");

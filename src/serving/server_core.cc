@@ -455,8 +455,8 @@ std::string ServerCore::ReadyLine() const {
           : " = min(accept-capacity + 64 reserve, hard RLIMIT_NOFILE)",
       "), io_uring: ", first.Features(),
       !config_.http2           ? ""
-      : config_.tls.enabled() ? ", HTTP/2: h2 (ALPN), h2c on plain HTTP"
-                              : ", HTTP/2: h2c",
+      : config_.tls.enabled() ? ", HTTP/2: h2 (ALPN), h2c on plain HTTP (prior knowledge, Upgrade)"
+                              : ", HTTP/2: h2c (prior knowledge, Upgrade)",
       config_.tls.enabled() ? absl::StrCat(", TLS: ", tls_source_.Get()->Describe()) : "",
       config_.listen.empty() && plain_port() != 0
           ? absl::StrCat(", plain HTTP on ", plain_address_)

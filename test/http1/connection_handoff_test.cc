@@ -55,6 +55,48 @@ TEST(ConnectionHandoffTest, ThePrefaceHandsTheConnectionToHttp2WithItsBytes) {
   }
 }
 
+// Upgrade: h2c (RFC 7540 3.2): the first request, bodiless, with one
+// HTTP2-Settings named in Connection, goes to HTTP/2 with the bytes after
+// it, whatever the splits; HTTP/1 answers nothing.
+TEST(ConnectionHandoffTest, AnUpgradeRequestGoesToHttp2WithWhatFollows) {
+  const std::string request =
+      "GET /?x=1 HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+      "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABk\r\n\r\n";
+  const std::string wire = request + kH2Start;
+  for (size_t piece : {wire.size(), size_t{1}, size_t{7}, size_t{64}}) {
+    SCOPED_TRACE(piece);
+    Harness h(HelloRouter());
+    h.env().h2c = true;
+    h.Open();
+    size_t fed = 0;
+    while (fed < wire.size() && h.host.handoffs.empty()) {
+      const size_t n = std::min(piece, wire.size() - fed);
+      h.Recv(std::string_view(wire).substr(fed, n), n);
+      fed += n;
+    }
+    ASSERT_EQ(h.host.handoffs.size(), 1u);
+    const auto& call = h.host.handoffs[0];
+    EXPECT_TRUE(call.upgraded);
+    EXPECT_EQ(call.upgrade_target, "/?x=1");
+    EXPECT_EQ(call.upgrade_settings, "AAMAAABk");
+    EXPECT_EQ(call.upgrade_fields, 4u);
+    EXPECT_EQ(call.bytes, wire.substr(request.size(), fed - request.size()));
+    EXPECT_TRUE(h.wire.empty()) << "the 101 is HTTP/2's to send";
+    EXPECT_TRUE(h.conn.Freeable());
+    h.conn.Release();
+    EXPECT_TRUE(h.host.violations.empty()) << h.host.violations.front();
+  }
+  // Without --http2 (h2c off) the same request is HTTP/1's.
+  Harness h(HelloRouter());
+  h.Open();
+  h.Recv(request);
+  h.Flush();
+  EXPECT_TRUE(h.host.handoffs.empty());
+  const auto replies = h.Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0].status, 200);
+}
+
 TEST(ConnectionHandoffTest, WithoutH2cThePrefaceIsAnHttp1RequestRefused) {
   Harness h(HelloRouter());
   h.Open();

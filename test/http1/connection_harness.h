@@ -206,13 +206,29 @@ class FakeHost final : public conn::Transport, public ConnectionHost {
 
   void HandOff(uint32_t, conn::ProtocolId next, const conn::Handoff& h) override {
     if (send.has_value() || closed) violations.push_back("a handoff with the socket busy");
-    handoffs.push_back({next, std::string(h.bytes), h.recv_armed, h.peer_eof});
+    HandoffCall call;
+    call.next = next;
+    call.bytes = std::string(h.bytes);
+    call.recv_armed = h.recv_armed;
+    call.peer_eof = h.peer_eof;
+    if (h.upgrade != nullptr) {
+      call.upgraded = true;
+      call.upgrade_target = std::string(h.upgrade->target);
+      call.upgrade_settings = std::string(h.upgrade->settings);
+      call.upgrade_fields = h.upgrade->num_headers;
+    }
+    handoffs.push_back(std::move(call));
   }
   struct HandoffCall {
-    conn::ProtocolId next;
+    conn::ProtocolId next = conn::ProtocolId::kHttp1;
     std::string bytes;  // copied during the call, as the next protocol must
-    bool recv_armed;
-    bool peer_eof;
+    bool recv_armed = false;
+    bool peer_eof = false;
+    // An Upgrade: h2c request the next protocol is to answer (copied).
+    bool upgraded = false;
+    std::string upgrade_target;
+    std::string upgrade_settings;
+    size_t upgrade_fields = 0;
   };
   std::vector<HandoffCall> handoffs;
 

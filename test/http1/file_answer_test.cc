@@ -114,6 +114,37 @@ TEST_F(FileAnswerTest, MissThenHitWithoutAnyFileOperation) {
 // Issue 19 item 17: dotfiles are 404 before any file operation (not even a
 // statx that would tell whether they exist), /.well-known/ is served, and a
 // mount that allows dotfiles serves them.
+// The mount's own middleware runs around its files: a before may answer
+// (an authorization check), an after adds its fields to the file's answer.
+// (It was dropped at registration once, silently.)
+TEST_F(FileAnswerTest, TheMountsMiddlewareRunsAroundItsFiles) {
+  router::StaticOptions options;
+  options.middleware.push_back(router::Middleware{
+      [](const http::Request& req, http::Response& resp) {
+        if (req.FindHeader("authorization") != "Bearer ok") {
+          resp.set_status(401);
+          resp.set_body("who are you?\n");
+          return router::Flow::kAnswered;
+        }
+        return router::Flow::kNext;
+      },
+      [](const http::Request&, http::Response& resp) { (void)resp.AddHeader("X-After", "1"); }});
+  auto h = Make({}, 8, 4096, {}, std::move(options));
+  h->Recv(Get("/a.txt"));
+  h->Drive();
+  h->Recv("GET /a.txt HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ok\r\n\r\n");
+  h->Drive();
+  std::vector<Reply> replies = h->Replies();
+  ASSERT_EQ(replies.size(), 2u);
+  EXPECT_EQ(replies[0].status, 401);
+  EXPECT_EQ(replies[0].body, "who are you?\n");
+  EXPECT_EQ(replies[0].Header("x-after"), "1");
+  EXPECT_EQ(replies[1].status, 200);
+  EXPECT_EQ(replies[1].body, "hello, file\n");
+  EXPECT_EQ(replies[1].Header("x-after"), "1");
+  Check(*h);
+}
+
 TEST_F(FileAnswerTest, DotfilesAre404UnlessTheMountAllowsThem) {
   Write(".env", "SECRET=1\n");
   mkdir((root_ + "/.well-known").c_str(), 0755);

@@ -33,7 +33,10 @@ class H2Client {
     bool headers_done = false;
   };
 
-  explicit H2Client(uint16_t port, int timeout_ms = 10000) : socket_(port, timeout_ms) {
+  // `initial_window`: our SETTINGS_INITIAL_WINDOW_SIZE (0: the default,
+  // 65,535), how much of each response the server may send unasked.
+  explicit H2Client(uint16_t port, int timeout_ms = 10000, uint32_t initial_window = 0)
+      : socket_(port, timeout_ms) {
     nghttp2_session_callbacks* cb;
     nghttp2_session_callbacks_new(&cb);
     nghttp2_session_callbacks_set_on_header_callback(cb, &OnHeader);
@@ -42,7 +45,12 @@ class H2Client {
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, &OnClose);
     nghttp2_session_client_new(&session_, cb, this);
     nghttp2_session_callbacks_del(cb);
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+    if (initial_window != 0) {
+      const nghttp2_settings_entry window{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, initial_window};
+      nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &window, 1);
+    } else {
+      nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, nullptr, 0);
+    }
   }
   ~H2Client() { nghttp2_session_del(session_); }
   H2Client(const H2Client&) = delete;
@@ -76,6 +84,51 @@ class H2Client {
       bodies_.push_back(std::move(pending));
     }
     return id;
+  }
+
+  // h2c by Upgrade (RFC 7540 3.2): `request` is an HTTP/1.1 request (its
+  // Upgrade, Connection and HTTP2-Settings fields are added here, and the
+  // settings are this client's). Returns the HTTP/1 answer's status; on
+  // 101 the session is upgraded and the request is stream 1 (Run waits
+  // for it), and what came after the 101 is fed to the session.
+  int Upgrade(const std::string& method, const std::string& path,
+              const std::string& extra_fields = "", const std::string& settings_field = "") {
+    uint8_t payload[64];
+    const ssize_t len = nghttp2_pack_settings_payload(payload, sizeof(payload), nullptr, 0);
+    std::string settings = settings_field;
+    if (settings.empty()) {
+      static constexpr char kAlphabet[] =
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+      for (ssize_t i = 0; i < len; i += 3) {
+        uint32_t v = payload[i] << 16;
+        if (i + 1 < len) v |= payload[i + 1] << 8;
+        if (i + 2 < len) v |= payload[i + 2];
+        settings.push_back(kAlphabet[(v >> 18) & 63]);
+        settings.push_back(kAlphabet[(v >> 12) & 63]);
+        if (i + 1 < len) settings.push_back(kAlphabet[(v >> 6) & 63]);
+        if (i + 2 < len) settings.push_back(kAlphabet[v & 63]);
+      }
+    }
+    const std::string request = method + " " + path +
+                                " HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, "
+                                "HTTP2-Settings\r\nUpgrade: h2c\r\nHTTP2-Settings: " +
+                                settings + "\r\n" + extra_fields + "\r\n";
+    if (!socket_.Send(request)) return 0;
+    const std::optional<HttpResponse> r = socket_.ReadResponse(method == "HEAD");
+    if (!r.has_value()) return 0;
+    if (r->status != 101) return r->status;
+    if (nghttp2_session_upgrade2(session_, payload, static_cast<size_t>(len), method == "HEAD",
+                                 nullptr) != 0) {
+      return 0;
+    }
+    answers_[1];
+    const std::string& rest = socket_.pending();
+    if (!rest.empty() &&
+        nghttp2_session_mem_recv(session_, reinterpret_cast<const uint8_t*>(rest.data()),
+                                 rest.size()) < 0) {
+      return 0;
+    }
+    return 101;
   }
 
   // Exchanges frames until every submitted stream has closed; false if the

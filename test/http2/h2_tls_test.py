@@ -58,7 +58,8 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         cert, key = make_cert(d)
         tls = ["--tls-cert=" + cert, "--tls-key=" + key, "--plain-port=0"]
-        s = Server(binary, ["--http2=on"] + tls)
+        # HTTP/2 is on by default.
+        s = Server(binary, tls)
         try:
             assert "HTTP/2: h2 (ALPN), h2c on plain HTTP" in s.ready, s.ready
             assert "ALPN h2,http/1.1" in s.ready, s.ready
@@ -81,8 +82,8 @@ def main():
             assert m and int(m.group(1)) == 5, metrics[:2000]  # fast, slow, 404, h2c, stream
         finally:
             s.stop()
-        # Without --http2: ALPN stays http/1.1, even for a client asking h2.
-        s = Server(binary, tls)
+        # With --http2=off: ALPN stays http/1.1, even for a client asking h2.
+        s = Server(binary, ["--http2=off"] + tls)
         try:
             assert "HTTP/2" not in s.ready and "ALPN http/1.1" in s.ready, s.ready
             https = "https://127.0.0.1:%d" % s.port

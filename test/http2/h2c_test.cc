@@ -6,6 +6,7 @@
 // connection ends with a GOAWAY on a protocol error, on idleness and on
 // drain. Without the flag the preface is an HTTP/1 request (505).
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <memory>
 #include <stdexcept>
@@ -20,6 +21,8 @@ namespace uring_http::serving {
 namespace {
 
 using testing::H2Client;
+using testing::HttpResponse;
+using testing::TestClient;
 
 router::Router Routes() {
   router::Router r;
@@ -333,6 +336,94 @@ TEST_F(H2cTest, HTTP1StillServesEverythingBeside) {
   ASSERT_TRUE(reply.has_value());
   EXPECT_EQ(reply->status, 200);
   EXPECT_EQ(reply->body, "slow");
+}
+
+TEST_F(H2cTest, UpgradeMakesTheRequestStreamOne) {
+  Start();
+  H2Client c(port());
+  ASSERT_EQ(c.Upgrade("GET", "/items/7?q=up", "X-Extra: yes\r\n"), 101);
+  const int32_t next = c.Submit("GET", "/hello");
+  const int32_t slow = c.Submit("GET", "/slow");
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(1).status, 200);
+  EXPECT_EQ(c.answer(1).body, "item 7 up");
+  EXPECT_EQ(c.answer(next).body, "hello");
+  EXPECT_EQ(c.answer(slow).body, "slow");
+  // HEAD: the length, no body.
+  H2Client h(port());
+  ASSERT_EQ(h.Upgrade("HEAD", "/hello"), 101);
+  ASSERT_TRUE(h.Run());
+  EXPECT_EQ(h.answer(1).status, 200);
+  EXPECT_EQ(h.answer(1).fields.at("content-length"), "5");
+  EXPECT_EQ(h.answer(1).body, "");
+}
+
+TEST_F(H2cTest, AnUpgradeNotAskedInFullIsHttp1) {
+  Start();
+  // A body, or HTTP2-Settings not named in Connection: answered as HTTP/1
+  // (a server may ignore an Upgrade).
+  TestClient a(port());
+  ASSERT_TRUE(a.Send("POST /echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                     "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n"
+                     "Content-Length: 2\r\n\r\nhi"));
+  std::optional<HttpResponse> r = a.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hi");
+  TestClient b(port());
+  ASSERT_TRUE(b.Send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                     "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"));
+  r = b.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "hello");
+  // Not the first request of its connection: HTTP/1 too.
+  ASSERT_TRUE(b.Send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                     "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n"));
+  r = b.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 200);
+  // Settings that do not decode: 400 and the end.
+  H2Client c(port());
+  EXPECT_EQ(c.Upgrade("GET", "/hello", "", "!!!"), 400);
+}
+
+// --max-in-flight holds across the streams of a connection as across
+// HTTP/1 connections: the one past it is 503 with Retry-After, and the
+// place comes back when the stream ends.
+TEST(H2cLimitsTest, MaxInFlightShedsTheStreamPastIt) {
+  router::Router r;
+  (void)r.Slow("GET", "/slow", [](const http::Request&, http::Response& resp) {
+    usleep(200 * 1000);
+    resp.set_body("slow");
+  });
+  (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
+    resp.set_body("fast");
+  });
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 16;
+  config.workers = 2;
+  config.max_in_flight = 1;
+  Server server(config, std::move(r));
+  ASSERT_TRUE(server.Start().ok());
+  {
+    H2Client c(server.port());
+    const int32_t slow = c.Submit("GET", "/slow");
+    ASSERT_TRUE(c.RunOnce());  // the slow stream is in by now (its SETTINGS ack came)
+    const int32_t shed = c.Submit("GET", "/fast");
+    ASSERT_TRUE(c.Run());
+    EXPECT_EQ(c.answer(slow).body, "slow");
+    EXPECT_EQ(c.answer(shed).status, 503);
+    EXPECT_EQ(c.answer(shed).fields.at("retry-after"), "1");
+    const int32_t after = c.Submit("GET", "/fast");
+    ASSERT_TRUE(c.Run());
+    EXPECT_EQ(c.answer(after).body, "fast") << "the place came back";
+  }
+  server.Stop();
+  server.Wait();
 }
 
 TEST_F(H2cTest, WithoutTheFlagThePrefaceIsAnHttp1Request) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -313,6 +314,130 @@ TEST(SessionLimitsTest, UnreadAcksEndTheConnection) {
   // Nothing is sent in between: the acks pile up.
   EXPECT_FALSE(server.Receive(bytes.data(), bytes.size()));
   EXPECT_EQ(server.failure(), "flood: outbound control frames");
+}
+
+// ---- Frames on streams the client has closed, on stream ids it skipped,
+// and PRIORITY (RFC 9113 5.1, 5.1.1, 6.3; RFC 7540 5.3.1): h2spec's 5.1/5,
+// 5.1/6, 5.1/8, 5.1/9, 5.1/11, 5.1/12, 5.1.1/2, 5.3.1/2, 6.1/2 and 6.3/1.
+
+std::string Data(int32_t id, bool end_stream) {
+  return Frame(NGHTTP2_DATA, end_stream ? NGHTTP2_FLAG_END_STREAM : 0, id, "test");
+}
+
+std::string Trailers(int32_t id) {
+  return Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_HEADERS | NGHTTP2_FLAG_END_STREAM, id,
+               LiteralBlock({{"x-trailer", "1"}}));
+}
+
+std::string Reset(int32_t id) { return Frame(NGHTTP2_RST_STREAM, 0, id, std::string("\0\0\0\x08", 4)); }
+
+std::string Priority(int32_t id, uint32_t depends_on) {
+  std::string payload;
+  for (int shift = 24; shift >= 0; shift -= 8) payload.push_back(static_cast<char>(depends_on >> shift));
+  payload.push_back(15);  // weight 16
+  return Frame(NGHTTP2_PRIORITY, 0, id, payload);
+}
+
+struct StreamRuleCase {
+  const char* name;
+  std::string first;  // after the preface; then the server's answers are sent
+  std::string then;
+  int64_t goaway;      // the GOAWAY's error code; -1: none, the connection lives
+  bool reset = false;  // the server resets each request instead of answering 204
+};
+
+const std::vector<StreamRuleCase>& StreamRuleCases() {
+  static const std::vector<StreamRuleCase> cases = {
+      // Connection errors (nghttp2 itself finds only the first: the stream
+      // is still open there).
+      {"DATA after END_STREAM, before the answer", "", RequestHeaders(1, true) + Data(1, true),
+       NGHTTP2_STREAM_CLOSED},
+      {"DATA after END_STREAM, after the answer", RequestHeaders(1, true), Data(1, true), NGHTTP2_STREAM_CLOSED},
+      {"HEADERS after END_STREAM, after the answer", RequestHeaders(1, true), RequestHeaders(1, true),
+       NGHTTP2_STREAM_CLOSED},
+      {"DATA after RST_STREAM", RequestHeaders(1, false) + Reset(1), Data(1, true), NGHTTP2_STREAM_CLOSED},
+      {"HEADERS after RST_STREAM", RequestHeaders(1, false) + Reset(1), RequestHeaders(1, true),
+       NGHTTP2_STREAM_CLOSED},
+      {"trailers after RST_STREAM", RequestHeaders(1, false) + Reset(1), Trailers(1), NGHTTP2_STREAM_CLOSED},
+      {"HEADERS on a lower stream id never opened", RequestHeaders(5, true), RequestHeaders(3, true),
+       NGHTTP2_PROTOCOL_ERROR},
+      {"DATA on a lower stream id never opened", RequestHeaders(5, false), Data(3, true), NGHTTP2_PROTOCOL_ERROR},
+      {"PRIORITY on stream 0", "", Priority(0, 1), NGHTTP2_PROTOCOL_ERROR},
+      {"PRIORITY depending on its own stream", "", Priority(3, 3), NGHTTP2_PROTOCOL_ERROR},
+      {"PRIORITY depending on its own open stream", RequestHeaders(1, false), Priority(1, 0x80000001u),
+       NGHTTP2_PROTOCOL_ERROR},
+      // What a client may send: frames that crossed our RST_STREAM (RFC
+      // 9113 5.1, "closed"), the frames allowed on a closed stream, PRIORITY
+      // anywhere else, and ids too old to be remembered.
+      {"DATA and trailers after we reset", RequestHeaders(1, false), Data(1, false) + Trailers(1), -1, true},
+      {"DATA after our answer ended the stream", RequestHeaders(1, false), Data(1, false) + Data(1, true), -1},
+      {"WINDOW_UPDATE, PRIORITY, RST_STREAM after both ends",
+       RequestHeaders(1, true),
+       Frame(NGHTTP2_WINDOW_UPDATE, 0, 1, std::string("\0\0\0\x01", 4)) + Priority(1, 0) + Reset(1), -1},
+      {"PRIORITY on an idle stream, then its request", "", Priority(7, 0) + RequestHeaders(7, true), -1},
+      {"PRIORITY on a stream id never opened", RequestHeaders(5, true), Priority(3, 5), -1},
+      {"a stream older than the last 512", RequestHeaders(1, true) + RequestHeaders(2001, true), Data(1, true), -1},
+  };
+  return cases;
+}
+
+// {case, whether each byte is a Receive of its own}
+class StreamRuleTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+TEST_P(StreamRuleTest, ConnectionErrorOrNot) {
+  const StreamRuleCase& c = StreamRuleCases()[std::get<0>(GetParam())];
+  const bool bytewise = std::get<1>(GetParam());
+  SCOPED_TRACE(c.name);
+  Recorder rec;
+  Session server(&rec, {});
+  rec.on_request = [&](int32_t id, const RequestHead&) {
+    if (c.reset) {
+      server.ResetStream(id, NGHTTP2_CANCEL);
+    } else {
+      ASSERT_TRUE(server.SubmitResponse(id, 204, {}, false));
+    }
+  };
+  auto feed = [&](const std::string& bytes) {
+    bool ok = true;
+    if (!bytewise) return server.Receive(bytes.data(), bytes.size());
+    for (size_t i = 0; i < bytes.size() && ok; ++i) ok = server.Receive(bytes.data() + i, 1);
+    return ok;
+  };
+  ASSERT_TRUE(feed(ClientPreface() + c.first)) << server.failure();
+  Drain(server);
+  const bool ok = feed(c.then);
+  const std::vector<RawFrame> frames = ParseFrames(Drain(server));
+  EXPECT_EQ(Goaway(frames).first, c.goaway);
+  if (c.goaway < 0) {
+    EXPECT_TRUE(ok);
+    EXPECT_TRUE(server.WantsRead());
+    EXPECT_EQ(server.failure(), "");
+  } else {
+    EXPECT_FALSE(server.WantsRead());
+    EXPECT_NE(server.failure(), "");
+    EXPECT_EQ(server.open_streams(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, StreamRuleTest,
+                         ::testing::Combine(::testing::Range(0, static_cast<int>(StreamRuleCases().size())),
+                                            ::testing::Bool()));
+
+// After an h2c Upgrade, stream 1 carried the HTTP/1 request: the client
+// has ended it, and DATA on it, even once answered, is the client's error.
+TEST(SessionLimitsTest, DataOnTheUpgradedStreamEndsTheConnection) {
+  Recorder rec;
+  Session server(&rec, {});
+  ASSERT_TRUE(server.Upgrade("", false));
+  ASSERT_TRUE(server.SubmitResponse(1, 204, {}, false));
+  const std::string preface = ClientPreface();
+  ASSERT_TRUE(server.Receive(preface.data(), preface.size()));
+  Drain(server);
+  EXPECT_EQ(server.open_streams(), 0u);
+  const std::string data = Data(1, true);
+  server.Receive(data.data(), data.size());
+  EXPECT_EQ(Goaway(ParseFrames(Drain(server))).first, NGHTTP2_STREAM_CLOSED);
+  EXPECT_FALSE(server.WantsRead());
 }
 
 TEST(SessionLimitsTest, TerminateFromOnStreamClosed) {

@@ -4,8 +4,8 @@ Certificates are made at test time (openssl req) in a temporary directory:
 an ECDSA P-256 one for localhost (the default) and an RSA-2048 one for
 other.test. Checked:
 
-  * curl over TLS 1.3 and 1.2 gets 200; ALPN selects http/1.1; a client
-    offering only h2 still connects (no ALPN) and speaks HTTP/1.1;
+  * curl over TLS 1.3 and 1.2 gets 200; ALPN selects http/1.1 for a client
+    offering it alone, h2 for one offering h2 (HTTP/2 is on by default);
   * Python ssl over TLS 1.2 and 1.3 with the certificate verified; 50
     keep-alive requests on one connection; 20 pipelined requests answered in
     order; a SLOW request; a 200 KB echo; a 50 MB chunked upload to
@@ -318,35 +318,27 @@ def curl_and_alpn(srv, ec_cert):
             "curl %s: not negotiated as %s:\n%s" % (name, version, err))
         assert re.search(r"ALPN.*server accepted (to use )?http/1\.1", err), (
             "curl %s: the server did not select ALPN http/1.1:\n%s" % (name, err))
-    # curl offering h2 too (its default): still http/1.1.
+    # curl offering h2 too (its default): h2, HTTP/2 being on by default
+    # (test/http2/h2_tls_test.py tests it further, and --http2=off).
     p = subprocess.run(
         ["curl", "-sS", "-v", "--http2", "--cacert", ec_cert, "--resolve",
          "localhost:%d:127.0.0.1" % srv.port, "-o", "/dev/null", "-w", "%{http_code}",
          base + "/test/fast"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
     err = p.stderr.decode(errors="replace")
     assert p.returncode == 0 and p.stdout == b"200" and re.search(
-        r"ALPN.*server accepted (to use )?http/1\.1", err), (
+        r"ALPN.*server accepted (to use )?h2", err), (
         "curl --http2 (offering h2,http/1.1): exit %d, status %r:\n%s" % (
             p.returncode, p.stdout, err))
-    # Python ssl offering h2 and http/1.1.
+    # Python ssl offering h2 and http/1.1: h2; offering only http/1.1: that.
     with srv.tls(client_context(srv.ca, alpn=["h2", "http/1.1"])) as s:
-        assert s.selected_alpn_protocol() == "http/1.1", (
+        assert s.selected_alpn_protocol() == "h2", (
             "offered h2,http/1.1: selected %r" % s.selected_alpn_protocol())
+    with srv.tls(client_context(srv.ca, alpn=["http/1.1"])) as s:
+        assert s.selected_alpn_protocol() == "http/1.1", (
+            "offered http/1.1: selected %r" % s.selected_alpn_protocol())
         s.sendall(req("/test/fast"))
         assert Responses(s).next()[0] == 200
-    # Offering only h2: no shared protocol, the handshake still succeeds
-    # without ALPN and HTTP/1.1 is spoken.
-    try:
-        s = srv.tls(client_context(srv.ca, alpn=["h2"]))
-    except (ssl.SSLError, OSError) as e:
-        raise AssertionError("a client offering only ALPN h2 could not connect: %r" % e)
-    with s:
-        assert s.selected_alpn_protocol() is None, (
-            "offered only h2: selected %r" % s.selected_alpn_protocol())
-        s.sendall(req("/test/fast"))
-        status = Responses(s).next()[0]
-        assert status == 200, "offered only h2: GET /test/fast answered %d" % status
-    log("curl TLS 1.3 and 1.2: 200, ALPN http/1.1; only h2 offered: no ALPN, HTTP/1.1 works")
+    log("curl TLS 1.3 and 1.2: 200, ALPN http/1.1 for --http1.1, h2 for a client offering it")
 
 
 # ------------------------------------------------------------ 2. Python ssl
