@@ -123,6 +123,11 @@ struct ConnectionConfig : conn::TransportConfig {
   // than this switches its connection's receive to them.
   bool bulk_receives = false;
   uint64_t bulk_body_bytes = 64 * 1024;
+  // HTTP/2's SETTINGS (serving::ServerConfig says what each limits).
+  uint32_t http2_max_streams = 128;
+  uint32_t http2_stream_window = 65535;
+  uint32_t http2_connection_window = 1u << 20;
+  uint32_t http2_max_frame = 16384;
   // gzip for handlers' responses (static files are sent as they are).
   http::CompressionOptions compression;
   // A file body at least this large is spliced (file -> pipe -> socket)
@@ -154,6 +159,10 @@ struct ConnectionStats : conn::TransportStats {
   Counter file_opens;       // files opened (cache misses and changed files)
   Counter file_truncated;   // a file ended early while sent: connection closed
   Counter file_splices;     // file bodies spliced rather than read
+  // HTTP/2 connections ended by their session's error, by kind (indexed by
+  // http2::ErrorKind: floods of each frame, protocol errors, ...).
+  static constexpr size_t kHttp2ErrorKinds = 12;
+  Counter http2_errors[kHttp2ErrorKinds];
 };
 
 // Everything the connections of one loop share. The loop updates now_tick

@@ -39,7 +39,65 @@ http::Method MethodOf(std::string_view method) {
   return http::Method::kOther;
 }
 
+// Output buffers (kOutputBytes each) of connections with nothing to send
+// wait here for the next that has: an idle connection holds none, and a
+// busy loop does not allocate one per answer. Per thread: a loop is one.
+constexpr size_t kSpareOutputBuffers = 64;
+thread_local std::vector<std::unique_ptr<char[]>> spare_output;
+
+std::unique_ptr<char[]> TakeOutputBuffer() {
+  if (spare_output.empty()) return std::make_unique<char[]>(kOutputBytes);
+  std::unique_ptr<char[]> b = std::move(spare_output.back());
+  spare_output.pop_back();
+  return b;
+}
+
+void GiveOutputBuffer(std::unique_ptr<char[]>& b) {
+  if (b == nullptr) return;
+  if (spare_output.size() < kSpareOutputBuffers) spare_output.push_back(std::move(b));
+  b.reset();
+}
+
 }  // namespace
+
+ErrorKind ErrorKindOf(std::string_view failure) {
+  static constexpr std::pair<std::string_view, ErrorKind> kKinds[] = {
+      {"flood: PING", ErrorKind::kFloodPing},
+      {"flood: SETTINGS", ErrorKind::kFloodSettings},
+      {"flood: PRIORITY", ErrorKind::kFloodPriority},
+      {"flood: RST_STREAM", ErrorKind::kFloodRstStream},
+      {"flood: WINDOW_UPDATE", ErrorKind::kFloodWindowUpdate},
+      {"flood: empty DATA", ErrorKind::kFloodEmptyData},
+      {"flood: CONTINUATION", ErrorKind::kFloodContinuation},
+      {"flood: outbound", ErrorKind::kFloodOutbound},
+      {"bad preface", ErrorKind::kBadPreface},
+      {"protocol error", ErrorKind::kProtocolError},
+  };
+  for (const auto& [prefix, kind] : kKinds) {
+    if (failure.substr(0, prefix.size()) == prefix) return kind;
+  }
+  // The rest are the peer's frames breaking a rule (nghttp2's or the
+  // codec's frame check), but for our own callbacks failing.
+  return failure == "callback failure" ? ErrorKind::kOther : ErrorKind::kProtocolError;
+}
+
+const char* ErrorKindName(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kFloodPing: return "flood_ping";
+    case ErrorKind::kFloodSettings: return "flood_settings";
+    case ErrorKind::kFloodPriority: return "flood_priority";
+    case ErrorKind::kFloodRstStream: return "flood_rst_stream";
+    case ErrorKind::kFloodWindowUpdate: return "flood_window_update";
+    case ErrorKind::kFloodEmptyData: return "flood_empty_data";
+    case ErrorKind::kFloodContinuation: return "flood_continuation";
+    case ErrorKind::kFloodOutbound: return "flood_outbound";
+    case ErrorKind::kBadPreface: return "bad_preface";
+    case ErrorKind::kProtocolError: return "protocol_error";
+    case ErrorKind::kOther:
+    case ErrorKind::kCount: break;
+  }
+  return "other";
+}
 
 Connection::Connection() = default;
 Connection::~Connection() = default;
@@ -53,10 +111,13 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   recv_armed_ = handoff.recv_armed;
   peer_eof_ = handoff.peer_eof;
   phase_ = Phase::kOpen;
-  if (out_ == nullptr) out_ = std::make_unique<char[]>(kOutputBytes);
   const http::ParseLimits& limits = env_->config->limits;
   SessionSettings settings;
-  settings.max_concurrent_streams = kMaxConcurrentStreams;
+  const http1::ConnectionConfig& config = *env_->config;
+  settings.max_concurrent_streams = config.http2_max_streams;
+  settings.initial_window_size = config.http2_stream_window;
+  settings.connection_window_size = config.http2_connection_window;
+  settings.max_frame_size = config.http2_max_frame;
   // HTTP/2 counts 32 bytes more per field than an HTTP/1 line's 4: room
   // for the pseudo-headers and as many fields as --max-headers allows.
   settings.max_header_list_size =
@@ -77,6 +138,7 @@ void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
     // protocol it came in, and the connection ends.
     static constexpr std::string_view kBad =
         "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    out_ = TakeOutputBuffer();
     std::memcpy(out_.get(), kBad.data(), kBad.size());
     out_len_ = kBad.size();
     env_->stats->bad_requests.Add();
@@ -87,6 +149,7 @@ void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
   // appends the session's frames), then stream 1's answer.
   static constexpr std::string_view k101 =
       "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n";
+  out_ = TakeOutputBuffer();
   std::memcpy(out_.get(), k101.data(), k101.size());
   out_len_ = k101.size();
   Stream& s = NewStream(1);
@@ -155,6 +218,14 @@ Connection::Stream& Connection::NewStream(int32_t id) {
 
 void Connection::OnRecv(const char* data, size_t len, bool ended) {
   if (ended) recv_armed_ = false;
+  if (phase_ == Phase::kLingering) {
+    // Dropped: the connection has ended (kLingering says why we read).
+    if (!recv_armed_ && !recv_starved_) {
+      recv_armed_ = true;
+      env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+    }
+    return;
+  }
   if (phase_ != Phase::kOpen || fatal_) return Sync();
   if (!session_->Receive(data, len)) {
     // A protocol error, a flood, a bad preface: the session has queued its
@@ -167,6 +238,13 @@ void Connection::OnRecv(const char* data, size_t len, bool ended) {
 
 void Connection::OnRecvEnd(int res) {
   recv_armed_ = false;
+  if (phase_ == Phase::kLingering) {
+    if (res == -ENOBUFS) {
+      recv_starved_ = true;  // read again once there are buffers
+      return;
+    }
+    return FinishLinger();  // the client's FIN (or its reset): done
+  }
   if (res == 0) {
     peer_eof_ = true;
   } else if (res == -ENOBUFS) {
@@ -180,6 +258,11 @@ void Connection::OnRecvEnd(int res) {
 
 void Connection::OnBuffersAvailable() {
   recv_starved_ = false;
+  if (phase_ == Phase::kLingering && !recv_armed_) {
+    recv_armed_ = true;
+    env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+    return;
+  }
   Sync();
 }
 
@@ -456,11 +539,19 @@ void Connection::Submit(Stream& s) {
 void Connection::Flush() {
   if (send_inflight_ || phase_ != Phase::kOpen || session_ == nullptr) return;
   if (sent_ == out_len_) sent_ = out_len_ = 0;
+  if (out_ == nullptr) {
+    if (!session_->WantsWrite()) return;
+    out_ = TakeOutputBuffer();
+  }
   // Bounded per send: a connection with much to say takes its turns.
   while (out_len_ < kOutputBytes && session_->WantsWrite()) {
     const size_t n = session_->Send(out_.get() + out_len_, kOutputBytes - out_len_);
     if (n == 0) break;
     out_len_ += n;
+  }
+  if (sent_ == out_len_) {
+    GiveOutputBuffer(out_);  // nothing to send: the buffer waits for another
+    return;
   }
   if (sent_ < out_len_) {
     iov_ = {out_.get() + sent_, out_len_ - sent_};
@@ -492,14 +583,26 @@ void Connection::OnSend(int res, bool notification_follows) {
 void Connection::Sync() {
   if (phase_ != Phase::kOpen) return;
   Flush();
-  if (session_ != nullptr && !session_->failure().empty()) fatal_ = true;
+  if (session_ != nullptr && !session_->failure().empty()) {
+    fatal_ = true;
+    if (!error_counted_) {
+      error_counted_ = true;
+      const ErrorKind kind = ErrorKindOf(session_->failure());
+      // An idle or drained connection's own GOAWAY is not an error.
+      if (session_->failure() != "terminated") {
+        env_->stats->http2_errors[static_cast<size_t>(kind)].Add();
+      }
+    }
+  }
   const bool want_read = session_ != nullptr && !fatal_ && session_->WantsRead();
   const bool want_write = session_ != nullptr && !fatal_ && session_->WantsWrite();
   const bool output_left = send_inflight_ || sent_ < out_len_;
   // Done: both sides said GOAWAY (or the peer is gone, or the session
   // failed) and what was queued is out.
   if (!output_left && (fatal_ || peer_eof_ || (!want_read && !want_write))) {
-    return StartClose();
+    // A client still there gets our FIN and a lingering read; one gone
+    // (its FIN, a reset, a failed send) the close at once.
+    return peer_eof_ ? StartClose() : StartLinger();
   }
   if (!recv_armed_ && !recv_starved_ && !peer_eof_ && !fatal_ && want_read) {
     recv_armed_ = true;
@@ -543,6 +646,10 @@ void Connection::Sync() {
 }
 
 void Connection::OnDeadline() {
+  if (phase_ == Phase::kLingering) {
+    if (armed_deadline_ != 0 && env_->now_tick >= armed_deadline_) FinishLinger();
+    return;
+  }
   if (phase_ != Phase::kOpen) return;
   if (files_ != nullptr && files_->retry_tick != 0 && env_->now_tick >= files_->retry_tick) {
     files_->retry_tick = 0;
@@ -571,14 +678,65 @@ void Connection::OnDrain() {
 }
 
 void Connection::Abort() {
+  if (phase_ == Phase::kLingering) return FinishLinger();
   if (phase_ != Phase::kOpen) return;
   fatal_ = true;
   StartClose();
 }
 
+void Connection::StartLinger() {
+  if (phase_ != Phase::kOpen) return;
+  phase_ = Phase::kLingering;
+  DropStreams();
+  env_->stats->lingering_closes.Add();
+  shutdown_inflight_ = true;
+  env_->transport->ShutdownWrite(slot_);
+  armed_deadline_ = After(env_->config->linger_timeout_ms);
+  timeout_deadline_ = 0;
+  env_->transport->SetDeadline(slot_, armed_deadline_);
+  if (!recv_armed_ && !recv_starved_) {
+    recv_armed_ = true;
+    env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+  }
+  if (armed_deadline_ == 0) FinishLinger();  // no lingering asked for
+}
+
+void Connection::OnShutdownDone() {
+  shutdown_inflight_ = false;
+  if (linger_done_) {
+    linger_done_ = false;
+    phase_ = Phase::kCloseSubmitted;
+    env_->transport->Close(slot_, recv_armed_, send_inflight_);
+  }
+}
+
+void Connection::FinishLinger() {
+  if (phase_ != Phase::kLingering) return;
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = 0;
+    env_->transport->SetDeadline(slot_, 0);
+  }
+  if (shutdown_inflight_) {
+    // The close waits for the shutdown's completion (OnShutdownDone).
+    linger_done_ = true;
+    return;
+  }
+  phase_ = Phase::kCloseSubmitted;
+  env_->transport->Close(slot_, recv_armed_, send_inflight_);
+}
+
 void Connection::StartClose() {
   if (phase_ != Phase::kOpen) return;
   phase_ = Phase::kCloseSubmitted;
+  DropStreams();
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = timeout_deadline_ = 0;
+    env_->transport->SetDeadline(slot_, 0);
+  }
+  env_->transport->Close(slot_, recv_armed_, send_inflight_);
+}
+
+void Connection::DropStreams() {
   // Workers still answering streams of this connection stop soon; their
   // tasks are freed as they return (Freeable waits for them).
   for (auto& [id, sp] : streams_) {
@@ -592,11 +750,6 @@ void Connection::StartClose() {
     files_->waiting.clear();
     files_->retry_tick = 0;
   }
-  if (armed_deadline_ != 0) {
-    armed_deadline_ = timeout_deadline_ = 0;
-    env_->transport->SetDeadline(slot_, 0);
-  }
-  env_->transport->Close(slot_, recv_armed_, send_inflight_);
 }
 
 void Connection::OnClosed() {
@@ -616,8 +769,11 @@ void Connection::Release() {
   streams_.clear();
   body_bytes_ = 0;
   sent_ = out_len_ = 0;
+  GiveOutputBuffer(out_);
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = peer_eof_ = send_inflight_ = fatal_ = false;
+  shutdown_inflight_ = linger_done_ = false;
+  error_counted_ = false;
   armed_deadline_ = timeout_deadline_ = send_deadline_ = producer_retry_tick_ = 0;
   stall_deadline_ = 0;
   pipe_written_ = false;

@@ -51,8 +51,26 @@
 
 namespace uring_http::http2 {
 
-// Streams a client may have open at once (our SETTINGS).
-inline constexpr uint32_t kMaxConcurrentStreams = 100;
+// Why a session ended, for /metrics (ConnectionStats::http2_errors).
+enum class ErrorKind : uint8_t {
+  kFloodPing,
+  kFloodSettings,
+  kFloodPriority,
+  kFloodRstStream,   // Rapid Reset (CVE-2023-44487)
+  kFloodWindowUpdate,
+  kFloodEmptyData,
+  kFloodContinuation,  // CVE-2024-27316
+  kFloodOutbound,      // control frames we owe piling up unread
+  kBadPreface,
+  kProtocolError,
+  kOther,
+  kCount,
+};
+static_assert(static_cast<size_t>(ErrorKind::kCount) <=
+              http1::ConnectionStats::kHttp2ErrorKinds);
+// The kind of a Session::failure(), and its label in /metrics.
+ErrorKind ErrorKindOf(std::string_view failure);
+const char* ErrorKindName(ErrorKind kind);
 // Frames gathered into the output before a send goes (bounded, so that one
 // connection does not hold the ring for long).
 inline constexpr size_t kOutputBytes = 64 * 1024;
@@ -80,7 +98,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OnBuffersAvailable() override;
   void OnSend(int res, bool notification_follows) override;
   void OnSendNotification(bool copied) override {}
-  void OnShutdownDone() override {}
+  void OnShutdownDone() override;
   void OnClosed() override;
   void OnWritable(int res) override {}
   void OnDeadline() override;
@@ -104,7 +122,8 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // (A worker's task, and a file operation, hold memory of this connection
   // until they return.)
   bool Freeable() const override {
-    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && tasks_.empty() &&
+    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && !shutdown_inflight_ &&
+           tasks_.empty() &&
            (files_ == nullptr || files_->op == FileOp::kNone);
   }
   void Release() override;
@@ -113,7 +132,11 @@ class Connection final : public conn::Protocol, private SessionEvents {
   size_t open_streams() const { return streams_.size(); }
 
  private:
-  enum class Phase : uint8_t { kOpen, kCloseSubmitted, kClosed };
+  // kLingering: our GOAWAY has gone and our FIN with it; what the client
+  // still sends is read and dropped until its FIN (or linger_timeout_ms),
+  // so that its late frames do not make the kernel reset the connection
+  // and throw away the last answers before the client read them.
+  enum class Phase : uint8_t { kOpen, kLingering, kCloseSubmitted, kClosed };
 
   // One stream's request as it arrives, and its answer as it leaves.
   struct Stream {
@@ -256,6 +279,12 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // windows are shut).
   bool FlowBlocked() const;
   void StartClose();
+  // A graceful end (GOAWAY sent, the client still there): our FIN, then
+  // the lingering read, then the close.
+  void StartLinger();
+  void FinishLinger();
+  // The streams' work stops: workers' tasks orphaned, files, limits.
+  void DropStreams();
   uint64_t After(uint32_t ms) const;
 
   http1::ConnectionEnv* env_ = nullptr;
@@ -266,7 +295,10 @@ class Connection final : public conn::Protocol, private SessionEvents {
   bool recv_starved_ = false;
   bool peer_eof_ = false;
   bool send_inflight_ = false;
+  bool shutdown_inflight_ = false;  // our FIN (kLingering)
+  bool linger_done_ = false;        // close once the shutdown completes
   bool fatal_ = false;  // the session ended: what is queued goes, then the close
+  bool error_counted_ = false;  // its failure() is counted in /metrics
   uint64_t body_bytes_ = 0;  // request bodies buffered, all streams
   std::unique_ptr<char[]> out_;  // frames being sent: out_[sent_..out_len_)
   size_t out_len_ = 0;

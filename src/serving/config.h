@@ -151,6 +151,15 @@ struct ServerConfig {
   // preface speaks it (h2c with prior knowledge), as does one whose first
   // request asks with Upgrade: h2c. false: HTTP/1.1 only.
   bool http2 = true;
+  // HTTP/2's own limits (our SETTINGS, src/http2/session.h): streams a
+  // client may have open at once, the window each request body (and all of
+  // a connection's together) may run ahead of the handler, and the largest
+  // frame we take. Header lists are held to limits.max_header_bytes and
+  // max_headers, as HTTP/1 heads are.
+  uint32_t http2_max_streams = 128;
+  uint32_t http2_stream_window = 65535;
+  uint32_t http2_connection_window = 1u << 20;
+  uint32_t http2_max_frame = 16384;
 
   // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty
   // certificates: plain HTTP.

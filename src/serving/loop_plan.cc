@@ -110,6 +110,10 @@ http1::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const Lo
   c.bulk_receives = plan.bulk_buffers > 0;
   c.splice_min_bytes = config.file_splice_min_bytes;
   c.compression = config.compression;
+  c.http2_max_streams = config.http2_max_streams;
+  c.http2_stream_window = config.http2_stream_window;
+  c.http2_connection_window = config.http2_connection_window;
+  c.http2_max_frame = config.http2_max_frame;
   return c;
 }
 

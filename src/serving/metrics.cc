@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "src/http2/connection.h"
 #include "src/serving/server_core.h"
 
 namespace uring_http::serving {
@@ -49,9 +50,13 @@ std::string ServerCore::RenderMetrics() const {
   // Summed here, not kept in ServerStats: nothing but /metrics reads it.
   uint64_t body_rate_timeouts = 0;
   uint64_t http2_connections = 0;
+  uint64_t http2_errors[http1::ConnectionStats::kHttp2ErrorKinds] = {};
   for (const auto& loop : loops_) {
     body_rate_timeouts += loop->stats().conn.body_rate_timeouts.Get();
     http2_connections += loop->stats().http2_connections.Get();
+    for (size_t i = 0; i < http1::ConnectionStats::kHttp2ErrorKinds; ++i) {
+      http2_errors[i] += loop->stats().conn.http2_errors[i].Get();
+    }
   }
   std::string out;
   out.reserve(8192);
@@ -65,7 +70,8 @@ std::string ServerCore::RenderMetrics() const {
       {"uring_http_connections_accepted_total", "counter", "Connections accepted.", s.accepted},
       {"uring_http_connections_active", "gauge", "Connections holding a slot now.", s.active},
       {"uring_http_http2_connections_total", "counter",
-       "Connections that became HTTP/2 (ALPN h2, or h2c with prior knowledge).", http2_connections},
+       "Connections that became HTTP/2 (ALPN h2, h2c with prior knowledge or by Upgrade).",
+       http2_connections},
       {"uring_http_connections_refused_total", "counter",
        "Connections refused with 503 because the thread's pool was full.", s.refused},
       {"uring_http_bad_requests_total", "counter",
@@ -157,6 +163,17 @@ std::string ServerCore::RenderMetrics() const {
   for (const Simple& m : simple) {
     Family(out, m.name, m.type, m.help);
     Sample(out, m.name, m.value);
+  }
+  if (config_.http2) {
+    // Each defence of src/http2 that ended a connection (GOAWAY with
+    // ENHANCE_YOUR_CALM for the floods, PROTOCOL_ERROR ...), by kind.
+    Family(out, "uring_http_http2_connection_errors_total", "counter",
+           "HTTP/2 connections ended by a flood or a protocol error of the client's, by reason.");
+    for (size_t i = 0; i < static_cast<size_t>(http2::ErrorKind::kCount); ++i) {
+      absl::StrAppend(&out, "uring_http_http2_connection_errors_total{reason=\"",
+                      http2::ErrorKindName(static_cast<http2::ErrorKind>(i)), "\"} ",
+                      http2_errors[i], "\n");
+    }
   }
   if (config_.tls.enabled()) {
     const Simple tls[] = {

@@ -197,6 +197,20 @@ Flags ServerFlags(Options& options) {
   Choice(f, "http2", &c.http2, {{"on", true}, {"off", false}},
          "on: HTTP/2, by ALPN h2 on TLS listeners, and h2c on plain ones (with prior "
          "knowledge, or by Upgrade: h2c)");
+  f.Add("http2-max-streams", &c.http2_max_streams,
+        "HTTP/2 streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); one "
+        "more is refused (REFUSED_STREAM)",
+        uint32_t{1}, uint32_t{100000});
+  f.AddSize("http2-stream-window", &c.http2_stream_window,
+            "HTTP/2: how far a request body may run ahead of its handler, per stream "
+            "(SETTINGS_INITIAL_WINDOW_SIZE)",
+            1024, (uint64_t{1} << 31) - 1);
+  f.AddSize("http2-connection-window", &c.http2_connection_window,
+            "HTTP/2: the same for all of a connection's streams together",
+            65535, (uint64_t{1} << 31) - 1);
+  f.AddSize("http2-max-frame", &c.http2_max_frame,
+            "HTTP/2: the largest frame payload a client may send (SETTINGS_MAX_FRAME_SIZE)",
+            16384, (uint64_t{1} << 24) - 1);
   f.Add("verbose", &c.verbose, "Debug output on stderr").Short('v');
   FilePath(f, "access-log", &c.access_log_path,
            "Access log in Common Log Format (written through the rings, never blocking them)");

@@ -234,8 +234,12 @@ class Driver {
           }
           break;
         case 6:
-          env_.draining = true;
-          conn_.OnDrain();
+          if ((op & 16) && host_.shutdown_pending) {
+            ShutdownDone();  // our FIN went (a lingering close)
+          } else {
+            env_.draining = true;
+            conn_.OnDrain();
+          }
           break;
         case 7:
           if (host_.recv_armed) {
@@ -256,7 +260,9 @@ class Driver {
     if (!host_.closed) {
       if (host_.recv_armed) EndPeer(0);
       while (!host_.closed && CompleteSend(SIZE_MAX)) Check();
+      ShutdownDone();
       if (!host_.closed) conn_.Abort();
+      ShutdownDone();
     }
     Finish();
   }
@@ -275,6 +281,12 @@ class Driver {
     worker::WorkerPool::RunTask(task, config_.limits);
     conn_.OnStreamNotify();
     conn_.OnTaskDone();
+  }
+  void ShutdownDone() {
+    if (!host_.shutdown_pending) return;
+    host_.shutdown_pending = false;
+    host_.shutdown_done = true;
+    conn_.OnShutdownDone();
   }
   void EndPeer(int res) {
     if (!host_.recv_armed) return;

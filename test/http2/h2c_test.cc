@@ -426,6 +426,41 @@ TEST(H2cLimitsTest, MaxInFlightShedsTheStreamPastIt) {
   server.Wait();
 }
 
+// --http2-max-streams, -stream-window, -connection-window and -max-frame
+// are what our SETTINGS (and first WINDOW_UPDATE) say.
+TEST(H2cSettingsTest, TheLimitsAreOurSettings) {
+  router::Router r;
+  (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
+    resp.set_body("fast");
+  });
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 16;
+  config.workers = 1;
+  config.http2_max_streams = 7;
+  config.http2_stream_window = 100'000;
+  config.http2_connection_window = 3'000'000;
+  config.http2_max_frame = 32768;
+  Server server(config, std::move(r));
+  ASSERT_TRUE(server.Start().ok());
+  {
+    H2Client c(server.port());
+    const int32_t id = c.Submit("GET", "/fast");
+    ASSERT_TRUE(c.Run());
+    EXPECT_EQ(c.answer(id).body, "fast");
+    nghttp2_session* h = c.session();
+    EXPECT_EQ(nghttp2_session_get_remote_settings(h, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), 7u);
+    EXPECT_EQ(nghttp2_session_get_remote_settings(h, NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE),
+              100'000u);
+    EXPECT_EQ(nghttp2_session_get_remote_settings(h, NGHTTP2_SETTINGS_MAX_FRAME_SIZE), 32768u);
+    EXPECT_EQ(nghttp2_session_get_remote_window_size(h), 3'000'000);
+  }
+  server.Stop();
+  server.Wait();
+}
+
 TEST_F(H2cTest, WithoutTheFlagThePrefaceIsAnHttp1Request) {
   Start(/*http2=*/false);
   testing::TestClient c(port());
