@@ -431,6 +431,13 @@ void Connection::Answer(Stream& s) {
   const router::Route& route = *routing.route;
   s.route_id = route.id;
   s.route = &route;
+  if (route.sink != nullptr || routing.streamed) {
+    // A route that streams its body, asked without one (END_STREAM on the
+    // head): its sink or its worker gets the empty body now (admitted
+    // there, as a streamed body's head is).
+    if (StartStreamedBody(s) && !s.answered && !s.refused) StreamedEnd(s);
+    return;
+  }
   if (!Admit(s)) return;
   if (request.body.size() > routing.body_limit) return SubmitError(s, 413);
   if (route.mount != nullptr) {
@@ -452,12 +459,6 @@ void Connection::Answer(Stream& s) {
       s.afters_due = static_cast<uint16_t>(ran);
     }
     return StartFile(s, request, route);
-  }
-  if (route.sink != nullptr || routing.streamed) {
-    // A route that streams its body, asked without one (END_STREAM on the
-    // head): its sink or its worker gets the empty body now.
-    if (StartStreamedBody(s) && !s.answered && !s.refused) StreamedEnd(s);
-    return;
   }
   if (routing.slow) {
     if (!Dispatch(s, request, route)) {
@@ -552,10 +553,19 @@ void Connection::Submit(Stream& s) {
     session_->EndData(s.id, s.response.trailers().empty() ? nullptr : &s.response.trailers());
   }
   s.ended = true;
-  env_->host->ExchangeDone(
-      slot_, http1::ConnectionHost::Exchange{s.route_id, status, s.started_ns,
-                                             std::string_view(),
-                                             s.head_request ? 0 : body.size(), &client_, {}});
+  Done(s, status, s.head_request ? 0 : body.size());
+}
+
+void Connection::Done(const Stream& s, int status, uint64_t body_bytes) {
+  // The access log's request line, as HTTP/1's would read ("GET /p HTTP/2.0").
+  std::string line;
+  if (env_->access_log) {
+    line.reserve(s.head.method.size() + s.head.path.size() + 10);
+    line.append(s.head.method).append(" ").append(s.head.path).append(" HTTP/2.0");
+  }
+  env_->host->ExchangeDone(slot_, http1::ConnectionHost::Exchange{
+                                      s.route_id, status, s.started_ns, line, body_bytes,
+                                      &client_, {}});
 }
 
 // ---------------------------------------------------------------- output and life

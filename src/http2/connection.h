@@ -214,6 +214,8 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // A buffered answer (its fields, body and trailers) to the session.
   void Submit(Stream& s);
   void SubmitError(Stream& s, int status);
+  // The exchange is answered: metrics and the access log.
+  void Done(const Stream& s, int status, uint64_t body_bytes);
   // The head's fields as sent: the answer's own, then date and server
   // (and the length when known).
   void AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,

@@ -340,10 +340,7 @@ void Connection::ServeFile(Stream& s) {
     s.ended = true;
     return EndFile(s);
   }
-  env_->host->ExchangeDone(
-      slot_, http1::ConnectionHost::Exchange{s.route_id, plan.status, s.started_ns,
-                                             std::string_view(),
-                                             s.head_request ? 0 : plan.length, &client_, {}});
+  Done(s, plan.status, s.head_request ? 0 : plan.length);
   if (!has_body) {
     s.ended = true;
     return EndFile(s);

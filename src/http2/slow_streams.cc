@@ -162,9 +162,7 @@ void Connection::StartStreamed(Stream& s) {
   }
   if (!has_body) s.ended = true;
   env_->stats->streamed_responses.Add();
-  env_->host->ExchangeDone(slot_, http1::ConnectionHost::Exchange{
-                                      s.route_id, status, s.started_ns, std::string_view(), 0,
-                                      &client_, {}});
+  Done(s, status, 0);
 }
 
 void Connection::PumpPipe(Stream& s) {

@@ -324,9 +324,7 @@ void Connection::StartProducer(Stream& s, const http::Request& request) {
     s.ended = true;
     return;
   }
-  env_->host->ExchangeDone(slot_, http1::ConnectionHost::Exchange{
-                                      s.route_id, status, s.started_ns, std::string_view(), 0,
-                                      &client_, {}});
+  Done(s, status, 0);
   if (!sends_body) {
     s.ended = true;
     return;

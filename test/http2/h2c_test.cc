@@ -8,6 +8,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -424,6 +428,84 @@ TEST(H2cLimitsTest, MaxInFlightShedsTheStreamPastIt) {
   }
   server.Stop();
   server.Wait();
+}
+
+// A route that streams its body, asked without one, takes one place in
+// flight, not two, and gives it back (it was admitted twice once).
+TEST(H2cLimitsTest, ABodilessStreamedRequestTakesOnePlace) {
+  struct CountingSink : router::BodySink {
+    size_t n = 0;
+    void OnData(std::string_view piece) override { n += piece.size(); }
+    void OnEnd(const http::Request&, http::Response& resp) override {
+      resp.set_body(std::to_string(n));
+    }
+  };
+  router::Router r;
+  (void)r.FastStream("POST", "/count", [](const http::Request&) {
+    return std::make_unique<CountingSink>();
+  });
+  (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
+    resp.set_body("fast");
+  });
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 16;
+  config.workers = 1;
+  config.max_in_flight = 1;
+  Server server(config, std::move(r));
+  ASSERT_TRUE(server.Start().ok());
+  {
+    H2Client c(server.port());
+    for (int i = 0; i < 3; ++i) {
+      const int32_t empty = c.Submit("POST", "/count");
+      ASSERT_TRUE(c.Run());
+      EXPECT_EQ(c.answer(empty).status, 200);
+      EXPECT_EQ(c.answer(empty).body, "0");
+      const int32_t fast = c.Submit("GET", "/fast");
+      ASSERT_TRUE(c.Run());
+      EXPECT_EQ(c.answer(fast).status, 200) << "the place came back";
+    }
+  }
+  server.Stop();
+  server.Wait();
+}
+
+// --access-log names an HTTP/2 stream's request as HTTP/1's would read.
+TEST(H2cAccessLogTest, StreamsAreLoggedWithTheirRequestLine) {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/h2_access_" +
+                           std::to_string(getpid()) + ".log";
+  std::remove(path.c_str());
+  router::Router r;
+  (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
+    resp.set_body("fast");
+  });
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 16;
+  config.workers = 1;
+  config.access_log_path = path;
+  Server server(config, std::move(r));
+  ASSERT_TRUE(server.Start().ok());
+  {
+    H2Client c(server.port());
+    const int32_t fast = c.Submit("GET", "/fast?x=1");
+    const int32_t missing = c.Submit("GET", "/missing");
+    ASSERT_TRUE(c.Run());
+    EXPECT_EQ(c.answer(fast).status, 200);
+    EXPECT_EQ(c.answer(missing).status, 404);
+  }
+  server.Stop();
+  server.Wait();
+  std::ifstream in(path);
+  const std::string log((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("\"GET /fast?x=1 HTTP/2.0\" 200 4"), std::string::npos) << log;
+  EXPECT_NE(log.find("\"GET /missing HTTP/2.0\" 404"), std::string::npos) << log;
+  std::remove(path.c_str());
 }
 
 // --http2-max-streams, -stream-window, -connection-window and -max-frame
