@@ -204,8 +204,20 @@ Connection::Stream* Connection::Find(int32_t id) {
   return it == streams_.end() ? nullptr : it->second.get();
 }
 
+std::vector<std::unique_ptr<Connection::Stream>>& Connection::SpareStreams() {
+  thread_local std::vector<std::unique_ptr<Stream>> spares;
+  return spares;
+}
+
 Connection::Stream& Connection::NewStream(int32_t id) {
-  auto s = std::make_unique<Stream>();
+  std::unique_ptr<Stream> s;
+  auto& spares = SpareStreams();
+  if (!spares.empty()) {
+    s = std::move(spares.back());
+    spares.pop_back();
+  } else {
+    s = std::make_unique<Stream>();
+  }
   s->id = id;
   s->started_ns = NowNs();
   s->route_id = env_->unmatched_route;
@@ -352,7 +364,13 @@ void Connection::OnStreamClosed(int32_t id, uint32_t error_code) {
   Orphan(*s);
   EndFile(*s);
   ReleaseLimits(*s);
-  streams_.erase(id);
+  auto it = streams_.find(id);
+  std::unique_ptr<Stream> spare = std::move(it->second);
+  streams_.erase(it);
+  if (SpareStreams().size() < kSpareStreams) {
+    *spare = Stream();  // what it held goes now
+    SpareStreams().push_back(std::move(spare));
+  }
 }
 
 void Connection::OnStreamWritable(int32_t id) {
@@ -396,9 +414,8 @@ void Connection::BuildRequest(const Stream& s, std::vector<http::Header>& storag
 
 void Connection::Answer(Stream& s) {
   // The session's head outlives the handler's call (until the stream closes).
-  std::vector<http::Header> headers;
   http::Request request;
-  BuildRequest(s, headers, request);
+  BuildRequest(s, request_fields_, request);
   if (request.method_id == http::Method::kConnect || request.path.empty() ||
       request.path[0] != '/') {
     // CONNECT (a tunnel) and the asterisk or absolute forms are not served.
@@ -504,8 +521,15 @@ void Connection::SubmitError(Stream& s, int status) {
 
 void Connection::AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,
                                  int status) const {
-  char date[http::kHttpDateSize];
-  const size_t date_len = http::FormatHttpDate(std::time(nullptr), date);
+  // Formatted once a second (per thread: a loop is one).
+  thread_local time_t date_second = 0;
+  thread_local char date[http::kHttpDateSize];
+  thread_local size_t date_len = 0;
+  const time_t now = std::time(nullptr);
+  if (now != date_second) {
+    date_second = now;
+    date_len = http::FormatHttpDate(now, date);
+  }
   fields.Add("date", std::string_view(date, date_len));
   fields.Add("server", "uring-http");
   if (length_known && status != 204 && status != 304) {

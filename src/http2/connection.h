@@ -32,12 +32,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "src/conn/protocol.h"
 #include "src/http/client_address.h"
 #include "src/http/gzip_encoder.h"
@@ -77,6 +77,8 @@ inline constexpr size_t kOutputBytes = 64 * 1024;
 // A streamed answer's bytes queued in the session beyond which the pipe is
 // not read until the session frames some (OnStreamWritable).
 inline constexpr size_t kStreamQueueBytes = 64 * 1024;
+// Closed streams' objects a loop keeps for its next ones.
+inline constexpr size_t kSpareStreams = 256;
 
 class Connection final : public conn::Protocol, private SessionEvents {
  public:
@@ -196,6 +198,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void OpenUpgraded(const conn::UpgradeRequest& upgrade);
   Stream* Find(int32_t id);
   Stream& NewStream(int32_t id);
+  static std::vector<std::unique_ptr<Stream>>& SpareStreams();
   // The request as a handler sees it, whatever the protocol (request.h);
   // `storage` holds its fields. Views into the session's head: valid until
   // the stream closes.
@@ -312,7 +315,12 @@ class Connection final : public conn::Protocol, private SessionEvents {
   http::ClientAddress client_;
   std::shared_ptr<const http::ClientCertificate> client_cert_;  // mTLS, else null
   bool secure_ = false;  // TLS beneath (ALPN h2)
-  std::map<int32_t, std::unique_ptr<Stream>> streams_;
+  // The open streams. A closed one's object waits in a per-thread spare
+  // list for the next stream of any connection of the loop (connection.cc):
+  // streams are not allocated per request, and idle connections hold none.
+  absl::flat_hash_map<int32_t, std::unique_ptr<Stream>> streams_;
+  // The fields of the request Answer builds (its Request points into them).
+  std::vector<http::Header> request_fields_;
   // Every task a worker holds; one whose stream has gone keeps the pipe
   // (aborted, so the worker stops soon) until the task returns.
   struct Task {

@@ -12,7 +12,10 @@ constexpr uint8_t kData = 0x0;
 constexpr uint8_t kHeaders = 0x1;
 constexpr uint8_t kPriority = 0x2;
 constexpr uint8_t kRstStream = 0x3;
+constexpr uint8_t kContinuation = 0x9;
 constexpr uint8_t kEndStream = 0x1;
+constexpr uint8_t kEndHeaders = 0x4;
+constexpr uint32_t kEnhanceYourCalm = 0xb;
 constexpr uint32_t kProtocolError = 0x1;
 constexpr uint32_t kStreamClosed = 0x5;
 
@@ -85,6 +88,14 @@ bool PeerFrameCheck::OnFrameHead(const uint8_t* head, Violation* v) {
   // itself, as it does DATA on an idle stream and a new stream's HEADERS
   // that depends on itself.
   const bool client_stream = stream_ % 2 == 1;
+  if (type == kHeaders) {
+    continuations_ = 0;  // a new header block (one without END_HEADERS goes on)
+  } else if (type == kContinuation) {
+    if (++continuations_ > max_continuations_) {
+      *v = {kEnhanceYourCalm, "flood: CONTINUATION"};
+      return false;
+    }
+  }
   switch (type) {
     case kData:
     case kHeaders:

@@ -45,6 +45,13 @@ class PeerFrameCheck {
   // Stream 1 came from an HTTP/1 Upgrade with the whole request (RFC 9113
   // 3.2: half-closed (remote) from the start).
   void UpgradedStreamOne();
+  // CONTINUATION frames one header block may have (CVE-2024-27316): past
+  // them, "flood: CONTINUATION" (ENHANCE_YOUR_CALM). Counted here, once per
+  // frame however its header is split between reads: Debian's nghttp2 1.52
+  // counts a header split across reads once per read (fixed upstream in
+  // 1.70), so a legitimate client's block could pass its cap, which is
+  // therefore set high enough that only this one acts.
+  void set_max_continuations(uint32_t n) { max_continuations_ = n; }
 
  private:
   static constexpr uint32_t kIds = 512;  // client stream ids remembered (odd: 1,024 wide)
@@ -68,6 +75,8 @@ class PeerFrameCheck {
   bool want_dependency_ = false;  // inside a PRIORITY payload
   uint64_t scanned_ = 0;          // bytes before this Scan
   uint64_t frame_start_ = 0;      // where the current frame's header began
+  uint32_t max_continuations_ = UINT32_MAX;
+  uint32_t continuations_ = 0;    // in the header block now open
 };
 
 }  // namespace uring_http::http2::internal

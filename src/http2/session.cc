@@ -32,7 +32,10 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) { return http::Fie
 }  // namespace
 
 struct Session::Impl {
-  Impl(SessionEvents* e, const SessionSettings& s, Clock c) : events(e), settings(s), clock(std::move(c)), flood(s.flood) {}
+  Impl(SessionEvents* e, const SessionSettings& s, Clock c)
+      : events(e), settings(s), clock(std::move(c)), flood(s.flood) {
+    check.set_max_continuations(s.flood.max_continuations);
+  }
 
   SessionEvents* events;
   SessionSettings settings;
@@ -443,7 +446,9 @@ Session::Session(SessionEvents* events, const SessionSettings& settings, Clock c
   // Windows reopen only as the connection consumes the body (Consume).
   nghttp2_option_set_no_auto_window_update(opt, 1);
   nghttp2_option_set_max_outbound_ack(opt, f.max_outbound_ack);
-  nghttp2_option_set_max_continuations(opt, f.max_continuations);
+  // Ours counts per frame (peer_frame_check.h); nghttp2's may count a
+  // frame once per read of its 9-byte header.
+  nghttp2_option_set_max_continuations(opt, (f.max_continuations + 1) * 9);
   // nghttp2's own Rapid Reset bucket runs on the wall clock; ours (FloodGuard)
   // is meant to act first, so its bucket is looser than our window.
   nghttp2_option_set_stream_reset_rate_limit(opt, 4ull * f.max_rst_stream + 1000, 4ull * f.max_rst_stream + 33);

@@ -280,6 +280,38 @@ TEST(SessionLimitsTest, ContinuationFloodEndsTheConnection) {
   EXPECT_EQ(Goaway(ParseFrames(Drain(server))).first, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
+// The cap counts CONTINUATION frames, not reads: a block of the most
+// frames allowed is a request however its bytes are split (Debian's
+// nghttp2 1.52 alone counted a frame header split across reads once per
+// read, and cut such a client off), and one frame more is the flood.
+TEST(SessionLimitsTest, ContinuationsAreCountedPerFrameWhateverTheSplit) {
+  const std::string block = LiteralBlock(Req("GET", "/"));
+  const size_t max = FloodLimits().max_continuations;
+  for (size_t frames : {max, max + 1}) {
+    SCOPED_TRACE(frames);
+    // The block cut into a HEADERS and `frames` CONTINUATIONs.
+    const size_t piece = block.size() / (frames + 1);
+    std::string bytes =
+        ClientPreface() + Frame(NGHTTP2_HEADERS, NGHTTP2_FLAG_END_STREAM, 1, block.substr(0, piece));
+    for (size_t i = 1; i <= frames; ++i) {
+      const bool last = i == frames;
+      bytes += Frame(NGHTTP2_CONTINUATION, last ? NGHTTP2_FLAG_END_HEADERS : 0, 1,
+                     last ? block.substr(i * piece) : block.substr(i * piece, piece));
+    }
+    Recorder rec;
+    Session server(&rec, {});
+    bool ok = true;
+    for (size_t i = 0; i < bytes.size() && ok; ++i) ok = server.Receive(&bytes[i], 1);
+    if (frames == max) {
+      EXPECT_TRUE(ok) << server.failure();
+      EXPECT_FALSE(rec.log.empty()) << "the request arrives";
+    } else {
+      EXPECT_FALSE(ok);
+      EXPECT_EQ(server.failure(), "flood: CONTINUATION");
+    }
+  }
+}
+
 TEST(SessionLimitsTest, HeaderBlockFarOverTheLimitEndsTheConnection) {
   Recorder rec;
   SessionSettings settings;
