@@ -83,7 +83,8 @@ router::Router Routes() {
   return r;
 }
 
-// What a client sends, scripted by the input through nghttp2's client.
+// What a client sends, scripted by the input through nghttp2's client (its
+// connection preface first: nghttp2 sends it itself).
 std::string ScriptedClient(Input& in) {
   nghttp2_session_callbacks* cb;
   nghttp2_session_callbacks_new(&cb);
@@ -159,11 +160,21 @@ std::string ScriptedClient(Input& in) {
       out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
     }
   }
+  if (out.empty()) {
+    // (No step: the preface and SETTINGS alone.)
+    const uint8_t* bytes;
+    for (ssize_t n; (n = nghttp2_session_mem_send(client, &bytes)) > 0;) {
+      out.append(reinterpret_cast<const char*>(bytes), static_cast<size_t>(n));
+    }
+  }
   nghttp2_session_del(client);
-  // Mutations: a few bytes flipped where the input says.
+  // Mutations: a few bytes flipped where the input says, past the preface
+  // (HTTP/1 would not have handed over a broken one).
+  const size_t preface = http1::kHttp2Preface.size();
   const int flips = in.Byte() % 4;
-  for (int i = 0; i < flips && !out.empty(); ++i) {
-    const size_t at = (static_cast<size_t>(in.Byte()) << 8 | in.Byte()) % out.size();
+  for (int i = 0; i < flips && out.size() > preface; ++i) {
+    const size_t at =
+        preface + ((static_cast<size_t>(in.Byte()) << 8 | in.Byte()) % (out.size() - preface));
     out[at] = static_cast<char>(out[at] ^ (in.Byte() | 1));
   }
   return out;
@@ -187,8 +198,9 @@ class Driver {
 
   void Run(Input& in) {
     const uint8_t mode = in.Byte();
-    std::string bytes(kHttp1Preface());
-    bytes += (mode & 1) ? ScriptedClient(in) : in.Rest();
+    // (The scripted client's bytes start with the preface.)
+    const std::string bytes =
+        (mode & 1) ? ScriptedClient(in) : std::string(kHttp1Preface()) + in.Rest();
     // The first part came to HTTP/1, which handed it over.
     size_t first = std::min(bytes.size(), http1::kHttp2Preface.size() + in.Byte());
     conn::Handoff handoff;
