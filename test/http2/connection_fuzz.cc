@@ -51,7 +51,8 @@
 //     length; and no more exchanges logged than requests came;
 //   - every BodySink hears exactly one OnEnd or OnAbort, and nothing after;
 //   - a producer that had nothing to give has a deadline armed for its
-//     retry; after the close no file operation or task starts;
+//     retry; after the close no file operation or task starts; (strict
+//     mode) with nothing of ours out, some deadline is armed;
 //   - at the end, once the connection is closed and released: every file
 //     buffer is back, no cache entry is still referenced, and once the
 //     cache is gone every descriptor the host opened has been closed once.
@@ -1060,6 +1061,17 @@ class Driver {
     FUZZ_CHECK(file_buffers_.heap_fallbacks() == 0);
     // No stream is logged as answered twice.
     FUZZ_CHECK(host_.done.size() <= stats_.requests.Get());
+    if (!host_.closed && Strict() && host_.recv_armed && !host_.send.has_value() &&
+        !host_.file_op.has_value() && host_.tasks.empty() && !done_due_ && host_.deadline == 0) {
+      // Nothing of ours is out, only the client can move: a timer must be
+      // armed (idle, stall, a retry), or a client holds the connection for
+      // ever. BUG: a stream whose request (head or body) stops coming has
+      // none (Sync arms the idle timeout only with no stream open).
+      // Reproducer: connection_fuzz_crashes/stream_waits_without_deadline.
+      std::fprintf(stderr, "violation: the connection waits for the client, no deadline armed "
+                           "(%zu streams open)\n", conn_.open_streams());
+      FUZZ_CHECK(host_.deadline != 0);
+    }
     if (!host_.closed) {
       // A producer that had nothing is asked again at a tick: one is armed.
       for (const auto& weak : script_.producers_waiting) {

@@ -282,3 +282,9 @@ write("upgrade_raw", seed([], [], mode=4|2, upgrade=[0, P["/hello"], 1]))
 # An upgrade whose HTTP2-Settings do not decode: a 400, then HTTP/2 frames after it.
 write_known("upgrade_400_then_frames",
             seed([req("GET","/hello")], [RECV, SEND], mode=1|4, upgrade=[0, P["/hello"], 0]))
+
+# A POST whose head arrives and whose body stops: nothing of ours is out, no deadline is armed, and
+# time passes (64 s) with the connection open; the rest of the body comes, and it is answered.
+write_known("stream_waits_without_deadline",
+            seed([req("POST","/echo", body=1)],
+                 [recv(15)]*4 + [0xF3, 0xF3] + [DEADLINE]*3 + [TICK|0xF0]*40 + [0x73]))
