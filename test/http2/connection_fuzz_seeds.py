@@ -197,6 +197,11 @@ write("files_cache_full", seed(
 write("files_reset_meanwhile", seed(
     [req("GET","/files/big.bin"), req("GET","/files/1k.txt"), req("GET","/files/dir/"), rst(1), rst(3), rst(5)],
     [recv(113), recv(1), FILE, recv(15), FILE, recv(15), recv(15), FILE, recv(15), FILE, FILE, SEND, FILE, FILE]))
+# A cached 1 KiB file whose load read came back empty (its memory dropped); the next stream that
+# hits it queues the load behind another stream's statx, and is reset before its turn.
+write("files_load_waits_reset", seed(
+    [req("GET","/files/1k.txt"), req("GET","/files/big.bin"), req("GET","/files/1k.txt"), rst(5)],
+    [recv(1)]*60 + [FILE, FILE, short(0), FILE] + [recv(1)]*46 + [FILE, FILE, SEND]))
 write("files_close_meanwhile", seed(
     [req("GET","/files/big.bin"), req("GET","/files/1k.txt")],
     [RECV, FILE, FILE, SEND, FILE, ABORT, FILE]))
