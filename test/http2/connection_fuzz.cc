@@ -746,7 +746,9 @@ class Driver {
     // The end: the input is spent. What is in flight completes, the
     // workers finish, the peer goes.
     for (int i = 0; i < 20000 && !host_.closed; ++i) {
-      if (host_.file_op.has_value()) {
+      if (host_.shutdown_pending) {
+        ShutdownDone();
+      } else if (host_.file_op.has_value()) {
         CompleteFileOp(0);
       } else if (!host_.tasks.empty()) {
         WorkerStep(0, /*finish=*/true);
@@ -766,6 +768,7 @@ class Driver {
         Trace("abort");
         conn_.Abort();
       }
+      ShutdownDone();
     }
     Finish();
   }
@@ -848,6 +851,8 @@ class Driver {
         } else if ((op >> 4) >= 8) {
           host_.refuse_tasks = !host_.refuse_tasks;  // the workers' queue fills, or empties
           Trace("the workers' queue is %s", host_.refuse_tasks ? "full" : "open");
+        } else if ((op >> 4) >= 4) {
+          ShutdownDone();
         } else if (host_.batch_end_due) {
           EndBatch();
         }
@@ -859,6 +864,17 @@ class Driver {
     host_.batch_end_due = false;
     conn_.OnBatchEnd();
   }
+  // Our FIN went (a connection that lingers before its close).
+  void ShutdownDone() {
+    if (!host_.shutdown_pending) return;
+    Trace("shutdown done");
+    host_.shutdown_pending = false;
+    host_.shutdown_done = true;
+    conn_.OnShutdownDone();
+  }
+  // The connection sent its FIN, or is about to: it lingers (reads until
+  // the client's FIN or a timeout), its streams gone.
+  bool Lingering() const { return host_.shutdown_pending || host_.shutdown_done; }
   void EndPeer(int res) {
     if (!host_.recv_armed) return;
     Trace("peer ends");
@@ -1061,7 +1077,7 @@ class Driver {
     FUZZ_CHECK(file_buffers_.heap_fallbacks() == 0);
     // No stream is logged as answered twice.
     FUZZ_CHECK(host_.done.size() <= stats_.requests.Get());
-    if (!host_.closed && Strict() && host_.recv_armed && !host_.send.has_value() &&
+    if (!host_.closed && !Lingering() && Strict() && host_.recv_armed && !host_.send.has_value() &&
         !host_.file_op.has_value() && host_.tasks.empty() && !done_due_ && host_.deadline == 0) {
       // Nothing of ours is out, only the client can move: a timer must be
       // armed (idle, stall, a retry), or a client holds the connection for
@@ -1072,7 +1088,7 @@ class Driver {
                            "(%zu streams open)\n", conn_.open_streams());
       FUZZ_CHECK(host_.deadline != 0);
     }
-    if (!host_.closed) {
+    if (!host_.closed && !Lingering()) {
       // A producer that had nothing is asked again at a tick: one is armed.
       for (const auto& weak : script_.producers_waiting) {
         const std::shared_ptr<bool> waiting = weak.lock();
@@ -1081,13 +1097,14 @@ class Driver {
           FUZZ_CHECK(host_.deadline != 0);
         }
       }
-    } else if (!closed_seen_) {
+    }
+    // After the close nothing new starts (Freeable would wait for it).
+    if (host_.closed && !closed_seen_) {
       closed_seen_ = true;
       file_ops_at_close_ = host_.file_ops;
       dispatched_at_close_ = stats_.slow_dispatched.Get();
-    } else if (host_.file_ops != file_ops_at_close_ ||
-               stats_.slow_dispatched.Get() != dispatched_at_close_) {
-      // After the close nothing new starts (Freeable would wait for it).
+    } else if (host_.closed && (host_.file_ops != file_ops_at_close_ ||
+                                stats_.slow_dispatched.Get() != dispatched_at_close_)) {
       std::fprintf(stderr, "violation: a file operation or a task started after the close\n");
       FUZZ_CHECK(host_.file_ops == file_ops_at_close_);
       FUZZ_CHECK(stats_.slow_dispatched.Get() == dispatched_at_close_);
