@@ -135,9 +135,11 @@ void Connection::OpenUpgraded(const conn::UpgradeRequest& upgrade) {
   const bool head_request = upgrade.method == "HEAD";
   if (!session_->Upgrade(upgrade.settings, head_request)) {
     // HTTP2-Settings that do not decode: the request is refused in the
-    // protocol it came in, and the connection ends.
+    // protocol it came in, and the connection ends. It never became HTTP/2,
+    // so the session goes: its SETTINGS must not follow the 400.
     static constexpr std::string_view kBad =
         "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+    session_.reset();
     out_ = TakeOutputBuffer();
     std::memcpy(out_.get(), kBad.data(), kBad.size());
     out_len_ = kBad.size();
@@ -282,6 +284,7 @@ void Connection::OnRequest(int32_t id, const RequestHead& head) {
   Stream& s = NewStream(id);
   s.head = head;
   s.head_request = head.method == "HEAD";
+  if (!head.end_stream) s.client_deadline = After(env_->config->body_timeout_ms);
   env_->stats->requests.Add();
   const http::ParseLimits& limits = env_->config->limits;
   // The server's header limits as over HTTP/1 (431): the fields measured
@@ -322,6 +325,9 @@ void Connection::OnRequestRefused(int32_t id, int status) {
 
 void Connection::OnRequestData(int32_t id, std::string_view data) {
   Stream* s = Find(id);
+  if (s != nullptr && s->client_deadline != 0) {
+    s->client_deadline = After(env_->config->body_timeout_ms);
+  }
   if (s != nullptr && s->streaming && !s->refused) return StreamedData(*s, data);
   // Taken at once: the bytes are buffered here (bounded below), so the
   // windows reopen as they arrive.
@@ -347,6 +353,7 @@ void Connection::OnRequestData(int32_t id, std::string_view data) {
 void Connection::OnRequestEnd(int32_t id) {
   Stream* s = Find(id);
   if (s == nullptr) return;
+  s->client_deadline = 0;
   if (s->streaming && !s->refused) return StreamedEnd(*s);
   if (s->answered) return;
   if (s->too_large) {
@@ -514,6 +521,7 @@ void Connection::SubmitError(Stream& s, int status) {
                       : status == 501 ? "Not Implemented over HTTP/2 yet\n"
                       : status == 503 ? "Service Unavailable\n"
                       : status == 400 ? "Bad Request\n"
+                      : status == 408 ? "Request Timeout\n"
                                       : "Internal Server Error\n");
   (void)s.response.AddHeader("Content-Type", "text/plain");
   s.head_request = false;
@@ -571,14 +579,15 @@ void Connection::Done(const Stream& s, int status, uint64_t body_bytes) {
 // ---------------------------------------------------------------- output and life
 
 void Connection::Flush() {
-  if (send_inflight_ || phase_ != Phase::kOpen || session_ == nullptr) return;
+  if (send_inflight_ || phase_ != Phase::kOpen) return;
   if (sent_ == out_len_) sent_ = out_len_ = 0;
   if (out_ == nullptr) {
-    if (!session_->WantsWrite()) return;
+    if (session_ == nullptr || !session_->WantsWrite()) return;
     out_ = TakeOutputBuffer();
   }
-  // Bounded per send: a connection with much to say takes its turns.
-  while (out_len_ < kOutputBytes && session_->WantsWrite()) {
+  // Bounded per send: a connection with much to say takes its turns. (No
+  // session: a refused upgrade's 400 is all there is.)
+  while (session_ != nullptr && out_len_ < kOutputBytes && session_->WantsWrite()) {
     const size_t n = session_->Send(out_.get() + out_len_, kOutputBytes - out_len_);
     if (n == 0) break;
     out_len_ += n;
@@ -661,7 +670,11 @@ void Connection::Sync() {
     if (stall_deadline_ == 0) stall_deadline_ = After(env_->config->send_timeout_ms);
     timeout_deadline_ = stall_deadline_;
   } else {
+    // Streams whose requests have not ended wait for the client: as
+    // HTTP/1's body timeout, a client that stops sending them does not hold
+    // the connection for ever.
     stall_deadline_ = 0;
+    timeout_deadline_ = ClientDeadline();
   }
   uint64_t deadline = timeout_deadline_;
   // A producer that had nothing is asked again at the next tick.
@@ -698,14 +711,53 @@ void Connection::OnDeadline() {
     fatal_ = true;
     return StartClose();
   }
+  if (!streams_.empty()) {
+    ExpireClientWaits();
+    return Sync();
+  }
+  if (session_ == nullptr) {
+    fatal_ = true;
+    return StartClose();
+  }
   // Idle: GOAWAY, then the close once it is out.
   session_->Terminate(kNoError);
   fatal_ = true;
   Sync();
 }
 
+uint64_t Connection::ClientDeadline() {
+  uint64_t earliest = 0;
+  for (auto& [id, sp] : streams_) {
+    Stream& s = *sp;
+    if (s.client_deadline == 0) continue;
+    if (!s.body_waiting.empty()) s.client_deadline = After(env_->config->body_timeout_ms);
+    if (earliest == 0 || s.client_deadline < earliest) earliest = s.client_deadline;
+  }
+  return earliest;
+}
+
+void Connection::ExpireClientWaits() {
+  for (auto& [id, sp] : streams_) {
+    Stream& s = *sp;
+    if (s.client_deadline == 0 || env_->now_tick < s.client_deadline) continue;
+    s.client_deadline = 0;
+    if (!s.answered && !s.streaming) {
+      // A buffered body: answered 408 as over HTTP/1; the session resets
+      // the stream once the answer has gone (RFC 9113 8.1).
+      s.refused = true;
+      body_bytes_ -= s.body.size();
+      s.body = std::string();
+      SubmitError(s, 408);
+    } else {
+      // A sink or a handler has the body, or an answer has begun: the
+      // stream ends (OnStreamClosed tells whoever reads the body).
+      session_->ResetStream(s.id, kCancel);
+    }
+  }
+}
+
 void Connection::OnDrain() {
-  if (phase_ != Phase::kOpen) return;
+  if (phase_ != Phase::kOpen || session_ == nullptr) return;
   // GOAWAY: the streams begun finish, no new one starts (session.h).
   session_->Shutdown();
   Sync();

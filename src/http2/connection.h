@@ -183,6 +183,9 @@ class Connection final : public conn::Protocol, private SessionEvents {
     bool task_done = false;
     bool stream_broken = false;
     bool ended = false;      // EndData or a reset: nothing more is written
+    // The rest of the request is awaited (no END_STREAM yet): --body-timeout
+    // from its last byte, while the window is open to it (0: not waiting).
+    uint64_t client_deadline = 0;
   };
 
   // ---- SessionEvents
@@ -283,6 +286,12 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // An answered stream has bytes the session cannot frame (the client's
   // windows are shut).
   bool FlowBlocked() const;
+  // The earliest deadline of streams waiting for the rest of their request
+  // (0: none). One whose body waits for our pipe is not the client's
+  // fault: its clock restarts.
+  uint64_t ClientDeadline();
+  // Those past it: answered 408, or reset if an answer has begun.
+  void ExpireClientWaits();
   void StartClose();
   // A graceful end (GOAWAY sent, the client still there): our FIN, then
   // the lingering read, then the close.

@@ -51,16 +51,15 @@
 //     length; and no more exchanges logged than requests came;
 //   - every BodySink hears exactly one OnEnd or OnAbort, and nothing after;
 //   - a producer that had nothing to give has a deadline armed for its
-//     retry; after the close no file operation or task starts; (strict
-//     mode) with nothing of ours out, some deadline is armed;
+//     retry; after the close no file operation or task starts; with
+//     nothing of ours out, some deadline is armed;
 //   - at the end, once the connection is closed and released: every file
 //     buffer is back, no cache entry is still referenced, and once the
 //     cache is gone every descriptor the host opened has been closed once.
 //
 // Fuzz:   test/fuzz/run_fuzz.sh 600 //test/http2:connection_fuzz
 // Replay: bazel run //test/http2:connection_fuzz -- FILE_OR_DIR...
-//         (CONNECTION_FUZZ_TRACE=1 prints the events as they happen;
-//         CONNECTION_FUZZ_STRICT=1 fails on known bugs too, see Strict())
+//         (CONNECTION_FUZZ_TRACE=1 prints the events as they happen)
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -97,14 +96,6 @@ namespace uring_http::http2 {
 namespace {
 
 using http1::testing::FakeHost;
-
-// Known server bugs (reported, not fixed yet) are let pass, so that the
-// fuzzer goes on to find others; CONNECTION_FUZZ_STRICT=1 checks them too
-// (test/http2/connection_fuzz_crashes/ holds their reproducers).
-bool Strict() {
-  static const bool on = std::getenv("CONNECTION_FUZZ_STRICT") != nullptr;
-  return on;
-}
 
 bool Tracing() {
   static const bool on = std::getenv("CONNECTION_FUZZ_TRACE") != nullptr;
@@ -704,12 +695,9 @@ class Driver {
     if (mode & 4) {
       upgrade.emplace();
       upgrade->Read(in_);
+      // HTTP2-Settings that do not decode are answered 400, and nothing
+      // follows it (corpus: upgrade_400_then_frames).
       wire_.ExpectHttp1Head();
-      // BUG: HTTP2-Settings that do not decode are answered 400, and the
-      // session's SETTINGS and WINDOW_UPDATE follow it to the HTTP/1 client
-      // (OpenUpgraded leaves the 400 in out_, Flush appends the session's
-      // frames). Reproducer: connection_fuzz_crashes/upgrade_400_then_frames.
-      if (!Strict()) wire_.IgnoreBytesAfter400();
     }
     // The client's bytes: with the preface, as HTTP/1 saw it (nghttp2's
     // client sends it itself).
@@ -1077,13 +1065,11 @@ class Driver {
     FUZZ_CHECK(file_buffers_.heap_fallbacks() == 0);
     // No stream is logged as answered twice.
     FUZZ_CHECK(host_.done.size() <= stats_.requests.Get());
-    if (!host_.closed && !Lingering() && Strict() && host_.recv_armed && !host_.send.has_value() &&
+    if (!host_.closed && !Lingering() && host_.recv_armed && !host_.send.has_value() &&
         !host_.file_op.has_value() && host_.tasks.empty() && !done_due_ && host_.deadline == 0) {
       // Nothing of ours is out, only the client can move: a timer must be
-      // armed (idle, stall, a retry), or a client holds the connection for
-      // ever. BUG: a stream whose request (head or body) stops coming has
-      // none (Sync arms the idle timeout only with no stream open).
-      // Reproducer: connection_fuzz_crashes/stream_waits_without_deadline.
+      // armed (idle, stall, a retry, a stream's body timeout), or a client
+      // holds the connection for ever (corpus: stream_waits_without_deadline).
       std::fprintf(stderr, "violation: the connection waits for the client, no deadline armed "
                            "(%zu streams open)\n", conn_.open_streams());
       FUZZ_CHECK(host_.deadline != 0);

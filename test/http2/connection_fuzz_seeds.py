@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes the hand-made inputs of test/http2:connection_fuzz: its corpus
-(connection_fuzz_corpus/, replayed in every bazel test) and the reproducers
-of known bugs (connection_fuzz_crashes/). Each says what it is for; traces
+(connection_fuzz_corpus/, replayed in every bazel test), among them the
+reproducers of the bugs it found. Each says what it is for; traces
 show what they do:
 
     CONNECTION_FUZZ_TRACE=1 bazel-bin/test/http2/connection_fuzz FILE
 
-Usage: test/http2/connection_fuzz_seeds.py [CORPUS_DIR [CRASHES_DIR]]
-(default: the two directories beside this file). Keep in step with the
+Usage: test/http2/connection_fuzz_seeds.py [CORPUS_DIR]
+(default: the directory beside this file). Keep in step with the
 input format that connection_fuzz.cc describes at its top: a mode byte,
 the upgrade's request, the scripted client's steps, flips, the handoff,
 then one event a byte, and from the input's end what the handlers do.
@@ -17,7 +17,6 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "connection_fuzz_corpus")
-CRASHES = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "connection_fuzz_crashes")
 
 # kPaths and kMethods of connection_fuzz.cc, in order.
 PATHS = ["/hello", "/echo", "/big", "/throw", "/slow", "/x/../hello", "/stream", "*",
@@ -83,11 +82,6 @@ def seed(steps, events, script=(), mode=1, first=0, upgrade=None, flips=()):
 
 def write(name, data):
     with open(os.path.join(CORPUS, name), "wb") as f:
-        f.write(data)
-
-
-def write_known(name, data):
-    with open(os.path.join(CRASHES, name), "wb") as f:
         f.write(data)
 
 
@@ -282,14 +276,14 @@ write("upgrade_sink", seed(
     [], [RECV, SEND, SEND], mode=1|4, upgrade=[3|128, P["/sink"], 1 | (1 << 2), 2, 0, 0, 100],
     script=[0, 0x02]))
 write("upgrade_raw", seed([], [], mode=4|2, upgrade=[0, P["/hello"], 1]))
-# ---- reproducers of known bugs (connection_fuzz_crashes/, not the corpus)
+# ---- bugs this target found, fixed since
 
 # An upgrade whose HTTP2-Settings do not decode: a 400, then HTTP/2 frames after it.
-write_known("upgrade_400_then_frames",
+write("upgrade_400_then_frames",
             seed([req("GET","/hello")], [RECV, SEND], mode=1|4, upgrade=[0, P["/hello"], 0]))
 
-# A POST whose head arrives and whose body stops: nothing of ours is out, no deadline is armed, and
-# time passes (64 s) with the connection open; the rest of the body comes, and it is answered.
-write_known("stream_waits_without_deadline",
+# A POST whose head arrives and whose body stops: nothing of ours is out, and no deadline was
+# armed (now --body-timeout is); time passes (64 s); the rest of the body comes.
+write("stream_waits_without_deadline",
             seed([req("POST","/echo", body=1)],
                  [recv(15)]*4 + [0xF3, 0xF3] + [DEADLINE]*3 + [TICK|0xF0]*40 + [0x73]))

@@ -134,7 +134,7 @@ class Server:
 
 
 MAIN = None  # most cases: h2c on its plain port, h2 on its TLS port
-IDLE = None  # a short --idle-timeout
+IDLE = None  # a short --idle-timeout and --body-timeout
 TMP = None
 CERT = None
 
@@ -148,7 +148,7 @@ def setUpModule():
                    "--max-headers=%d" % MAX_HEADERS, "--max-body-bytes=%d" % MAX_BODY_BYTES,
                    "--send-timeout=1s", "--tls-cert=" + CERT, "--tls-key=" + key,
                    "--plain-port=0"], TMP.name, "main")
-    IDLE = Server(["--idle-timeout=1s"], TMP.name, "idle")
+    IDLE = Server(["--idle-timeout=1s", "--body-timeout=1s"], TMP.name, "idle")
 
 
 def tearDownModule():
@@ -998,6 +998,59 @@ class LifeTest(ServerTest):
             self.assertLess(waited, 3.0)
             # RFC 9113 6.8: the last stream it processed.
             self.assertEqual(peer.goaways[-1].last_stream_id, 1)
+        finally:
+            peer.close()
+
+    def test_request_body_that_stops_is_408_after_body_timeout(self):
+        # HTTP/1's --body-timeout holds per stream: a client that stops
+        # sending a body does not hold the connection (nor the stream) for
+        # ever. A buffered body is answered 408; the session then resets
+        # the stream NO_ERROR (RFC 9113 8.1). The connection goes on.
+        peer = Peer(IDLE.port)
+        try:
+            peer.request(1, "POST", "/test/echo", end_stream=False)
+            peer.data(1, b"part of it", end_stream=False)
+            sent = time.monotonic()
+            self.assertTrue(peer.run(lambda: peer.replies[1].status is not None, timeout=5),
+                            peer.describe())
+            waited = time.monotonic() - sent
+            self.assertEqual(peer.replies[1].status, 408)
+            self.assertGreater(waited, 0.8)
+            self.assertLess(waited, 3.0)
+            self.assertTrue(peer.run(lambda: peer.replies[1].done))
+            peer.request(3, "GET", "/test/fast")
+            self.assertTrue(peer.run(lambda: peer.replies[3].done))
+            self.assertEqual(peer.replies[3].status, 200)
+            self.assertFalse(peer.goaways)
+        finally:
+            peer.close()
+
+    def test_streamed_body_that_stops_is_reset_after_body_timeout(self):
+        # A sink on the ring (/test/count) and a SLOW handler reading its
+        # body (/test/sink): the stream is reset CANCEL, the sink or the
+        # reader told; a body that keeps coming, slowly, is not cut.
+        peer = Peer(IDLE.port)
+        try:
+            peer.request(1, "POST", "/test/count", end_stream=False)
+            peer.data(1, b"x" * 100, end_stream=False)
+            peer.request(3, "POST", "/test/sink", end_stream=False)
+            peer.data(3, b"y" * 100, end_stream=False)
+            peer.request(5, "POST", "/test/count", end_stream=False)
+            for _ in range(4):  # 2 s in all, a byte every half second
+                peer.run_for(0.5)
+                peer.data(5, b"z", end_stream=False)
+            peer.data(5, b"", end_stream=True)
+            self.assertTrue(peer.run(lambda: all(peer.replies[i].done for i in (1, 3, 5))),
+                            peer.describe())
+            self.assertEqual(peer.replies[1].reset, CANCEL)
+            self.assertEqual(peer.replies[3].reset, CANCEL)
+            self.assertEqual(peer.replies[5].status, 200)
+            self.assertEqual(bytes(peer.replies[5].data), b"4\n")
+            # The SLOW handler saw its body fail and returned: the worker
+            # is free again.
+            peer.request(7, "GET", "/test/fast")
+            self.assertTrue(peer.run(lambda: peer.replies[7].done))
+            self.assertEqual(peer.replies[7].status, 200)
         finally:
             peer.close()
 

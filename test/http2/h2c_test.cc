@@ -390,6 +390,16 @@ TEST_F(H2cTest, AnUpgradeNotAskedInFullIsHttp1) {
   // Settings that do not decode: 400 and the end.
   H2Client c(port());
   EXPECT_EQ(c.Upgrade("GET", "/hello", "", "!!!"), 400);
+  // Nothing follows the 400: the connection never became HTTP/2, so none
+  // of its frames (SETTINGS, WINDOW_UPDATE) reach an HTTP/1 client.
+  TestClient d(port());
+  ASSERT_TRUE(d.Send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                     "Upgrade: h2c\r\nHTTP2-Settings: !!!!\r\n\r\n"));
+  r = d.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 400);
+  EXPECT_EQ(r->Header("connection"), "close");
+  EXPECT_TRUE(d.ReadEof()) << "after the 400: " << d.pending().size() << " bytes";
 }
 
 // --max-in-flight holds across the streams of a connection as across

@@ -36,15 +36,13 @@ class ServerFrames {
   ServerFrames& operator=(const ServerFrames&) = delete;
 
   void ExpectHttp1Head() { http1_head_ = true; }
-  // Bytes after the upgrade's 400 are dropped unchecked (a known bug's).
-  void IgnoreBytesAfter400() { ignore_after_400_ = true; }
   // Bytes were lost (a send failed): nothing after them is checked.
   void Stop() { stopped_ = true; }
 
   void Feed(std::string_view bytes) {
     if (stopped_ || bytes.empty()) return;
     if (after_400_) {
-      if (!ignore_after_400_) Violation("bytes after the upgrade's 400");
+      Violation("bytes after the upgrade's 400");
       return;
     }
     buffer_.append(bytes);
@@ -54,7 +52,7 @@ class ServerFrames {
       const std::string_view head(buffer_.data(), end);
       if (head.substr(0, 12) == "HTTP/1.1 400") {
         after_400_ = true;
-        if (buffer_.size() > end + 4 && !ignore_after_400_) {
+        if (buffer_.size() > end + 4) {
           Violation("bytes after the upgrade's 400");
         }
         buffer_.clear();
@@ -230,7 +228,6 @@ class ServerFrames {
   std::string buffer_;
   bool http1_head_ = false;
   bool after_400_ = false;
-  bool ignore_after_400_ = false;
   bool stopped_ = false;
   size_t frames_ = 0;
   std::string block_;
