@@ -89,7 +89,7 @@ class Transport {
 };
 
 // The settings the transports of a loop read (the protocols' settings
-// extend them: http1::ConnectionConfig).
+// extend them: exchange::ConnectionConfig).
 struct TransportConfig {
   uint32_t send_timeout_ms = 30'000;    // no progress on our output for this long
   uint32_t tick_ms = 100;               // the loop's timer resolution

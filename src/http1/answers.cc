@@ -280,7 +280,7 @@ void Connection::AnswerUncleanPath(const http::Request& request,
 void Connection::Answered() {
   ex_.answer = Answer::kSent;
   env_->host->ExchangeDone(
-      slot_, ConnectionHost::Exchange{ex_.route_id, ex_.status, ex_.started_ns,
+      slot_, exchange::ConnectionHost::Exchange{ex_.route_id, ex_.status, ex_.started_ns,
                                       env_->access_log ? RequestLine() : std::string_view(),
                                       ex_.head ? 0 : ex_.response_bytes,
                                       &client_address(),

@@ -25,7 +25,7 @@ Connection::~Connection() {
   }
 }
 
-void Connection::Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below) {
+void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, bool proxy_header_below) {
   env_ = env;
   slot_ = slot;
   out_.Init(env->chunks);

@@ -62,7 +62,7 @@
 #include "src/http/parser.h"
 #include "src/http/response.h"
 #include "src/http1/response_writer.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/http1/output_queue.h"
 #include "src/http1/stream_state.h"
 #include "src/router/router.h"
@@ -97,7 +97,7 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   // (TLS: it comes in clear, before the ClientHello) and names the client
   // with SetProxiedClient; the connection's bytes start after it. The
   // layer beneath is TLS exactly when it is set: requests are secure.
-  void Open(ConnectionEnv* env, uint32_t slot, bool proxy_header_below = false);
+  void Open(exchange::ConnectionEnv* env, uint32_t slot, bool proxy_header_below = false);
 
   // ---- conn::Protocol: events from the loop, or from the TLS layer
   // beneath (protocol.h says what each means); each ends with the
@@ -402,7 +402,7 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   }
   void ReleaseStreamsIfIdle();
 
-  ConnectionEnv* env_ = nullptr;
+  exchange::ConnectionEnv* env_ = nullptr;
   uint32_t slot_ = 0;
   Phase phase_ = Phase::kOpen;
   Input input_ = Input::kHead;

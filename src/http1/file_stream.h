@@ -50,7 +50,7 @@
 #include "src/files/open_file_cache.h"
 #include "src/files/url_path.h"
 #include "src/files/validators.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/http1/output_queue.h"
 #include "src/io/arena.h"
 #include "src/router/router.h"

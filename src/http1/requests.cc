@@ -249,8 +249,8 @@ bool Connection::H2cUpgradeAsked(const http::Request& request) {
 
 void Connection::BeginExchange(http::Request& request, const char* data, size_t len,
                                size_t* used) {
-  ConnectionStats& stats = *env_->stats;
-  const ConnectionConfig& config = *env_->config;
+  exchange::ConnectionStats& stats = *env_->stats;
+  const exchange::ConnectionConfig& config = *env_->config;
   stats.requests.Add();
   ex_ = Exchange();
   ex_.started_ns = NowNs();
@@ -690,7 +690,7 @@ void Connection::CheckBodyRate() {
   // a byte now and then (each of which moves the body timeout on) would
   // otherwise hold its slot, and a streamed SLOW body its worker, for ever.
   // Counted per window, so a fast start buys at most one idle window.
-  const ConnectionConfig& config = *env_->config;
+  const exchange::ConnectionConfig& config = *env_->config;
   const uint64_t due = uint64_t{config.body_min_rate} * config.body_rate_window_ms / 1000;
   if (rate_bytes_ >= due) {
     rate_bytes_ = 0;

@@ -102,7 +102,7 @@ const char* ErrorKindName(ErrorKind kind) {
 Connection::Connection() = default;
 Connection::~Connection() = default;
 
-void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
+void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
                       const http::ClientAddress& client, bool secure) {
   env_ = env;
   slot_ = slot;
@@ -113,7 +113,7 @@ void Connection::Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Hand
   phase_ = Phase::kOpen;
   const http::ParseLimits& limits = env_->config->limits;
   SessionSettings settings;
-  const http1::ConnectionConfig& config = *env_->config;
+  const exchange::ConnectionConfig& config = *env_->config;
   settings.max_concurrent_streams = config.http2_max_streams;
   settings.initial_window_size = config.http2_stream_window;
   settings.connection_window_size = config.http2_connection_window;
@@ -571,7 +571,7 @@ void Connection::Done(const Stream& s, int status, uint64_t body_bytes) {
     line.reserve(s.head.method.size() + s.head.path.size() + 10);
     line.append(s.head.method).append(" ").append(s.head.path).append(" HTTP/2.0");
   }
-  env_->host->ExchangeDone(slot_, http1::ConnectionHost::Exchange{
+  env_->host->ExchangeDone(slot_, exchange::ConnectionHost::Exchange{
                                       s.route_id, status, s.started_ns, line, body_bytes,
                                       &client_, {}});
 }

@@ -42,7 +42,7 @@
 #include "src/http/client_address.h"
 #include "src/http/gzip_encoder.h"
 #include "src/http/response.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/http2/file_answer.h"
 #include "src/http2/session.h"
 #include "src/router/router.h"
@@ -67,7 +67,7 @@ enum class ErrorKind : uint8_t {
   kCount,
 };
 static_assert(static_cast<size_t>(ErrorKind::kCount) <=
-              http1::ConnectionStats::kHttp2ErrorKinds);
+              exchange::ConnectionStats::kHttp2ErrorKinds);
 // The kind of a Session::failure(), and its label in /metrics.
 ErrorKind ErrorKindOf(std::string_view failure);
 const char* ErrorKindName(ErrorKind kind);
@@ -91,7 +91,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   // protocol before read (the preface on) and the receive it had armed.
   // `client`: the client the connection is for (the peer, or its PROXY
   // header's); `secure`: TLS beneath (ALPN chose h2).
-  void Open(http1::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
+  void Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff,
             const http::ClientAddress& client, bool secure = false);
 
   // ---- conn::Protocol
@@ -301,7 +301,7 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void DropStreams();
   uint64_t After(uint32_t ms) const;
 
-  http1::ConnectionEnv* env_ = nullptr;
+  exchange::ConnectionEnv* env_ = nullptr;
   uint32_t slot_ = 0;
   std::unique_ptr<Session> session_;
   Phase phase_ = Phase::kOpen;

@@ -36,7 +36,7 @@
 #include "src/conn/transport.h"
 #include "src/http/request.h"
 #include "src/http1/connection.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/http1/stream_state.h"
 #include "src/http2/connection.h"
 #include "src/io/arena.h"
@@ -57,7 +57,7 @@
 
 namespace uring_http::serving {
 
-class EventLoop final : private conn::Transport, private http1::ConnectionHost {
+class EventLoop final : private conn::Transport, private exchange::ConnectionHost {
  public:
   // `listen_fds`: the loop's listeners (TCP or Unix-domain; each accepted
   // from with a multishot accept while the table has room).
@@ -145,7 +145,7 @@ class EventLoop final : private conn::Transport, private http1::ConnectionHost {
     slots_[slot].after_batch = true;
     after_batch_[after_batch_count_++] = slot;
   }
-  // ---- http1::ConnectionHost
+  // ---- exchange::ConnectionHost
   bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                 int64_t started_ns) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
@@ -234,9 +234,9 @@ class EventLoop final : private conn::Transport, private http1::ConnectionHost {
   uint32_t free_head_ = 0;
   uint32_t free_count_ = 0;
   std::unique_ptr<http::Header[]> headers_;
-  http1::ConnectionConfig conn_config_;
+  exchange::ConnectionConfig conn_config_;
   std::unique_ptr<http1::StreamStatePool> streams_;
-  http1::ConnectionEnv env_;
+  exchange::ConnectionEnv env_;
   std::unique_ptr<worker::Mailbox> mailbox_;
   // One acceptor per listener, numbered as Acceptor::Listener() says: the
   // loop's listeners first, then, with TLS, the plain-HTTP ones beside them

@@ -30,7 +30,7 @@
 
 #include "absl/status/status.h"
 #include "src/files/open_file_cache.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/io/arena.h"
 #include "src/io/ring.h"
 

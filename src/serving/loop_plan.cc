@@ -90,8 +90,8 @@ absl::StatusOr<LoopPlan> PlanLoop(const ServerConfig& config, bool files,
   return plan;
 }
 
-http1::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const LoopPlan& plan) {
-  http1::ConnectionConfig c;
+exchange::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const LoopPlan& plan) {
+  exchange::ConnectionConfig c;
   c.limits = config.limits;
   c.chunked.max_trailer_bytes = config.limits.max_header_bytes;
   c.chunked.max_trailers = config.limits.max_headers;

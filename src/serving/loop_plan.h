@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/serving/config.h"
 #include "src/serving/file_service.h"
 
@@ -48,7 +48,7 @@ absl::StatusOr<LoopPlan> PlanLoop(const ServerConfig& config, bool files,
                                   uint64_t nofile_hard);
 
 // What every connection of the loop is configured with.
-http1::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const LoopPlan& plan);
+exchange::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const LoopPlan& plan);
 
 }  // namespace uring_http::serving
 

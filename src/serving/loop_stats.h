@@ -7,12 +7,12 @@
 #include <atomic>
 #include <cstdint>
 
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/tls/tls_stats.h"
 
 namespace uring_http::serving {
 
-using http1::Counter;
+using exchange::Counter;
 
 // Latency histogram bounds (upper, inclusive) in microseconds; one more
 // bucket counts everything above the last bound.
@@ -56,7 +56,7 @@ struct alignas(64) LoopStats {
   Counter file_cache_revalidations;
   Counter file_cache_entries;
   Counter file_cache_content_bytes;
-  http1::ConnectionStats conn;  // what the loop's connections count
+  exchange::ConnectionStats conn;  // what the loop's connections count
   tls::TlsStats tls;            // its TLS layer's handshakes
 };
 

@@ -50,11 +50,11 @@ std::string ServerCore::RenderMetrics() const {
   // Summed here, not kept in ServerStats: nothing but /metrics reads it.
   uint64_t body_rate_timeouts = 0;
   uint64_t http2_connections = 0;
-  uint64_t http2_errors[http1::ConnectionStats::kHttp2ErrorKinds] = {};
+  uint64_t http2_errors[exchange::ConnectionStats::kHttp2ErrorKinds] = {};
   for (const auto& loop : loops_) {
     body_rate_timeouts += loop->stats().conn.body_rate_timeouts.Get();
     http2_connections += loop->stats().http2_connections.Get();
-    for (size_t i = 0; i < http1::ConnectionStats::kHttp2ErrorKinds; ++i) {
+    for (size_t i = 0; i < exchange::ConnectionStats::kHttp2ErrorKinds; ++i) {
       http2_errors[i] += loop->stats().conn.http2_errors[i].Get();
     }
   }

@@ -467,7 +467,7 @@ ServerStats ServerCore::Stats() const {
   ServerStats s;
   for (const auto& loop : loops_) {
     const LoopStats& l = loop->stats();
-    const http1::ConnectionStats& c = l.conn;
+    const exchange::ConnectionStats& c = l.conn;
     s.accepted += l.accepted.Get();
     s.refused += l.refused.Get();
     s.active += l.active.Get();

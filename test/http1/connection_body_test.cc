@@ -85,8 +85,8 @@ router::Router Routes() {
   return r;
 }
 
-ConnectionConfig Config() {
-  ConnectionConfig c;
+exchange::ConnectionConfig Config() {
+  exchange::ConnectionConfig c;
   c.limits.max_body_bytes = 100000;
   c.request_pipe_bytes = 64 * 1024;
   c.body_min_rate = 0;  // the rate has tests of its own
@@ -228,7 +228,7 @@ TEST(ConnectionBodyTest, BodyTimeoutIsA408WithTheReason) {
   for (const char* path : {"/sink", "/count", "/sink-writes"}) {
     SCOPED_TRACE(path);
     g_reason.store(BodyError::kNone);
-    ConnectionConfig config = Config();
+    exchange::ConnectionConfig config = Config();
     config.body_timeout_ms = 1000;  // 10 ticks
     Harness h(Routes(), config);
     h.Open();
@@ -347,8 +347,8 @@ TEST(ConnectionBodyTest, BodyEndedShortUnderAWaitingHandlerIsAnswered400) {
 
 // ---------------------------------------------------------------- the rate
 
-ConnectionConfig RateConfig() {
-  ConnectionConfig c = Config();
+exchange::ConnectionConfig RateConfig() {
+  exchange::ConnectionConfig c = Config();
   c.body_min_rate = 1000;          // bytes a second
   c.body_rate_window_ms = 1000;    // 10 ticks: 1000 bytes a window
   c.body_timeout_ms = 60'000;      // never the body timeout here

@@ -633,7 +633,7 @@ void FailFileOp(testing::Harness& h, Input& in, bool* forced_meta) {
 
 void RunOne(const uint8_t* data, size_t size) {
   Input in(data, size);
-  ConnectionConfig config;
+  exchange::ConnectionConfig config;
   config.limits.max_body_bytes = 4000;
   const uint8_t flags = in.Byte();
   config.send_zc_min_bytes = (flags & 1) ? 1024 : 0;

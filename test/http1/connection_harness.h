@@ -40,7 +40,7 @@
 #include <vector>
 
 #include "src/http1/connection.h"
-#include "src/http1/connection_host.h"
+#include "src/exchange/connection_env.h"
 #include "src/http1/stream_state.h"
 #include "src/io/arena.h"
 #include "src/router/router.h"
@@ -48,7 +48,7 @@
 
 namespace uring_http::http1::testing {
 
-class FakeHost final : public conn::Transport, public ConnectionHost {
+class FakeHost final : public conn::Transport, public exchange::ConnectionHost {
  public:
   struct SendCall {
     std::vector<iovec> iov;
@@ -431,15 +431,15 @@ class Harness {
   io::Arena file_arena_;
   io::ChunkPool file_buffers_;
   std::optional<files::OpenFileCache> file_cache_;
-  ConnectionConfig config_;
+  exchange::ConnectionConfig config_;
   io::Arena arena_;
   io::ChunkPool chunks_;
   std::unique_ptr<http::Header[]> headers_;
   std::unique_ptr<StreamStatePool> streams_;
-  ConnectionEnv env_;
+  exchange::ConnectionEnv env_;
 
  public:
-  explicit Harness(router::Router router, ConnectionConfig config = {}, size_t chunks = 256)
+  explicit Harness(router::Router router, exchange::ConnectionConfig config = {}, size_t chunks = 256)
       : router_(std::move(router)), config_(config) {
     auto arena = io::Arena::Create(chunks * 4096 + 8192);
     arena_ = *std::move(arena);
@@ -715,10 +715,10 @@ class Harness {
     return ParseReplies(wire, heads, host.closed || host.shutdown_pending || host.shutdown_done);
   }
   size_t chunks_available() const { return chunks_.available(); }
-  ConnectionEnv& env() { return env_; }
+  exchange::ConnectionEnv& env() { return env_; }
 
   FakeHost host;
-  ConnectionStats stats;
+  exchange::ConnectionStats stats;
   std::string wire;  // what the peer received
 
  private:

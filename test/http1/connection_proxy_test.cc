@@ -34,8 +34,8 @@ router::Router ClientRouter() {
   return r;
 }
 
-ConnectionConfig ProxyConfig() {
-  ConnectionConfig c;
+exchange::ConnectionConfig ProxyConfig() {
+  exchange::ConnectionConfig c;
   c.proxy_protocol = true;
   return c;
 }
@@ -191,7 +191,7 @@ TEST(ConnectionProxyTest, MalformedHeaderSplitAcrossReceivesClosesWithoutAnAnswe
 }
 
 TEST(ConnectionProxyTest, AHeaderNotWholeWithinTheHeadTimeoutClosesWithoutA408) {
-  ConnectionConfig config = ProxyConfig();
+  exchange::ConnectionConfig config = ProxyConfig();
   Harness h(ClientRouter(), config);
   h.Open();
   h.Recv(kV2Inet6.substr(0, 20));
@@ -207,7 +207,7 @@ TEST(ConnectionProxyTest, AHeaderNotWholeWithinTheHeadTimeoutClosesWithoutA408) 
 }
 
 TEST(ConnectionProxyTest, NothingAtAllIsHeldToTheHeadTimeoutNotTheIdleOne) {
-  ConnectionConfig config = ProxyConfig();
+  exchange::ConnectionConfig config = ProxyConfig();
   config.idle_timeout_ms = 600'000;
   Harness h(ClientRouter(), config);
   h.Open();

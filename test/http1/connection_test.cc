@@ -181,8 +181,8 @@ router::Router TestRouter() {
   return r;
 }
 
-ConnectionConfig SmallConfig() {
-  ConnectionConfig c;
+exchange::ConnectionConfig SmallConfig() {
+  exchange::ConnectionConfig c;
   c.limits.max_body_bytes = 100000;
   c.idle_timeout_ms = 60000;
   c.request_pipe_bytes = 64 * 1024;
@@ -359,7 +359,7 @@ TEST(ConnectionTest, ExpectContinueOnlyWhenTheHandlerWillReadTheBody) {
 // Defect 1: the send deadline measures our output's progress. Bytes from
 // the peer do not move it; progress of a long send (short completions) does.
 TEST(ConnectionTest, SendDeadlineMovesWithOutputProgressNotInput) {
-  ConnectionConfig config;
+  exchange::ConnectionConfig config;
   config.send_timeout_ms = 1000;  // 10 ticks
   Harness h(TestRouter(), config);
   h.Open();
@@ -396,7 +396,7 @@ TEST(ConnectionTest, SendDeadlineMovesWithOutputProgressNotInput) {
 // with later (pipelined) ones, completions short, notifications arriving in
 // between: no byte of any response is lost or replaced.
 TEST(ConnectionTest, ZeroCopyBuffersLiveUntilTheirNotification) {
-  ConnectionConfig config;
+  exchange::ConnectionConfig config;
   config.send_zc_min_bytes = 1024;
   Harness h(TestRouter(), config, 64);
   h.Open();
@@ -605,7 +605,7 @@ TEST(ConnectionTest, BytesAfterTheClosingRequestKeepTheCloseApart) {
 // A peer that takes none of the linked send: the send deadline cancels it,
 // and the close linked to it runs.
 TEST(ConnectionTest, LinkedSendThePeerNeverTakesIsCancelledByTheSendDeadline) {
-  ConnectionConfig config = SmallConfig();
+  exchange::ConnectionConfig config = SmallConfig();
   config.send_timeout_ms = 1000;
   Harness h(TestRouter(), config);
   h.Open();
@@ -687,7 +687,7 @@ TEST(ConnectionTest, ARefusedHeaderIsA500NeverAResponseWithoutIt) {
 // also while a send is in flight; it does not run over the body (that has
 // its own deadline).
 TEST(ConnectionTest, HeaderDeadlineCoversTheHeadOnly) {
-  ConnectionConfig config;
+  exchange::ConnectionConfig config;
   config.header_timeout_ms = 1000;  // 10 ticks
   config.body_timeout_ms = 5000;    // 50 ticks
   {
@@ -863,7 +863,7 @@ TEST(ConnectionTest, SlowStreamedUploadPausesTheReceive) {
 // however many (up to every provided buffer of the loop): the connection is
 // not dropped for them.
 TEST(ConnectionTest, ReceivesInFlightWhenPausingAreStagedNotAborted) {
-  ConnectionConfig config = SmallConfig();
+  exchange::ConnectionConfig config = SmallConfig();
   config.recv_pool_bytes = 2 * 1024 * 1024;
   Harness h(TestRouter(), config);
   h.Open();
@@ -904,7 +904,7 @@ TEST(ConnectionTest, ReceivesInFlightWhenPausingAreStagedNotAborted) {
 // A large body is received into the loop's bulk buffers (fewer, larger
 // receives); the connection moves back to the small ones for the next head.
 TEST(ConnectionTest, LargeBodiesMoveTheReceiveToBulkBuffers) {
-  ConnectionConfig config;
+  exchange::ConnectionConfig config;
   config.bulk_receives = true;
   config.bulk_body_bytes = 64 * 1024;
   config.limits.max_body_bytes = 1 << 20;

@@ -60,7 +60,7 @@ class FileAnswerTest : public ::testing::Test {
 
   // A harness serving root_ at "/" (and a FAST route beside it).
   std::unique_ptr<Harness> Make(files::OpenFileCacheLimits limits = {}, size_t buffers = 8,
-                                size_t buffer_size = 4096, ConnectionConfig config = {},
+                                size_t buffer_size = 4096, exchange::ConnectionConfig config = {},
                                 router::StaticOptions options = {}) {
     router::Router r;
     (void)r.Fast("GET", "/fast", [](const http::Request&, http::Response& resp) {
@@ -255,7 +255,7 @@ TEST_F(FileAnswerTest, AStalledReaderHoldsNoFileBuffer) {
 // still our output not progressing); the close cancels the poll like a
 // send, and nothing of the file is left held.
 TEST_F(FileAnswerTest, WaitingForRoomTimesOutAndCloses) {
-  ConnectionConfig config;
+  exchange::ConnectionConfig config;
   config.send_timeout_ms = 1000;  // 10 ticks
   auto h = Make({.max_entries = 10}, 4, 4096, config);
   h->Recv(Get("/big.bin"));
@@ -571,8 +571,8 @@ TEST_F(FileAnswerTest, FailedStepsAnswerWithTheirStatus) {
 
 // ---- splicing (file -> pipe -> socket)
 
-ConnectionConfig SpliceConfig(uint64_t min_bytes = 50'000) {
-  ConnectionConfig c;
+exchange::ConnectionConfig SpliceConfig(uint64_t min_bytes = 50'000) {
+  exchange::ConnectionConfig c;
   c.splice_min_bytes = min_bytes;
   return c;
 }
@@ -601,7 +601,7 @@ TEST_F(FileAnswerTest, LargeBodiesAreSplicedAfterTheHead) {
 }
 
 TEST_F(FileAnswerTest, SplicingWaitsForRoomAndTimesOutWithoutProgress) {
-  ConnectionConfig config = SpliceConfig();
+  exchange::ConnectionConfig config = SpliceConfig();
   config.send_timeout_ms = 1000;  // 10 ticks
   auto h = Make({}, 4, 4096, config);
   h->host.socket_room = 1000;  // a slow reader

@@ -69,7 +69,7 @@ class FileVariantsTest : public ::testing::Test {
                                 files::OpenFileCacheLimits limits = {}) {
     router::Router r;
     EXPECT_TRUE(r.Static("/", root_, std::move(options)).ok());
-    ConnectionConfig config;
+    exchange::ConnectionConfig config;
     config.compression.enabled = gzip_on;
     auto h = std::make_unique<Harness>(std::move(r), config);
     h->EnableFiles(limits, 8, 4096);

@@ -1194,8 +1194,8 @@ class Driver {
   Input& in_;
   Script script_;
   router::Router router_;
-  http1::ConnectionConfig config_;
-  http1::ConnectionStats stats_;
+  exchange::ConnectionConfig config_;
+  exchange::ConnectionStats stats_;
   FakeHost host_;
   // The loop's file machinery (the closer outlives the cache, which closes
   // what it holds when it goes).
@@ -1204,7 +1204,7 @@ class Driver {
   io::ChunkPool file_buffers_;
   std::optional<files::OpenFileCache> file_cache_;
   std::vector<char*> stolen_;  // file buffers "other connections" hold
-  http1::ConnectionEnv env_;
+  exchange::ConnectionEnv env_;
   // Streamed answers the simulated workers are writing, by task.
   std::map<worker::TaskBuffer*, std::unique_ptr<worker::PipeResponseStream>> answers_;
   bool notify_due_ = false;  // a worker's progress message is on its way

@@ -79,7 +79,7 @@ TEST(LoopPlanTest, ExplicitSizesWin) {
   EXPECT_EQ(plan->cq_entries, 512u);
   EXPECT_EQ(plan->recv_buffers, 128u);
   EXPECT_EQ(plan->bulk_buffers, 4u);
-  const http1::ConnectionConfig cc = ConnectionConfigFor(c, *plan);
+  const exchange::ConnectionConfig cc = ConnectionConfigFor(c, *plan);
   EXPECT_TRUE(cc.bulk_receives);
   EXPECT_EQ(cc.tick_ms, kTickMs);
   EXPECT_EQ(cc.recv_pool_bytes, size_t{128} * plan->recv_buffer_size +

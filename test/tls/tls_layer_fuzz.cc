@@ -432,7 +432,7 @@ class Rig {
   }
 
   http1::Connection& conn() { return conn_; }
-  http1::ConnectionEnv& env() { return env_; }
+  exchange::ConnectionEnv& env() { return env_; }
   std::string& wire() { return wire_; }
 
  private:
@@ -443,15 +443,15 @@ class Rig {
   io::Arena file_arena_;
   io::ChunkPool file_buffers_;
   std::optional<files::OpenFileCache> file_cache_;
-  http1::ConnectionConfig config_;
+  exchange::ConnectionConfig config_;
   io::Arena arena_;
   io::ChunkPool chunks_;
   io::Arena tls_arena_;
   io::ChunkPool tls_buffers_;
   std::unique_ptr<http::Header[]> headers_;
   std::unique_ptr<http1::StreamStatePool> streams_;
-  http1::ConnectionStats conn_stats_;
-  http1::ConnectionEnv env_;
+  exchange::ConnectionStats conn_stats_;
+  exchange::ConnectionEnv env_;
   FakeHost below_;
   TlsStats stats_;
   std::unique_ptr<TlsLayer> layer_;

@@ -266,15 +266,15 @@ class TlsLayerTest : public ::testing::Test {
   io::Arena file_arena_;
   io::ChunkPool file_buffers_;
   std::optional<files::OpenFileCache> file_cache_;
-  http1::ConnectionConfig config_;
+  exchange::ConnectionConfig config_;
   io::Arena arena_;
   io::ChunkPool chunks_;
   io::Arena tls_arena_;
   io::ChunkPool tls_buffers_;
   std::unique_ptr<http::Header[]> headers_;
   std::unique_ptr<http1::StreamStatePool> streams_;
-  http1::ConnectionStats conn_stats_;
-  http1::ConnectionEnv env_;
+  exchange::ConnectionStats conn_stats_;
+  exchange::ConnectionEnv env_;
   FakeHost below_;
   TlsStats stats_;
   std::unique_ptr<TlsLayer> layer_;

@@ -1,5 +1,7 @@
-// What an HTTP/1 connection needs from the loop that owns its socket, and
-// what it shares with the other connections of that loop.
+// What a connection of any protocol (HTTP/1, HTTP/2) needs from the loop
+// that owns its socket to run its exchanges, and what it shares with the
+// other connections of that loop. Protocol-neutral: http1/ and http2/ both
+// stand on it, side by side.
 //
 // The socket's operations are a conn::Transport (src/conn/transport.h):
 // the loop's, or the TLS layer's over the loop's. ConnectionHost is the
@@ -7,11 +9,11 @@
 // done". The loop turns each into an io_uring SQE (or a queue push). Every
 // call only queues work: none calls back into a connection before it
 // returns. A unit test implements both with a recorder and drives
-// completions by hand, in any order (test/http1/).
+// completions by hand, in any order (test/http1/, test/http2/).
 //
 // Thread-safety: all of it belongs to the loop's ring thread.
-#ifndef URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
-#define URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
+#ifndef URING_HTTP_SRC_EXCHANGE_CONNECTION_ENV_H_
+#define URING_HTTP_SRC_EXCHANGE_CONNECTION_ENV_H_
 
 #include <linux/stat.h>
 #include <sys/socket.h>
@@ -33,13 +35,19 @@
 #include "src/io/arena.h"
 #include "src/limits/request_limits.h"
 #include "src/router/router.h"
-#include "src/worker/slow_task.h"
 
+// Named only: the exchange layer stands beneath both (the workers run its
+// handler step), so it includes neither.
 namespace uring_http::http1 {
+class StreamStatePool;  // HTTP/1's per-loop stream states (ConnectionEnv::streams)
+}  // namespace uring_http::http1
+namespace uring_http::worker {
+struct TaskBuffer;
+}  // namespace uring_http::worker
 
-class StreamStatePool;
+namespace uring_http::exchange {
 
-// What an HTTP/1 connection's exchanges need from their loop beyond the
+// What a connection's exchanges need from their loop beyond the
 // socket (conn::Transport, which TLS may stand in for): worker tasks,
 // static files, and the record of each exchange.
 class ConnectionHost {
@@ -171,7 +179,7 @@ struct ConnectionEnv : conn::LoopState {
   const ConnectionConfig* config = nullptr;
   const router::Router* router = nullptr;
   io::ChunkPool* chunks = nullptr;
-  StreamStatePool* streams = nullptr;
+  http1::StreamStatePool* streams = nullptr;
   // The socket's operations (the loop's, or the TLS layer's over them)
   // and the rest (the loop's).
   conn::Transport* transport = nullptr;
@@ -199,6 +207,6 @@ struct ConnectionEnv : conn::LoopState {
   uint64_t zc_paused_until_tick = 0;
 };
 
-}  // namespace uring_http::http1
+}  // namespace uring_http::exchange
 
-#endif  // URING_HTTP_SRC_HTTP1_CONNECTION_HOST_H_
+#endif  // URING_HTTP_SRC_EXCHANGE_CONNECTION_ENV_H_
