@@ -82,10 +82,11 @@ class Protocol {
   virtual void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) = 0;
 
   // ---- an exchange's completions: a worker's, a static file's
-  // (ConnectionHost). They name the connection; an HTTP/2 session will
-  // find the stream from what it issued.
-  virtual void OnTaskDone() = 0;
-  virtual void OnStreamNotify() = 0;
+  // (ConnectionHost). A worker's name the stream its task was for
+  // (TaskBuffer::stream: HTTP/2's stream id, HTTP/1's 0); a file's name
+  // the connection, which has one file operation in flight at a time.
+  virtual void OnTaskDone(uint32_t stream) = 0;
+  virtual void OnStreamNotify(uint32_t stream) = 0;
   virtual void OnFileStat(int res) = 0;
   virtual void OnFileOpen(int res) = 0;
   virtual void OnFileRead(int res) = 0;

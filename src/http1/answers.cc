@@ -120,7 +120,7 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   if (input_ == Input::kHead) input_ = Input::kWait;
 }
 
-void Connection::OnTaskDone() {
+void Connection::OnTaskDone(uint32_t) {
   URING_CHECK(task_inflight_ && task_ != nullptr);
   // The worker's release store precedes its message (see slow_task.h).
   while (task_->state.load(std::memory_order_acquire) != worker::TaskBuffer::kDone) {

@@ -121,9 +121,10 @@ class Connection final : public conn::Protocol, private ExternalOwner {
     client_cert_ = std::move(cert);
   }
   // The SLOW handler returned (its MSG_RING completion).
-  void OnTaskDone() override;
+  // (HTTP/1 has one exchange at a time: `stream` is 0.)
+  void OnTaskDone(uint32_t stream) override;
   // A worker made progress on a stream of this connection.
-  void OnStreamNotify() override;
+  void OnStreamNotify(uint32_t stream) override;
   // A static file's statx, openat2, read or splice completed (ConnectionHost).
   void OnFileStat(int res) override;
   void OnFileOpen(int res) override;

@@ -77,7 +77,7 @@ class ProducerOutput final : public http::BodyOutput {
   bool failed_ = false;
 };
 
-void Connection::OnStreamNotify() {
+void Connection::OnStreamNotify(uint32_t) {
   if (phase_ >= Phase::kLingering) return;
   Sync();  // feeds staged body bytes into the pipe, sends what the worker wrote
 }

@@ -111,11 +111,10 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void SetClientCertificate(std::shared_ptr<const http::ClientCertificate> cert) override {
     client_cert_ = std::move(cert);
   }
-  // A worker finished a task of one of the streams, or made progress on
-  // one's answer (the completion names the slot: the streams are looked
-  // through).
-  void OnTaskDone() override;
-  void OnStreamNotify() override;
+  // A worker finished the task of the stream it names, or made progress
+  // on its answer or its body (a stream that has gone: its orphan).
+  void OnTaskDone(uint32_t stream) override;
+  void OnStreamNotify(uint32_t stream) override;
   // Static files' operations (file_streams.cc); nothing is spliced.
   void OnFileStat(int res) override;
   void OnFileOpen(int res) override;

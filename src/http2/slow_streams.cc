@@ -6,6 +6,7 @@
 #include <new>
 #include <string>
 
+#include "src/base/check.h"
 #include "src/http2/connection.h"
 
 namespace uring_http::http2 {
@@ -44,6 +45,7 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   task->client_certificate = client_cert_;
   task->secure = secure_;
   task->request_body = request_body;
+  task->stream = static_cast<uint32_t>(s.id);  // its completion names the stream
   std::memcpy(task->data(), head.data(), head.size());
   if (!request.body.empty()) {
     std::memcpy(task->data() + head.size(), request.body.data(), request.body.size());
@@ -62,36 +64,36 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   return true;
 }
 
-void Connection::OnTaskDone() {
-  // Acquire: what the worker wrote before its release store is ours.
-  std::vector<Stream*> done;
-  for (auto& [id, sp] : streams_) {
-    if (sp->task != nullptr &&
-        sp->task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone) {
-      done.push_back(sp.get());
-    }
-  }
-  for (Stream* s : done) {
+void Connection::OnTaskDone(uint32_t stream) {
+  // The completion names its stream (TaskBuffer::stream; ids are never
+  // reused on a connection). Acquire: what the worker wrote before its
+  // release store is ours.
+  Stream* s = Find(static_cast<int32_t>(stream));
+  if (s != nullptr && s->task != nullptr) {
+    // The worker stored kDone before it posted the completion.
+    URING_CHECK(s->task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone);
     env_->stats->slow_completed.Add();
     TakeTaskResult(*s);
+    return Sync();
   }
-  // Tasks whose stream has gone: their memory goes once they return.
-  for (size_t i = 0; i < tasks_.size();) {
+  // Its stream has gone (or the connection's end orphaned its task): its
+  // memory goes now, and only its own. Each task is freed by its own
+  // completion, so the connection is not Freeable while one is on its way.
+  for (size_t i = 0; i < tasks_.size(); ++i) {
     worker::TaskBuffer* task = tasks_[i].task;
-    if (tasks_[i].orphaned &&
-        task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone) {
-      env_->stats->slow_completed.Add();
-      FreeTaskOf(task);  // takes tasks_[i] out
-    } else {
-      ++i;
-    }
+    if (!tasks_[i].orphaned || task->stream != stream) continue;
+    URING_CHECK(task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone);
+    env_->stats->slow_completed.Add();
+    FreeTaskOf(task);
+    break;
   }
   Sync();
 }
 
-void Connection::OnStreamNotify() {
-  for (auto& [id, sp] : streams_) {
-    Stream& s = *sp;
+void Connection::OnStreamNotify(uint32_t stream) {
+  // The worker of the stream it names made progress.
+  if (Stream* found = Find(static_cast<int32_t>(stream))) {
+    Stream& s = *found;
     if (s.task != nullptr && s.pipe == nullptr) {
       // The worker's first Write published its pipe and the answer's head.
       if (worker::BodyPipe* pipe =
@@ -104,7 +106,9 @@ void Connection::OnStreamNotify() {
     // The worker read part of a streamed body: more of it goes in.
     if (s.req_pipe != nullptr && !s.body_waiting.empty()) FeedPipe(s);
   }
-  // A pipe published after its stream went: aborted, so the worker stops.
+  // A pipe published after its stream went (or after the connection's end
+  // orphaned its task, the stream still listed): aborted, so the worker
+  // stops. Orphans are few; the loop is over them only.
   for (Task& t : tasks_) {
     if (!t.orphaned || t.orphan_pipe != nullptr) continue;
     if (worker::BodyPipe* pipe =

@@ -331,7 +331,9 @@ void EventLoop::Run() {
         case Op::kTaskDone:
         case Op::kStreamNotify:
         case Op::kTlsJob:
-          OnWorkerMessage(op, UserDataSlot(ud), UserDataGeneration(ud));
+          // A worker's MSG_RING carries the stream it is about as res.
+          OnWorkerMessage(op, UserDataSlot(ud), UserDataGeneration(ud),
+                          static_cast<uint32_t>(cqe->res));
           break;
         case Op::kTimerTick:
           OnTimerTick();
@@ -451,7 +453,7 @@ void EventLoop::Deliver(P& conn, Op op, uint32_t slot, const io_uring_cqe* cqe) 
   }
 }
 
-void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
+void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation, uint32_t stream) {
   if (slot >= capacity_ || !slots_[slot].in_use || slots_[slot].generation != generation) {
     // A slot lives until its task returns, so a completion cannot miss it;
     // a stream message may arrive after the stream ended, harmlessly.
@@ -463,9 +465,9 @@ void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation) {
     URING_CHECK(Tls(slot));
     tls_->OnJobDone(slot);
   } else if (op == Op::kTaskDone) {
-    slots_[slot].protocol->OnTaskDone();
+    slots_[slot].protocol->OnTaskDone(stream);
   } else {
-    slots_[slot].protocol->OnStreamNotify();
+    slots_[slot].protocol->OnStreamNotify(stream);
   }
   MaybeFree(slot);
 }
@@ -533,11 +535,11 @@ void EventLoop::OnTimerTick() {
   access_log_.Flush();
   base::FlushSuppressedErrors();  // the count of error lines over the rate limit
   // Messages a worker could not post with MSG_RING (see worker::Mailbox).
-  stats_.mailbox_messages.Add(mailbox_->Drain([this](uint64_t ud) {
+  stats_.mailbox_messages.Add(mailbox_->Drain([this](uint64_t ud, uint32_t stream) {
     if (UserDataOp(ud) == Op::kStop) {
       OnStop();
     } else {
-      OnWorkerMessage(UserDataOp(ud), UserDataSlot(ud), UserDataGeneration(ud));
+      OnWorkerMessage(UserDataOp(ud), UserDataSlot(ud), UserDataGeneration(ud), stream);
     }
   }));
   timers_.Advance(now, [this](uint32_t slot) {

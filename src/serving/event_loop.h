@@ -178,7 +178,8 @@ class EventLoop final : private conn::Transport, private exchange::ConnectionHos
   // known: no virtual call).
   template <typename P>
   void Deliver(P& conn, Op op, uint32_t slot, const io_uring_cqe* cqe);
-  void OnWorkerMessage(Op op, uint32_t slot, uint32_t generation);
+  // `stream`: the CQE's res (MSG_RING's len), or the mailbox's.
+  void OnWorkerMessage(Op op, uint32_t slot, uint32_t generation, uint32_t stream);
   void OnTimerTick();
   void OnSignal(int res);
   void OnStop();

@@ -197,6 +197,7 @@ bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::
   t.pipeline = &router_.pipeline();
   t.buffer = task;
   t.user_data = UserData(Op::kTaskDone, slot);
+  t.stream = task->stream;
   t.enqueued_ns = started_ns;
   if (!workers_->Submit(t)) {
     internal::Debug(config_, "uring-http: thread %d: worker queue full: 503\n", index_);

@@ -23,20 +23,24 @@ class Mailbox {
  public:
   explicit Mailbox(size_t capacity) : queue_(capacity) {}
 
-  // Leaves `user_data` for the ring; waits (briefly sleeping) while full.
-  void Post(uint64_t user_data) {
-    while (!queue_.TryPush(user_data)) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  // Leaves `user_data` (and the stream it names, what MSG_RING would have
+  // carried as res) for the ring; waits (briefly sleeping) while full.
+  void Post(uint64_t user_data, uint32_t stream = 0) {
+    while (!queue_.TryPush(Message{user_data, stream})) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     posted_.fetch_add(1, std::memory_order_release);
   }
 
-  // Calls deliver(user_data) for every message waiting; returns how many.
+  // Calls deliver(user_data, stream) for every message waiting; returns
+  // how many.
   template <typename F>
   size_t Drain(F&& deliver) {
     if (posted_.load(std::memory_order_acquire) == drained_) return 0;
     size_t n = 0;
-    uint64_t user_data;
-    while (queue_.TryPop(user_data)) {
-      deliver(user_data);
+    Message m;
+    while (queue_.TryPop(m)) {
+      deliver(m.user_data, m.stream);
       ++n;
     }
     drained_ += n;
@@ -46,7 +50,11 @@ class Mailbox {
   uint64_t posted() const { return posted_.load(std::memory_order_relaxed); }
 
  private:
-  MpmcQueue<uint64_t> queue_;
+  struct Message {
+    uint64_t user_data = 0;
+    uint32_t stream = 0;
+  };
+  MpmcQueue<Message> queue_;
   std::atomic<uint64_t> posted_{0};
   uint64_t drained_ = 0;  // the ring thread's own count
 };

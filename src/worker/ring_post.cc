@@ -10,10 +10,10 @@ thread_local PostCounters counters;
 
 }  // namespace
 
-PostResult PostToRing(const RingAddress& ring, uint64_t user_data) {
+PostResult PostToRing(const RingAddress& ring, uint64_t user_data, uint32_t stream) {
   thread_local io::MsgRingSender sender;
   const uint64_t retries_before = sender.overflow_retries();
-  const io::MsgRingSender::Result result = sender.Send(ring.ring_fd, user_data, 0);
+  const io::MsgRingSender::Result result = sender.Send(ring.ring_fd, user_data, static_cast<int32_t>(stream));
   counters.overflow_retries += sender.overflow_retries() - retries_before;
   switch (result) {
     case io::MsgRingSender::Result::kSent:
@@ -27,7 +27,7 @@ PostResult PostToRing(const RingAddress& ring, uint64_t user_data) {
   }
   // The kernel will not deliver it: the ring picks it up on its next tick.
   ++counters.mailbox;
-  if (ring.mailbox != nullptr) ring.mailbox->Post(user_data);
+  if (ring.mailbox != nullptr) ring.mailbox->Post(user_data, stream);
   return PostResult::kMailbox;
 }
 

@@ -14,7 +14,9 @@ namespace uring_http::worker {
 
 enum class PostResult { kSent, kMailbox, kTargetGone };
 
-PostResult PostToRing(const RingAddress& ring, uint64_t user_data);
+// `stream` arrives as the CQE's res (MSG_RING's len), or beside the
+// user_data in the mailbox: the stream of the connection it is about.
+PostResult PostToRing(const RingAddress& ring, uint64_t user_data, uint32_t stream = 0);
 
 // Per-thread counters of what PostToRing did (summed into the pool's stats).
 struct PostCounters {

@@ -84,6 +84,10 @@ struct TaskBuffer {
   bool secure = false;                 // Request::secure
   RingAddress ring;
   uint64_t notify_user_data = 0;     // kStreamNotify for this connection
+  // The exchange's stream within its connection (HTTP/2's stream id;
+  // HTTP/1: 0), carried by the completion and every notification as the
+  // CQE's res, so the ring goes to that stream and looks through no others.
+  uint32_t stream = 0;
 
   // ---- result, written by the worker
   http::Response response;  // sent by the ring unless the body was streamed
@@ -154,6 +158,7 @@ struct SlowTask {
   const router::Pipeline* pipeline = nullptr;
   TaskBuffer* buffer = nullptr;
   uint64_t user_data = 0;  // kTaskDone: names the connection slot and its generation
+  uint32_t stream = 0;     // ... and the stream (TaskBuffer::stream), its res
   int64_t enqueued_ns = 0; // steady clock, for the queue-wait metric
 };
 

@@ -12,7 +12,7 @@
 namespace uring_http::worker {
 namespace {
 
-void Notify(TaskBuffer* task) { PostToRing(task->ring, task->notify_user_data); }
+void Notify(TaskBuffer* task) { PostToRing(task->ring, task->notify_user_data, task->stream); }
 
 }  // namespace
 

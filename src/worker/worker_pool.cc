@@ -211,7 +211,7 @@ void WorkerPool::WorkerMain(size_t index) {
     stats.running.store(false, std::memory_order_relaxed);
     stats.completed.store(stats.completed.load(std::memory_order_relaxed) + 1,
                           std::memory_order_relaxed);
-    PostToRing(ring, task.user_data);
+    PostToRing(ring, task.user_data, task.stream);
     const PostCounters& posted = ThreadPostCounters();
     stats.msg_ring_sent.store(posted.sent, std::memory_order_relaxed);
     stats.results_dropped.store(posted.dropped, std::memory_order_relaxed);

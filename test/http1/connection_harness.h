@@ -650,7 +650,7 @@ class Harness {
     task.route = t.route;
     task.buffer = t.buffer;
     worker::WorkerPool::RunTask(task, config_.limits);
-    conn.OnTaskDone();
+    conn.OnTaskDone(0);
   }
 
   // Runs the oldest task on a thread of its own (it may block on a pipe);
@@ -673,10 +673,10 @@ class Harness {
   bool Pump(size_t send_bytes = SIZE_MAX) {
     if (worker_.joinable() && TaskThreadDone()) {
       worker_.join();
-      conn.OnTaskDone();
+      conn.OnTaskDone(0);
       return true;
     }
-    conn.OnStreamNotify();
+    conn.OnStreamNotify(0);
     CompleteSend(send_bytes);
     Notify();
     return false;

@@ -980,7 +980,7 @@ TEST(ConnectionTest, ClientVanishingMidDownloadStopsTheHandler) {
   h.Recv(Get("/stream?100000000"));
   h.StartTaskThread();
   for (int i = 0; i < 100; ++i) h.Pump(5000);
-  for (int i = 0; i < 1000000 && !h.host.send.has_value(); ++i) h.conn.OnStreamNotify();
+  for (int i = 0; i < 1000000 && !h.host.send.has_value(); ++i) h.conn.OnStreamNotify(0);
   ASSERT_TRUE(h.host.send.has_value());
   h.FailSend(-ECONNRESET);
   EXPECT_TRUE(h.host.closed);

@@ -22,7 +22,8 @@
 //     of its answer, returns without reading the rest (its handler may
 //     throw, before or after the answer's head), or runs its handler once
 //     the body is whole or failed; its messages (OnStreamNotify,
-//     OnTaskDone) come when the input says, and the workers' queue may be
+//     OnTaskDone, each naming its task's stream) come in the order the
+//     input says, and the workers' queue may be
 //     full (503);
 //   - a FastStream route's BodySink, and a FAST producer (Response::Stream),
 //     do what the input says as they are called: take data or throw, answer
@@ -68,6 +69,7 @@
 
 #include <nghttp2/nghttp2.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdint>
@@ -740,8 +742,8 @@ class Driver {
         CompleteFileOp(0);
       } else if (!host_.tasks.empty()) {
         WorkerStep(0, /*finish=*/true);
-      } else if (done_due_ || notify_due_) {
-        Deliver(done_due_ ? 0 : 16);
+      } else if (!dones_.empty() || !notifies_.empty()) {
+        Deliver(!dones_.empty() ? 0 : 16);
       } else if (host_.batch_end_due) {
         EndBatch();
       } else if (!CompleteSend(SIZE_MAX)) {
@@ -985,7 +987,7 @@ class Driver {
         }
         const bool ok = live->second->Write(resp, std::string(1 + (how >> 4) * 4, 'w'));
         Trace("worker writes a piece of its answer: %s", ok ? "taken" : "refused");
-        notify_due_ = true;
+        NotifyDue(task);
         return;
       }
       case 2: {  // returns (its handler throws if the input says)
@@ -1004,9 +1006,10 @@ class Driver {
           resp.set_body("enough\n");
         }
         Trace("worker returns%s", how & 16 ? " (its handler threw)" : "");
+        NotifyDue(task);
+        dones_.push_back(task->stream);
         task->state.store(worker::TaskBuffer::kDone, std::memory_order_release);
         host_.tasks.erase(host_.tasks.begin() + static_cast<long>(i));
-        notify_due_ = done_due_ = true;
         return;
       }
       default:  // reads some (or, the body whole, runs its handler)
@@ -1015,7 +1018,7 @@ class Driver {
         std::string buf(size_t{in_.Byte()} * 16 + 1, '\0');
         const size_t n = body->Read(buf.data(), buf.size());
         Trace("worker reads %zu of the body", n);
-        if (n > 0 && body->TakeNotify()) notify_due_ = true;
+        if (n > 0 && body->TakeNotify()) NotifyDue(task);
         return;
     }
   }
@@ -1026,20 +1029,34 @@ class Driver {
     task.route = t.route;
     task.buffer = t.buffer;
     Trace("worker runs %s %s", t.route->method.c_str(), t.route->path.c_str());
+    const uint32_t stream = t.buffer->stream;
+    NotifyDue(t.buffer);
     worker::WorkerPool::RunTask(task, config_.limits, config_.compression);
-    notify_due_ = done_due_ = true;
+    dones_.push_back(stream);
   }
-  // A worker's message: its progress on a stream, or a task's completion
-  // (either names only the connection: it looks through its streams).
+  // A worker's progress on its task's stream: one message on its way (the
+  // real ones may be more; what one does, several do).
+  void NotifyDue(const worker::TaskBuffer* task) {
+    if (std::find(notifies_.begin(), notifies_.end(), task->stream) == notifies_.end()) {
+      notifies_.push_back(task->stream);
+    }
+  }
+  // A worker's message: progress on a stream, or a task's completion, each
+  // naming the stream its task was for (TaskBuffer::stream), in an order
+  // the input picks.
   void Deliver(uint8_t op) {
-    if ((op & 16) || !done_due_) {
-      Trace("stream notify");
-      notify_due_ = false;
-      conn_.OnStreamNotify();
+    std::vector<uint32_t>& list = ((op & 16) || dones_.empty()) && !notifies_.empty()
+                                      ? notifies_ : dones_;
+    if (list.empty()) return;
+    const size_t i = (op >> 5) % list.size();
+    const uint32_t stream = list[i];
+    list.erase(list.begin() + static_cast<long>(i));
+    if (&list == &notifies_) {
+      Trace("stream %u notify", stream);
+      conn_.OnStreamNotify(stream);
     } else {
-      Trace("task done");
-      done_due_ = false;
-      conn_.OnTaskDone();
+      Trace("stream %u task done", stream);
+      conn_.OnTaskDone(stream);
     }
   }
 
@@ -1055,7 +1072,7 @@ class Driver {
       }
     }
     // The kernel or a worker still writes into the connection's memory.
-    if (host_.file_op.has_value() || !host_.tasks.empty() || done_due_) {
+    if (host_.file_op.has_value() || !host_.tasks.empty() || !dones_.empty()) {
       FUZZ_CHECK(!conn_.Freeable());
     }
     // Every file buffer is in the pool, in the read in flight, or elsewhere.
@@ -1066,7 +1083,7 @@ class Driver {
     // No stream is logged as answered twice.
     FUZZ_CHECK(host_.done.size() <= stats_.requests.Get());
     if (!host_.closed && !Lingering() && host_.recv_armed && !host_.send.has_value() &&
-        !host_.file_op.has_value() && host_.tasks.empty() && !done_due_ && host_.deadline == 0) {
+        !host_.file_op.has_value() && host_.tasks.empty() && dones_.empty() && host_.deadline == 0) {
       // Nothing of ours is out, only the client can move: a timer must be
       // armed (idle, stall, a retry, a stream's body timeout), or a client
       // holds the connection for ever (corpus: stream_waits_without_deadline).
@@ -1113,7 +1130,7 @@ class Driver {
     conn_.OnClosed();
     Check();
     for (int i = 0; i < 10000 && (host_.file_op.has_value() || !host_.tasks.empty() ||
-                                  done_due_ || notify_due_);
+                                  !dones_.empty() || !notifies_.empty());
          ++i) {
       const uint8_t op = in_.Byte();
       switch (op % 4) {
@@ -1131,7 +1148,7 @@ class Driver {
           }
           [[fallthrough]];
         default:
-          if (done_due_ || notify_due_) {
+          if (!dones_.empty() || !notifies_.empty()) {
             Deliver(op);
           } else if (host_.file_op.has_value()) {
             CompleteFileOp(0);
@@ -1207,8 +1224,8 @@ class Driver {
   exchange::ConnectionEnv env_;
   // Streamed answers the simulated workers are writing, by task.
   std::map<worker::TaskBuffer*, std::unique_ptr<worker::PipeResponseStream>> answers_;
-  bool notify_due_ = false;  // a worker's progress message is on its way
-  bool done_due_ = false;    // a task's completion is on its way
+  std::vector<uint32_t> notifies_;  // workers' progress messages on their way: their streams
+  std::vector<uint32_t> dones_;     // tasks' completions on their way: their streams
   bool closed_seen_ = false;
   int file_ops_at_close_ = 0;
   uint64_t dispatched_at_close_ = 0;
