@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -528,8 +529,8 @@ void Connection::SubmitError(Stream& s, int status) {
   Submit(s);
 }
 
-void Connection::AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,
-                                 int status) const {
+bool Connection::SubmitHead(const Stream& s, int status, const http::HeaderTable& fields,
+                            bool length_known, uint64_t length, bool has_body) {
   // Formatted once a second (per thread: a loop is one).
   thread_local time_t date_second = 0;
   thread_local char date[http::kHttpDateSize];
@@ -539,11 +540,14 @@ void Connection::AddServerFields(http::HeaderTable& fields, bool length_known, u
     date_second = now;
     date_len = http::FormatHttpDate(now, date);
   }
-  fields.Add("date", std::string_view(date, date_len));
-  fields.Add("server", "uring-http");
+  ServerField server[3] = {{"date", std::string_view(date, date_len)}, {"server", "uring-http"}, {}};
+  size_t n = 2;
+  char digits[20];
   if (length_known && status != 204 && status != 304) {
-    fields.Add("content-length", std::to_string(length));
+    const std::to_chars_result r = std::to_chars(digits, digits + sizeof(digits), length);
+    server[n++] = {"content-length", std::string_view(digits, static_cast<size_t>(r.ptr - digits))};
   }
+  return session_->SubmitResponse(s.id, status, fields, has_body, std::span(server, n));
 }
 
 void Connection::Submit(Stream& s) {
@@ -553,9 +557,7 @@ void Connection::Submit(Stream& s) {
   const std::string_view body = s.response.body_view();
   const bool has_body = !s.head_request && http::StatusHasBody(status) &&
                         (!body.empty() || !s.response.trailers().empty());
-  http::HeaderTable fields = s.response.headers();
-  AddServerFields(fields, true, body.size(), status);
-  if (!session_->SubmitResponse(s.id, status, fields, has_body)) return;
+  if (!SubmitHead(s, status, s.response.headers(), true, body.size(), has_body)) return;
   if (has_body) {
     session_->WriteData(s.id, body);
     session_->EndData(s.id, s.response.trailers().empty() ? nullptr : &s.response.trailers());

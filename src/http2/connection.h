@@ -141,6 +141,10 @@ class Connection final : public conn::Protocol, private SessionEvents {
 
   // One stream's request as it arrives, and its answer as it leaves.
   struct Stream {
+    // Not `= default`: value-initializing (Stream(), as a closed stream's
+    // spare is reset) would first zero all of it, kilobytes of inline
+    // field storage, for every stream. Every member has its initializer.
+    Stream() noexcept {}
     int32_t id = 0;
     RequestHead head;  // views into the session's storage, valid until the stream closes
     std::string body;
@@ -218,10 +222,11 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void SubmitError(Stream& s, int status);
   // The exchange is answered: metrics and the access log.
   void Done(const Stream& s, int status, uint64_t body_bytes);
-  // The head's fields as sent: the answer's own, then date and server
-  // (and the length when known).
-  void AddServerFields(http::HeaderTable& fields, bool length_known, uint64_t length,
-                       int status) const;
+  // The answer's head to the session: `fields` (the answer's own, not
+  // copied), then date and server (and the length when known). False if
+  // the session would not take it (the stream has gone).
+  bool SubmitHead(const Stream& s, int status, const http::HeaderTable& fields,
+                  bool length_known, uint64_t length, bool has_body);
   // ---- SLOW routes (slow_streams.cc)
   // Hands a SLOW route's request to the workers; false if refused.
   // `request_body`: a streamed body's pipe (null: request.body is it).

@@ -5,41 +5,45 @@
 namespace uring_http::http2::internal {
 
 bool IsConnectionSpecific(std::string_view name) {
-  for (std::string_view bad : {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"}) {
-    if (http::FieldNameEquals(name, bad)) return true;
+  // By length first: most names are none of these lengths (every response
+  // goes through here, field by field).
+  switch (name.size()) {
+    case 7:
+      return http::FieldNameEquals(name, "upgrade");
+    case 10:
+      return http::FieldNameEquals(name, "connection") || http::FieldNameEquals(name, "keep-alive");
+    case 16:
+      return http::FieldNameEquals(name, "proxy-connection");
+    case 17:
+      return http::FieldNameEquals(name, "transfer-encoding");
+    default:
+      return false;
   }
-  return false;
 }
 
-const std::vector<FieldList::Field>& FieldList::Build(std::string_view status, const http::HeaderTable* fields) {
-  size_t total = status.size();
+const std::vector<FieldList::Field>& FieldList::Build(std::string_view status, const http::HeaderTable* fields,
+                                                      std::span<const ServerField> server_fields) {
+  size_t name_bytes = 0;
   if (fields != nullptr) {
-    for (const auto f : *fields) total += f.name.size() + f.value.size();
+    for (const auto f : *fields) name_bytes += f.name.size();
   }
   // Sized once before any view is taken: nothing below moves the bytes.
-  bytes_.resize(total);
+  if (bytes_.size() < name_bytes) bytes_.resize(name_bytes);
   fields_.clear();
   char* p = bytes_.data();
-  auto add = [&](std::string_view name, std::string_view value, bool copy_name) {
-    std::string_view stored_name = name;  // ":status" is a literal: kept as is
-    if (copy_name) {
-      for (size_t i = 0; i < name.size(); ++i) {
-        const char c = name[i];
+  if (!status.empty()) fields_.push_back({":status", status});
+  if (fields != nullptr) {
+    for (const auto f : *fields) {
+      if (f.name.empty() || f.name[0] == ':' || IsConnectionSpecific(f.name)) continue;
+      for (size_t i = 0; i < f.name.size(); ++i) {
+        const char c = f.name[i];
         p[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c;
       }
-      stored_name = std::string_view(p, name.size());
-      p += name.size();
+      fields_.push_back({std::string_view(p, f.name.size()), f.value});
+      p += f.name.size();
     }
-    if (!value.empty()) std::memcpy(p, value.data(), value.size());
-    fields_.push_back({stored_name, std::string_view(p, value.size())});
-    p += value.size();
-  };
-  if (!status.empty()) add(":status", status, false);
-  if (fields == nullptr) return fields_;
-  for (const auto f : *fields) {
-    if (f.name.empty() || f.name[0] == ':' || IsConnectionSpecific(f.name)) continue;
-    add(f.name, f.value, true);
   }
+  for (const ServerField& f : server_fields) fields_.push_back({f.name, f.value});
   return fields_;
 }
 

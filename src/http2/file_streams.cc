@@ -334,9 +334,8 @@ void Connection::ServeFile(Stream& s) {
   if (response.header_refused()) return FileError(s, 500);
   s.answered = true;
   const bool has_body = !s.head_request && plan.length > 0;
-  http::HeaderTable head = response.headers();
-  AddServerFields(head, /*length_known=*/true, plan.length, plan.status);
-  if (!session_->SubmitResponse(s.id, plan.status, head, has_body)) {
+  if (!SubmitHead(s, plan.status, response.headers(), /*length_known=*/true, plan.length,
+                  has_body)) {
     s.ended = true;
     return EndFile(s);
   }

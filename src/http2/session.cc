@@ -153,9 +153,10 @@ struct Session::Impl {
   }
 
   // The fields as nghttp2_nv (nghttp2 copies them at submission).
-  void BuildNv(std::string_view status, const http::HeaderTable* fields) {
+  void BuildNv(std::string_view status, const http::HeaderTable* fields,
+               std::span<const ServerField> server_fields = {}) {
     nv.clear();
-    for (const internal::FieldList::Field& f : field_list.Build(status, fields)) {
+    for (const internal::FieldList::Field& f : field_list.Build(status, fields, server_fields)) {
       nv.push_back({reinterpret_cast<uint8_t*>(const_cast<char*>(f.name.data())),
                     reinterpret_cast<uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(), f.value.size(),
                     NGHTTP2_NV_FLAG_NONE});
@@ -554,13 +555,14 @@ bool Session::WantsWrite() const {
 
 bool Session::WantsRead() const { return !impl_->failed && nghttp2_session_want_read(impl_->session) != 0; }
 
-bool Session::SubmitResponse(int32_t stream_id, int status, const http::HeaderTable& fields, bool has_body) {
+bool Session::SubmitResponse(int32_t stream_id, int status, const http::HeaderTable& fields, bool has_body,
+                             std::span<const ServerField> server_fields) {
   Impl* d = impl_.get();
   Stream* s = d->Find(stream_id);
   if (s == nullptr || s->reset || s->response_submitted || status < 200 || status > 999) return false;
   char digits[3] = {static_cast<char>('0' + status / 100), static_cast<char>('0' + status / 10 % 10),
                     static_cast<char>('0' + status % 10)};
-  d->BuildNv(std::string_view(digits, 3), &fields);
+  d->BuildNv(std::string_view(digits, 3), &fields, server_fields);
   nghttp2_data_provider provider{};
   provider.read_callback = &Impl::ReadBody;
   if (nghttp2_submit_response(d->session, stream_id, d->nv.data(), d->nv.size(), has_body ? &provider : nullptr) != 0) {

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "src/http/header.h"
@@ -59,6 +60,12 @@ inline constexpr uint32_t kInternalError = 0x2;
 inline constexpr uint32_t kRefusedStream = 0x7;
 inline constexpr uint32_t kCancel = 0x8;
 inline constexpr uint32_t kEnhanceYourCalm = 0xb;
+
+// A field the server adds after a response's table (date, server,
+// content-length): its own, so already lowercase and valid, taken as it is.
+struct ServerField {
+  std::string_view name, value;
+};
 
 struct SessionSettings {  // what we advertise in our SETTINGS
   uint32_t max_concurrent_streams = 100;
@@ -150,7 +157,9 @@ class Session {
   // 8.2.2), as are pseudo-header names. False for an unknown or closed
   // stream, a second response, or a status outside 200..999 (see
   // SubmitContinue for 100).
-  bool SubmitResponse(int32_t stream_id, int status, const http::HeaderTable& fields, bool has_body);
+  // `server_fields` follow the table's as they are (the server's own).
+  bool SubmitResponse(int32_t stream_id, int status, const http::HeaderTable& fields, bool has_body,
+                      std::span<const ServerField> server_fields = {});
   // An interim 100 (Continue), before SubmitResponse.
   bool SubmitContinue(int32_t stream_id);
   // Queues body bytes (copied) for the stream, framed as DATA as the peer's

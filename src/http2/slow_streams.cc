@@ -158,9 +158,7 @@ void Connection::StartStreamed(Stream& s) {
   s.answered = true;
   const int status = head->status;
   const bool has_body = !s.head_request && http::StatusHasBody(status);
-  http::HeaderTable fields = head->fields;
-  AddServerFields(fields, head->length_known, head->length, status);
-  if (!session_->SubmitResponse(s.id, status, fields, has_body)) {
+  if (!SubmitHead(s, status, head->fields, head->length_known, head->length, has_body)) {
     s.ended = true;
     return;
   }

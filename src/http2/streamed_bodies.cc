@@ -318,9 +318,8 @@ void Connection::StartProducer(Stream& s, const http::Request& request) {
   const bool length_known = response.has_content_length() && gzip != http::GzipDecision::kGzip;
   s.promised = length_known ? response.content_length() : StreamOutput::kNoPromise;
   s.answered = true;
-  http::HeaderTable fields = response.headers();
-  AddServerFields(fields, length_known, length_known ? response.content_length() : 0, status);
-  if (!session_->SubmitResponse(s.id, status, fields, sends_body)) {
+  if (!SubmitHead(s, status, response.headers(), length_known,
+                  length_known ? response.content_length() : 0, sends_body)) {
     s.ended = true;
     return;
   }

@@ -96,8 +96,13 @@ TEST(SessionTest, ResponseNamesLowercasedAndConnectionFieldsDropped) {
                                        {"Transfer-Encoding", "chunked"},
                                        {"Upgrade", "h2c"},
                                        {"Proxy-Connection", "x"},
-                                       {"X-Custom", "Value"}});
-    ASSERT_TRUE(server.SubmitResponse(id, 200, t, true));
+                                       {"X-Custom", "Value"},
+                                       {"Keep-Alivx", "same length, kept"},
+                                       {"UPGRADE", "any case"}});
+    // The server's own fields follow the table's, as they are.
+    const ServerField server_fields[] = {{"date", "Thu, 26 Nov 2026 00:00:00 GMT"},
+                                         {"content-length", "5"}};
+    ASSERT_TRUE(server.SubmitResponse(id, 200, t, true, server_fields));
     EXPECT_EQ(server.WriteData(id, "hello"), 5u);
     EXPECT_TRUE(server.EndData(id));
   };
@@ -106,7 +111,12 @@ TEST(SessionTest, ResponseNamesLowercasedAndConnectionFieldsDropped) {
   ASSERT_TRUE(Pump(server, client));
   const ClientStream& s = client.streams[1];
   ASSERT_EQ(s.header_blocks.size(), 1u);
-  EXPECT_EQ(s.header_blocks[0], (Fields{{":status", "200"}, {"content-type", "text/plain"}, {"x-custom", "Value"}}));
+  EXPECT_EQ(s.header_blocks[0], (Fields{{":status", "200"},
+                                        {"content-type", "text/plain"},
+                                        {"x-custom", "Value"},
+                                        {"keep-alivx", "same length, kept"},
+                                        {"date", "Thu, 26 Nov 2026 00:00:00 GMT"},
+                                        {"content-length", "5"}}));
   EXPECT_EQ(s.body, "hello");
   EXPECT_TRUE(s.closed);
   EXPECT_EQ(s.close_code, 0u);
