@@ -273,6 +273,12 @@ class Connection final : public conn::Protocol, private SessionEvents {
   Stream* EndFileOp(FileOp expected, FileAnswer** answer);
   void FreeOrphanFile();
   void FileStatDone(Stream& s, int res);
+  // ---- which representation (file_variants.cc)
+  // True when the file, a sibling or the gzip is ready to be answered;
+  // false when an operation was queued (ServeFile comes back after it).
+  bool ChooseFileVariant(Stream& s, const http::Request& request);
+  void SiblingProbed(Stream& s, int res);
+  void FallBackToOriginal(Stream& s);
   void ServeFile(Stream& s);
   void PumpFile(Stream& s);
   void RedirectToDirectory(Stream& s);

@@ -27,6 +27,7 @@
 #include <memory>
 #include <string_view>
 
+#include "src/files/encodings.h"
 #include "src/files/open_file_cache.h"
 #include "src/files/url_path.h"
 #include "src/files/validators.h"
@@ -38,9 +39,10 @@ namespace uring_http::http2 {
 enum class FileOp : uint8_t {
   kNone,
   kStat,   // statx of the path (a cache miss, or an entry due for its check)
+  kProbe,  // statx of a precompressed sibling's path ("path.gz", ...)
   kCheck,  // openat2 O_PATH: a directory or a refused path lies beneath the root
   kOpen,   // openat2 into a direct descriptor
-  kLoad,   // a small file's whole content into the cache's memory
+  kLoad,   // a small file's whole content into the cache's memory (to gzip it, too)
   kRead,   // body bytes into one of the loop's file buffers
 };
 
@@ -58,10 +60,29 @@ struct FileAnswer {
   char* load_buf = nullptr;        // kLoad: the cache's room for the content
   uint64_t next = 0;               // the next body byte (file offset)
   uint64_t end = 0;                // one past the last
+  // Which representation answers (file_variants.cc): the file, one of its
+  // precompressed siblings, or the cache's gzip of its content.
+  enum class Variant : uint8_t {
+    kUndecided,
+    kProbing,  // the siblings' statx, one at a time
+    kDecided,
+    kLoading,  // the content is read to be gzipped; the answer is planned after
+    kLoaded,   // ... and was (a failed load: the file goes as it is)
+  };
+  Variant variant = Variant::kUndecided;
+  uint8_t siblings = 0;  // files::EncodingBit of each sibling found
+  uint8_t probe = 0;     // the files::kSiblingEncodings index being probed
+  files::Encoding encoding = files::Encoding::kIdentity;  // a sibling is sent
+  bool vary = false;     // the answer varies with Accept-Encoding
+  bool gzip = false;     // the entry's gzip of the content is sent
+  uint32_t base_len = 0; // the file's own path; a sibling's suffix follows it
+  files::FileVersion base_version;
   uint32_t path_len = 0;
-  char path[kPathRoom];            // NUL-terminated, relative to the mount's root
+  char path[kPathRoom];  // NUL-terminated, relative to the mount's root (room for a suffix)
 
   std::string_view path_view() const { return {path, path_len}; }
+  // The file's own name (for its Content-Type), whichever variant is sent.
+  std::string_view base_path() const { return {path, base_len != 0 ? base_len : path_len}; }
   int file_index() const { return entry != nullptr ? entry->file_index() : own_index; }
 };
 

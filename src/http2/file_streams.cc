@@ -7,8 +7,8 @@
 // client's windows: from the cache's memory for a small hot file, else read
 // into the loop's file buffers a buffer at a time and copied into the
 // session's queue, at most kStreamQueueBytes of it waiting per stream (the
-// next read starts at OnStreamWritable). Precompressed siblings and gzip
-// of files are HTTP/1's only for now: over HTTP/2 a file goes as it is.
+// next read starts at OnStreamWritable). Precompressed siblings and the
+// cache's gzip are chosen in file_variants.cc.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -134,6 +134,7 @@ void Connection::IssueFileOp(Stream& s) {
   const int dir_fd = f.mount->dir_fd;
   switch (op) {
     case FileOp::kStat:
+    case FileOp::kProbe:
       return env_->host->StatFile(slot_, dir_fd, f.path, &files_->stx);
     case FileOp::kCheck:
       return env_->host->OpenFile(slot_, dir_fd, f.path, /*check_only=*/true);
@@ -174,9 +175,17 @@ void Connection::FreeOrphanFile() {
 // ---------------------------------------------------------------- completions
 
 void Connection::OnFileStat(int res) {
+  const FileOp op = files_ != nullptr ? files_->op : FileOp::kNone;
+  URING_CHECK(op == FileOp::kStat || op == FileOp::kProbe);
   FileAnswer* fp = nullptr;
-  Stream* s = EndFileOp(FileOp::kStat, &fp);
-  if (s != nullptr) FileStatDone(*s, res);
+  Stream* s = EndFileOp(op, &fp);
+  if (s != nullptr) {
+    if (op == FileOp::kProbe) {
+      SiblingProbed(*s, res);
+    } else {
+      FileStatDone(*s, res);
+    }
+  }
   FreeOrphanFile();
   NextFileOp();
   Sync();
@@ -189,6 +198,13 @@ void Connection::FileStatDone(Stream& s, int res) {
   files::OpenFileCache::Entry* e =
       cache != nullptr ? cache->Find(f.mount->index, f.path_view(), env_->now_tick, &fresh)
                        : nullptr;
+  if (f.encoding != files::Encoding::kIdentity &&
+      (res < 0 || !S_ISREG(files_->stx.stx_mode) ||
+       !files::SiblingIsCurrent(f.base_version, VersionOf(files_->stx)))) {
+    // The sibling chosen went away (or went stale) since it was probed.
+    if (e != nullptr) cache->Remove(e);
+    return FallBackToOriginal(s);
+  }
   if (res == -ENOENT && f.index && f.mount->options.list_directories) return ServeListing(s);
   if (res < 0) {
     if (e != nullptr) cache->Remove(e);  // deleted (or no longer reachable)
@@ -240,6 +256,8 @@ void Connection::OnFileOpen(int res) {
     }
   } else if (s == nullptr) {
     if (res >= 0) env_->file_closer->CloseFile(res);
+  } else if (res < 0 && fp->encoding != files::Encoding::kIdentity) {
+    FallBackToOriginal(*s);
   } else if (res < 0) {
     FileError(*s, files::StatusForFileErrno(-res));
   } else {
@@ -272,7 +290,14 @@ void Connection::OnFileRead(int res) {
     // The content is the cache's from now on, whoever asked for it.
     env_->file_cache->EndContent(f.entry, res >= 0 && static_cast<uint64_t>(res) == f.version.size);
     f.load_buf = nullptr;
-    if (s != nullptr) PumpFile(*s);
+    if (s != nullptr && f.variant == FileAnswer::Variant::kLoading) {
+      // Read to be gzipped: the answer is planned now (the file as it is,
+      // if the read failed).
+      f.variant = FileAnswer::Variant::kLoaded;
+      ServeFile(*s);
+    } else if (s != nullptr) {
+      PumpFile(*s);
+    }
   } else {
     char* buf = files_->read_buf;
     files_->read_buf = nullptr;
@@ -307,6 +332,9 @@ void Connection::ServeFile(Stream& s) {
   std::vector<http::Header> storage;
   http::Request request;
   BuildRequest(s, storage, request);
+  // A precompressed sibling or the gzip instead of the file: either may
+  // need file operations first (ServeFile comes back after them).
+  if (!ChooseFileVariant(s, request)) return;
   files::FileRequestFields fields;
   fields.head = s.head_request;
   fields.range = request.FindHeader("range");
@@ -315,16 +343,27 @@ void Connection::ServeFile(Stream& s) {
   fields.if_none_match = request.FindHeader("if-none-match");
   fields.if_modified_since = request.FindHeader("if-modified-since");
   fields.if_unmodified_since = request.FindHeader("if-unmodified-since");
-  const files::FilePlan plan = files::PlanFileResponse(fields, f.version);
+  files::EtagVariant etag_variant;
+  files::FileVersion version = f.version;
+  std::string_view content_encoding;
+  if (f.encoding != files::Encoding::kIdentity) {
+    etag_variant.suffix = files::EtagSuffix(f.encoding);
+    content_encoding = files::EncodingToken(f.encoding);
+  } else if (f.gzip) {
+    etag_variant = {"-gzip", /*weak=*/true};
+    version.size = f.entry->gzip().size();
+    content_encoding = "gzip";
+  }
+  const files::FilePlan plan = files::PlanFileResponse(fields, version, etag_variant);
   http::Response& response = s.response;
   response.Clear();
-  if (!files::StartFileAnswer(plan, f.mount->options.cache_control, /*vary=*/false, response)) {
+  if (!files::StartFileAnswer(plan, f.mount->options.cache_control, f.vary, response)) {
     // 304, 412 or 416: no file bytes.
     EndFile(s);
     RunDueAfters(s, request);
     return Submit(s);
   }
-  files::AddFileBodyFields(plan, f.path_view(), std::string_view(), response);
+  files::AddFileBodyFields(plan, f.base_path(), content_encoding, response);
   if (s.afters_due > 0) {
     // The file's bytes follow with their length: an after adds headers,
     // its status or body would not be true to them (middleware.h).
@@ -346,7 +385,7 @@ void Connection::ServeFile(Stream& s) {
   }
   f.next = plan.offset;
   f.end = plan.offset + plan.length;
-  if (f.entry != nullptr && !f.entry->content_ready()) {
+  if (f.entry != nullptr && !f.gzip && !f.entry->content_ready()) {
     // A small file stays in memory: this stream reads it whole, and the
     // next ones are answered without a read.
     if (char* content = env_->file_cache->BeginContent(f.entry)) {
@@ -364,10 +403,14 @@ void Connection::PumpFile(Stream& s) {
   while (f.next < f.end) {
     // Enough waits in the session: more once it is framed.
     if (session_->QueuedData(s.id) >= kStreamQueueBytes) return;
-    if (f.entry == nullptr || !f.entry->content_ready()) return QueueFileOp(s, FileOp::kRead);
-    // From the cache's memory: valid while the entry is held.
+    // From the cache's memory (the content, or its gzip): valid while the
+    // entry is held.
+    const char* memory = f.gzip                                              ? f.entry->gzip().data()
+                         : f.entry != nullptr && f.entry->content_ready() ? f.entry->content()
+                                                                          : nullptr;
+    if (memory == nullptr) return QueueFileOp(s, FileOp::kRead);
     const size_t n = std::min<uint64_t>(kMemoryWriteBytes, f.end - f.next);
-    if (session_->WriteData(s.id, std::string_view(f.entry->content() + f.next, n)) == 0) {
+    if (session_->WriteData(s.id, std::string_view(memory + f.next, n)) == 0) {
       return EndFile(s);  // the stream went (its close follows)
     }
     f.next += n;

@@ -156,6 +156,18 @@ class FileTree {
     mkdir((root_ + "/bare").c_str(), 0755);
     Write("bare/a.txt", "a\n");
     Write(".hidden", "secret\n");
+    // Precompressed siblings (the /m/ mount looks for them): two for a
+    // script, one for 1k.txt, a directory where big.bin's would be, and a
+    // leftover older than its file.
+    Write("app.js", std::string(3000, 'j'));
+    Write("app.js.gz", "GZ");
+    Write("app.js.br", "BR");
+    Write("1k.txt.br", "BR1K");
+    mkdir((root_ + "/big.bin.gz").c_str(), 0755);
+    Write("old.txt", std::string(2000, 'o'));
+    Write("old.txt.gz", "OLD");
+    timespec old[2] = {{1000000000, 0}, {1000000000, 0}};
+    if (utimensat(AT_FDCWD, (root_ + "/old.txt.gz").c_str(), old, 0) != 0) std::abort();
     if (mkfifo((root_ + "/fifo").c_str(), 0644) != 0 ||
         symlink("1k.txt", (root_ + "/inside").c_str()) != 0 ||
         symlink("/etc", (root_ + "/escape").c_str()) != 0) {
@@ -368,6 +380,7 @@ router::Router Routes(Script* script) {
   router::StaticOptions listed;
   listed.list_directories = true;
   listed.cache_control = "max-age=60";
+  listed.precompressed = true;
   listed.middleware.push_back(Guard());
   (void)r.Static("/m/", FileRoot(), std::move(listed));
   // Streamed request bodies: a sink on the ring, and SLOW handlers that
@@ -436,7 +449,7 @@ const char* const kPaths[] = {
     "/files/inside", "/files/fifo", "/sink", "/upload", "/produce", "/files/",
     "/m/dir/", "/files/big.bin?v=1", "/m/big.bin", "/upload-echo", "/files/%2e%2e/x",
     "/files/dir/index.html", "/files/1k.txt/", "/m/escape/", "/files/a%2Fb", "/files/%5c.txt",
-    "/files/dir/../1k.txt", "/m/"};
+    "/files/dir/../1k.txt", "/m/", "/m/app.js", "/m/old.txt", "/files/app.js"};
 constexpr size_t kPathCount = sizeof(kPaths) / sizeof(kPaths[0]);
 const char* const kMethods[] = {"GET", "POST", "HEAD", "DELETE", "OPTIONS", "PUT", "CONNECT", "GET"};
 const char* const kRanges[] = {"bytes=0-99", "bytes=1000-", "bytes=-10", "bytes=5000-6000",
@@ -570,7 +583,9 @@ std::string ScriptedClient(Input& in, const Upgrade* upgrade) {
       }
       add(":authority", "h");
       add("x-fill", big);
-      if (op & 8) add("accept-encoding", "gzip");
+      static constexpr const char* kEncodings[] = {"gzip", "br", "gzip, br, zstd",
+                                                   "zstd, gzip;q=0"};
+      if (op & 8) add("accept-encoding", kEncodings[(how >> 3) & 3]);
       if (op & 16) add("range", kRanges[in.Byte() % 8]);
       if (op & 32) {
         const auto& c = kConditions[in.Byte() % 8];

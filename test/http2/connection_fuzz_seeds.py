@@ -25,7 +25,8 @@ PATHS = ["/hello", "/echo", "/big", "/throw", "/slow", "/x/../hello", "/stream",
          "/files/inside", "/files/fifo", "/sink", "/upload", "/produce", "/files/",
          "/m/dir/", "/files/big.bin?v=1", "/m/big.bin", "/upload-echo", "/files/%2e%2e/x",
          "/files/dir/index.html", "/files/1k.txt/", "/m/escape/", "/files/a%2Fb",
-         "/files/%5c.txt", "/files/dir/../1k.txt", "/m/"]
+         "/files/%5c.txt", "/files/dir/../1k.txt", "/m/", "/m/app.js", "/m/old.txt",
+         "/files/app.js"]
 P = {p: i for i, p in enumerate(PATHS)}
 M = {"GET": 0, "POST": 1, "HEAD": 2, "DELETE": 3, "OPTIONS": 4, "PUT": 5, "CONNECT": 6}
 
@@ -33,12 +34,14 @@ M = {"GET": 0, "POST": 1, "HEAD": 2, "DELETE": 3, "OPTIONS": 4, "PUT": 5, "CONNE
 # ---- the scripted client's steps
 
 def req(method, path, body=0, fill=0, gzip=False, rng=None, cond=None, deny=False,
-        expect=False, clen=False, lie=False):
+        expect=False, clen=False, lie=False, enc=0):
     """A request: body and fill (x-fill) in units of 257 and 64 bytes; rng and cond
-    index kRanges and kConditions; clen sends content-length (lie: 70000)."""
+    index kRanges and kConditions; clen sends content-length (lie: 70000); gzip sends
+    Accept-Encoding, enc picks which (kEncodings: gzip, br, "gzip, br, zstd",
+    "zstd, gzip;q=0")."""
     op = (8 if gzip else 0) | (16 if rng is not None else 0) | (32 if cond is not None else 0)
     op |= 128 if clen else 0
-    how = M[method] | (64 if deny else 0) | (128 if expect else 0) | (32 if lie else 0)
+    how = M[method] | (64 if deny else 0) | (128 if expect else 0) | (32 if lie else 0) | (enc << 3)
     b = [op, how, P[path], fill]
     if rng is not None:
         b.append(rng)
@@ -172,6 +175,20 @@ write("files_errors", seed(
     [RECV, fail(0), fail(1), FILE, fail(2), FILE, FILE, fail(4), fail(5), FILE, fail(6), FILE, fail(10), FILE,
      fail(3), FILE, SEND, FILE, fail(1), fail(5), SEND, FILE, FILE, SEND]))
 # The cache: a hit from memory, revalidation after time passes, two entries held at once.
+# Precompressed siblings on /m/: every encoding asked, a sibling that is a directory, a stale
+# one, HEAD and a range of a sibling, the probes taking turns with other streams' operations.
+write("files_siblings", seed(
+    [req("GET","/m/app.js", gzip=True), req("GET","/m/app.js", gzip=True, enc=1),
+     req("GET","/m/app.js", gzip=True, enc=2), req("GET","/m/app.js", gzip=True, enc=3),
+     req("GET","/m/1k.txt", gzip=True, enc=1), req("GET","/m/big.bin", gzip=True),
+     req("GET","/m/old.txt", gzip=True), req("HEAD","/m/app.js", gzip=True, enc=1),
+     req("GET","/m/app.js", gzip=True, rng=1)],
+    [RECV] + [FILE, SEND]*40))
+# The cache's gzip of a file it keeps in memory (compression on: mode bit 8), loaded first.
+write("files_gzip", seed(
+    [req("GET","/files/1k.txt", gzip=True), req("GET","/files/app.js", gzip=True),
+     req("GET","/files/app.js", gzip=True, rng=1), req("GET","/files/1k.txt", gzip=True)],
+    [RECV] + [FILE, SEND]*20, mode=1|8))
 write("files_cache", seed(
     [req("GET","/files/1k.txt"), req("GET","/files/inside"), req("GET","/files/1k.txt"), req("GET","/files/dir/"),
      req("GET","/files/1k.txt"), req("GET","/files/big.bin")],

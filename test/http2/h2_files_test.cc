@@ -4,8 +4,10 @@
 // on one connection and within small client windows (every byte checked);
 // HEAD, Range, the conditional fields, a directory's redirect and index,
 // dotfiles and paths outside the root as absent; the mount's middleware
-// around it; a stream reset mid-file and a client that leaves, after which
-// the connection (or the server) goes on.
+// around it; precompressed siblings and the cache's gzip, chosen by
+// Accept-Encoding as over HTTP/1 (src/http1/file_variants.cc); a stream
+// reset mid-file and a client that leaves, after which the connection (or
+// the server) goes on.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,8 +18,12 @@
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/time.h>
+
 #include "gtest/gtest.h"
 #include "src/serving/server.h"
+#include "test/http/gzip_testing.h"
 #include "test/http2/h2_client.h"
 
 namespace uring_http::serving {
@@ -62,7 +68,7 @@ class H2FilesTest : public ::testing::Test {
     std::system(("rm -rf " + root_).c_str());
   }
 
-  void Start(router::StaticOptions options = {}, uint32_t file_buffers = 0) {
+  void Start(router::StaticOptions options = {}, uint32_t file_buffers = 0, bool gzip = false) {
     router::Router r;
     (void)r.Fast("GET", "/hello", [](const http::Request&, http::Response& resp) {
       resp.set_body("hello");
@@ -76,6 +82,7 @@ class H2FilesTest : public ::testing::Test {
     config.workers = 1;
     config.http2 = true;
     config.file_buffer_count = file_buffers;
+    config.compression.enabled = gzip;
     server_ = std::make_unique<Server>(config, std::move(r));
     const absl::Status s = server_->Start();
     ASSERT_TRUE(s.ok()) << s;
@@ -243,6 +250,139 @@ TEST_F(H2FilesTest, AResetMidFileAndAClientThatLeaves) {
   ASSERT_TRUE(c.Run());
   EXPECT_TRUE(c.answer(a).body == large_);
   EXPECT_TRUE(c.answer(b).body == large_);
+}
+
+// Text that gzip shrinks, and that a test can tell apart by its length.
+std::string Script(size_t n) {
+  std::string s;
+  while (s.size() < n) s += "function f" + std::to_string(s.size()) + "() { return 1; }\n";
+  s.resize(n);
+  return s;
+}
+
+// Sets a file's modification time `seconds` before now.
+void Age(const std::string& path, int seconds) {
+  timespec times[2];
+  clock_gettime(CLOCK_REALTIME, &times[0]);
+  times[0].tv_sec -= seconds;
+  times[1] = times[0];
+  ASSERT_EQ(utimensat(AT_FDCWD, path.c_str(), times, 0), 0);
+}
+
+TEST_F(H2FilesTest, ThePrecompressedSiblingTheClientWeighsHighestIsSent) {
+  WriteFile(root_ + "/app.js", Script(5000));
+  Age(root_ + "/app.js", 100);
+  WriteFile(root_ + "/app.js.gz", "GZIP-BYTES");
+  WriteFile(root_ + "/app.js.br", "BROTLI-BYTES");
+  WriteFile(root_ + "/plain.js", Script(3000));
+  // A sibling older than its file is a leftover: not sent.
+  WriteFile(root_ + "/old.js", Script(2000));
+  WriteFile(root_ + "/old.js.gz", "STALE");
+  Age(root_ + "/old.js.gz", 200);
+  router::StaticOptions options;
+  options.precompressed = true;
+  Start(std::move(options));
+  H2Client c(port());
+  // All at once: their probes and opens take turns on the connection.
+  const int32_t gz = c.Submit("GET", "/app.js", {{"accept-encoding", "gzip"}});
+  const int32_t br = c.Submit("GET", "/app.js", {{"accept-encoding", "gzip, deflate, br, zstd"}});
+  const int32_t gz2 = c.Submit("GET", "/app.js", {{"accept-encoding", "br;q=0.5, gzip"}});
+  const int32_t plain = c.Submit("GET", "/app.js");
+  const int32_t refused = c.Submit("GET", "/app.js", {{"accept-encoding", "gzip;q=0"}});
+  const int32_t other = c.Submit("GET", "/plain.js", {{"accept-encoding", "gzip"}});
+  const int32_t stale = c.Submit("GET", "/old.js", {{"accept-encoding", "gzip"}});
+  const int32_t head = c.Submit("HEAD", "/app.js", {{"accept-encoding", "br"}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(gz).status, 200);
+  EXPECT_EQ(c.answer(gz).body, "GZIP-BYTES");
+  EXPECT_EQ(c.answer(gz).fields.at("content-encoding"), "gzip");
+  EXPECT_EQ(c.answer(gz).fields.at("content-type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(c.answer(gz).fields.at("vary"), "Accept-Encoding");
+  EXPECT_EQ(c.answer(gz).fields.at("content-length"), "10");
+  EXPECT_EQ(c.answer(br).body, "BROTLI-BYTES");
+  EXPECT_EQ(c.answer(br).fields.at("content-encoding"), "br");
+  EXPECT_EQ(c.answer(gz2).body, "GZIP-BYTES");  // a higher weight beats the tie order
+  for (int32_t id : {plain, refused}) {
+    EXPECT_TRUE(c.answer(id).body == Script(5000)) << id;
+    EXPECT_EQ(c.answer(id).fields.count("content-encoding"), 0u) << id;
+    EXPECT_EQ(c.answer(id).fields.at("vary"), "Accept-Encoding") << id;  // it could have differed
+  }
+  // Each representation has its own validator.
+  const std::string& gz_etag = c.answer(gz).fields.at("etag");
+  const std::string& br_etag = c.answer(br).fields.at("etag");
+  EXPECT_NE(gz_etag, c.answer(plain).fields.at("etag"));
+  EXPECT_NE(gz_etag, br_etag);
+  EXPECT_EQ(gz_etag.substr(gz_etag.size() - 4), "-gz\"");
+  EXPECT_EQ(br_etag.substr(br_etag.size() - 4), "-br\"");
+  // No siblings: nothing else could have been sent, no Vary.
+  EXPECT_TRUE(c.answer(other).body == Script(3000));
+  EXPECT_EQ(c.answer(other).fields.count("vary"), 0u);
+  EXPECT_TRUE(c.answer(stale).body == Script(2000));
+  EXPECT_EQ(c.answer(stale).fields.count("content-encoding"), 0u);
+  EXPECT_EQ(c.answer(head).status, 200);
+  EXPECT_EQ(c.answer(head).fields.at("content-encoding"), "br");
+  EXPECT_EQ(c.answer(head).fields.at("content-length"), "12");
+  EXPECT_EQ(c.answer(head).body, "");
+  // A conditional request on the sibling's validator.
+  const int32_t again = c.Submit("GET", "/app.js",
+                                 {{"accept-encoding", "gzip"}, {"if-none-match", gz_etag}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(again).status, 304);
+}
+
+TEST_F(H2FilesTest, ASiblingGoneSinceItWasProbedFallsBackToTheFile) {
+  WriteFile(root_ + "/app.js", Script(4000));
+  Age(root_ + "/app.js", 100);
+  WriteFile(root_ + "/app.js.gz", "GZIP-BYTES");
+  router::StaticOptions options;
+  options.precompressed = true;
+  Start(std::move(options));
+  H2Client c(port());
+  // The probe finds the sibling (the file's cache entry remembers it) ...
+  const int32_t first = c.Submit("GET", "/app.js");
+  ASSERT_TRUE(c.Run());
+  EXPECT_TRUE(c.answer(first).body == Script(4000));
+  // ... which goes before anyone asked for it.
+  ASSERT_EQ(unlink((root_ + "/app.js.gz").c_str()), 0);
+  const int32_t second = c.Submit("GET", "/app.js", {{"accept-encoding", "gzip"}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(second).status, 200);
+  EXPECT_TRUE(c.answer(second).body == Script(4000));
+  EXPECT_EQ(c.answer(second).fields.count("content-encoding"), 0u);
+  EXPECT_EQ(c.answer(second).fields.at("vary"), "Accept-Encoding");
+}
+
+TEST_F(H2FilesTest, TheCachesGzipOfACompressibleFile) {
+  WriteFile(root_ + "/page.html", Script(6000));
+  Start({}, 0, /*gzip=*/true);
+  H2Client c(port());
+  const int32_t gz = c.Submit("GET", "/page.html", {{"accept-encoding", "gzip"}});
+  const int32_t plain = c.Submit("GET", "/page.html");
+  // A range is of the file's own bytes: no gzip.
+  const int32_t range =
+      c.Submit("GET", "/page.html", {{"accept-encoding", "gzip"}, {"range", "bytes=0-9"}});
+  // Not compressible: as it is.
+  const int32_t binary = c.Submit("GET", "/medium.bin", {{"accept-encoding", "gzip"}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(gz).status, 200);
+  EXPECT_EQ(c.answer(gz).fields.at("content-encoding"), "gzip");
+  EXPECT_EQ(c.answer(gz).fields.at("vary"), "Accept-Encoding");
+  EXPECT_EQ(c.answer(gz).fields.at("etag").substr(0, 2), "W/");
+  const std::optional<std::string> decoded = http::testing::Gunzip(c.answer(gz).body);
+  ASSERT_TRUE(decoded.has_value());
+  EXPECT_TRUE(*decoded == Script(6000));
+  EXPECT_LT(c.answer(gz).body.size(), 6000u);
+  EXPECT_EQ(c.answer(gz).fields.at("content-length"), std::to_string(c.answer(gz).body.size()));
+  EXPECT_TRUE(c.answer(plain).body == Script(6000));
+  EXPECT_EQ(c.answer(plain).fields.count("content-encoding"), 0u);
+  EXPECT_EQ(c.answer(range).status, 206);
+  EXPECT_EQ(c.answer(range).body, Script(10));
+  EXPECT_TRUE(c.answer(binary).body == medium_);
+  EXPECT_EQ(c.answer(binary).fields.count("content-encoding"), 0u);
+  // Again, from the gzip the cache keeps.
+  const int32_t again = c.Submit("GET", "/page.html", {{"accept-encoding", "gzip"}});
+  ASSERT_TRUE(c.Run());
+  EXPECT_EQ(c.answer(again).body, c.answer(gz).body);
 }
 
 }  // namespace
