@@ -17,7 +17,11 @@ expect() {
 }
 
 start_server() {
-  "$server" -p 0 -A 1 -w 1 "$@" >"$out/server.out" 2>&1 &
+  # Emptied here, not by the background job's redirection: that one runs
+  # after the fork, and the loop below could read the last server's ready
+  # line (and its port) first.
+  : >"$out/server.out"
+  "$server" -p 0 -A 1 -w 1 "$@" >>"$out/server.out" 2>&1 &
   server_pid=$!
   for _ in $(seq 100); do
     grep -q "ready" "$out/server.out" && break
