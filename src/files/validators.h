@@ -11,6 +11,8 @@
 #ifndef URING_HTTP_SRC_FILES_VALIDATORS_H_
 #define URING_HTTP_SRC_FILES_VALIDATORS_H_
 
+#include <linux/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -30,6 +32,18 @@ struct FileVersion {
   int64_t ctime_sec = 0;
   uint32_t ctime_nsec = 0;
 };
+
+// A statx's version of the file it describes.
+inline FileVersion VersionOf(const struct statx& stx) {
+  FileVersion v;
+  v.size = stx.stx_size;
+  v.mtime_sec = stx.stx_mtime.tv_sec;
+  v.mtime_nsec = stx.stx_mtime.tv_nsec;
+  v.inode = stx.stx_ino;
+  v.ctime_sec = stx.stx_ctime.tv_sec;
+  v.ctime_nsec = stx.stx_ctime.tv_nsec;
+  return v;
+}
 
 // ---- ETag
 

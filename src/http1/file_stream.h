@@ -57,17 +57,7 @@
 
 namespace uring_http::http1 {
 
-// What identifies a file's version (validators.h) from its statx.
-inline files::FileVersion VersionOf(const struct statx& stx) {
-  files::FileVersion v;
-  v.size = stx.stx_size;
-  v.mtime_sec = stx.stx_mtime.tv_sec;
-  v.mtime_nsec = stx.stx_mtime.tv_nsec;
-  v.inode = stx.stx_ino;
-  v.ctime_sec = stx.stx_ctime.tv_sec;
-  v.ctime_nsec = stx.stx_ctime.tv_nsec;
-  return v;
-}
+using files::VersionOf;  // a file's version from its statx (validators.h)
 
 struct FileStream final : ExternalOwner {
   enum class Step : uint8_t { kIdle, kStat, kOpen, kCheck, kLoad, kProbe, kBody, kDone };

@@ -14,8 +14,7 @@
 #include "src/base/check.h"
 #include "src/files/dir_listing.h"
 #include "src/files/encodings.h"
-#include "src/files/mime.h"
-#include "src/http/compress.h"
+#include "src/files/file_variant.h"
 #include "src/http1/connection.h"
 
 namespace uring_http::http1 {
@@ -59,17 +58,10 @@ bool Connection::ChooseFileVariant(const http::Request& request) {
     }
     f.variant = FileStream::Variant::kDecided;
     // The gzip below could apply: the answer varies with Accept-Encoding.
-    const bool gzip_type = gz.enabled && options.gzip && cache != nullptr &&
-                           f.version.size >= gz.min_bytes &&
-                           f.version.size <= cache->limits().max_content_file &&
-                           http::IsCompressibleType(files::ContentTypeFor(f.path_view()));
-    f.vary = present != 0 || gzip_type;
+    f.vary = present != 0 ||
+             files::GzipCouldApply(gz, options.gzip, cache, f.version.size, f.path_view());
     if (present != 0) {
-      http::AcceptEncoding accept;
-      for (std::string_view line : request.HeaderValues("accept-encoding")) {
-        accept.AddFieldValue(line);
-      }
-      const files::Encoding e = files::ChooseSibling(accept, present);
+      const files::Encoding e = files::ChooseSiblingFor(request, present);
       if (e != files::Encoding::kIdentity) {
         // The original goes; the sibling is looked up as any file is.
         if (f.entry != nullptr) cache->Unref(f.entry);
@@ -101,12 +93,9 @@ bool Connection::ChooseFileVariant(const http::Request& request) {
     }
   }
   // No sibling: the gzip made here, for a file the cache keeps in memory.
-  if (f.encoding != files::Encoding::kIdentity || f.gzip || f.entry == nullptr ||
-      !gz.enabled || !options.gzip || f.version.size < gz.min_bytes ||
-      f.version.size > cache->limits().max_content_file || f.entry->gzip_useless() ||
-      !request.FindHeader("range").empty() ||
-      !http::IsCompressibleType(files::ContentTypeFor(f.path_view())) ||
-      !http::PrefersGzip(request.HeaderValues("accept-encoding"))) {
+  if (f.encoding != files::Encoding::kIdentity || f.gzip ||
+      !files::GzipApplies(gz, options.gzip, cache, f.entry, f.version.size, f.path_view(),
+                          request)) {
     return true;
   }
   if (f.entry->gzip_ready() || f.entry->content_ready()) {

@@ -28,17 +28,6 @@
 namespace uring_http::http2 {
 namespace {
 
-files::FileVersion VersionOf(const struct statx& stx) {
-  files::FileVersion v;
-  v.size = stx.stx_size;
-  v.mtime_sec = stx.stx_mtime.tv_sec;
-  v.mtime_nsec = stx.stx_mtime.tv_nsec;
-  v.inode = stx.stx_ino;
-  v.ctime_sec = stx.stx_ctime.tv_sec;
-  v.ctime_nsec = stx.stx_ctime.tv_nsec;
-  return v;
-}
-
 // A DATA write from the cache's memory at most this large: the rest waits
 // for the stream's queue to drain (OnStreamWritable).
 constexpr size_t kMemoryWriteBytes = 16 * 1024;
@@ -200,7 +189,7 @@ void Connection::FileStatDone(Stream& s, int res) {
                        : nullptr;
   if (f.encoding != files::Encoding::kIdentity &&
       (res < 0 || !S_ISREG(files_->stx.stx_mode) ||
-       !files::SiblingIsCurrent(f.base_version, VersionOf(files_->stx)))) {
+       !files::SiblingIsCurrent(f.base_version, files::VersionOf(files_->stx)))) {
     // The sibling chosen went away (or went stale) since it was probed.
     if (e != nullptr) cache->Remove(e);
     return FallBackToOriginal(s);
@@ -227,7 +216,7 @@ void Connection::FileStatDone(Stream& s, int res) {
     if (e != nullptr) cache->Remove(e);
     return FileError(s, 404);
   }
-  f.version = VersionOf(files_->stx);
+  f.version = files::VersionOf(files_->stx);
   // Changed: the new content (or permissions) need a new open.
   if (e != nullptr && cache->Revalidate(e, f.version, env_->now_tick)) {
     cache->Ref(e);

@@ -13,8 +13,7 @@
 
 #include "src/base/check.h"
 #include "src/files/encodings.h"
-#include "src/files/mime.h"
-#include "src/http/compress.h"
+#include "src/files/file_variant.h"
 #include "src/http2/connection.h"
 
 namespace uring_http::http2 {
@@ -24,17 +23,6 @@ void SetSuffix(FileAnswer& f, std::string_view suffix) {
   std::memcpy(f.path + f.base_len, suffix.data(), suffix.size());
   f.path_len = f.base_len + static_cast<uint32_t>(suffix.size());
   f.path[f.path_len] = '\0';
-}
-
-files::FileVersion VersionOf(const struct statx& stx) {
-  files::FileVersion v;
-  v.size = stx.stx_size;
-  v.mtime_sec = stx.stx_mtime.tv_sec;
-  v.mtime_nsec = stx.stx_mtime.tv_nsec;
-  v.inode = stx.stx_ino;
-  v.ctime_sec = stx.stx_ctime.tv_sec;
-  v.ctime_nsec = stx.stx_ctime.tv_nsec;
-  return v;
 }
 
 }  // namespace
@@ -67,17 +55,10 @@ bool Connection::ChooseFileVariant(Stream& s, const http::Request& request) {
     }
     f.variant = FileAnswer::Variant::kDecided;
     // The gzip below could apply: the answer varies with Accept-Encoding.
-    const bool gzip_type = gz.enabled && options.gzip && cache != nullptr &&
-                           f.version.size >= gz.min_bytes &&
-                           f.version.size <= cache->limits().max_content_file &&
-                           http::IsCompressibleType(files::ContentTypeFor(f.base_path()));
-    f.vary = present != 0 || gzip_type;
+    f.vary = present != 0 ||
+             files::GzipCouldApply(gz, options.gzip, cache, f.version.size, f.base_path());
     if (present != 0) {
-      http::AcceptEncoding accept;
-      for (std::string_view line : request.HeaderValues("accept-encoding")) {
-        accept.AddFieldValue(line);
-      }
-      const files::Encoding e = files::ChooseSibling(accept, present);
+      const files::Encoding e = files::ChooseSiblingFor(request, present);
       if (e != files::Encoding::kIdentity) {
         // The file goes; the sibling is looked up as any file is.
         ReleaseFileAnswer(f);
@@ -101,12 +82,9 @@ bool Connection::ChooseFileVariant(Stream& s, const http::Request& request) {
     }
   }
   // No sibling: the cache's gzip of a file it keeps in memory.
-  if (f.encoding != files::Encoding::kIdentity || f.gzip || f.entry == nullptr ||
-      !gz.enabled || !options.gzip || f.version.size < gz.min_bytes ||
-      f.version.size > cache->limits().max_content_file || f.entry->gzip_useless() ||
-      !request.FindHeader("range").empty() ||
-      !http::IsCompressibleType(files::ContentTypeFor(f.base_path())) ||
-      !http::PrefersGzip(request.HeaderValues("accept-encoding"))) {
+  if (f.encoding != files::Encoding::kIdentity || f.gzip ||
+      !files::GzipApplies(gz, options.gzip, cache, f.entry, f.version.size, f.base_path(),
+                          request)) {
     return true;
   }
   if (f.entry->gzip_ready() || f.entry->content_ready()) {
@@ -127,7 +105,7 @@ void Connection::SiblingProbed(Stream& s, int res) {
   URING_CHECK(f.variant == FileAnswer::Variant::kProbing);
   // A directory, a FIFO, or a leftover older than the file is no sibling.
   if (res == 0 && S_ISREG(files_->stx.stx_mode) &&
-      files::SiblingIsCurrent(f.base_version, VersionOf(files_->stx))) {
+      files::SiblingIsCurrent(f.base_version, files::VersionOf(files_->stx))) {
     f.siblings |= files::EncodingBit(files::kSiblingEncodings[f.probe]);
   }
   if (++f.probe < std::size(files::kSiblingEncodings)) {

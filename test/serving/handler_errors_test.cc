@@ -165,7 +165,9 @@ TEST_F(HandlerErrorsTest, ABodySinksThrowIsLogged) {
     ASSERT_TRUE(client.Send(std::string("POST /sink-throw HTTP/1.1\r\nHost: t\r\nX-Throw: ") +
                             where + "\r\nContent-Length: 5\r\n\r\nhello"));
     auto r = client.ReadResponse();
-    if (r.has_value()) EXPECT_EQ(r->status, 500) << where;
+    if (r.has_value()) {
+      EXPECT_EQ(r->status, 500) << where;
+    }
   }
   for (const char* what : {"sink factory boom", "sink data boom", "sink end boom"}) {
     EXPECT_EQ(err.WaitForLines(1, {"uring-http: error: route \"POST /sink-throw\"", what}).size(),
