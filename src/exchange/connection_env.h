@@ -136,7 +136,8 @@ struct ConnectionConfig : conn::TransportConfig {
   uint32_t http2_stream_window = 65535;
   uint32_t http2_connection_window = 1u << 20;
   uint32_t http2_max_frame = 16384;
-  // gzip for handlers' responses (static files are sent as they are).
+  // gzip for handlers' responses, and for compressible files the open-file
+  // cache keeps in memory (StaticOptions::gzip).
   http::CompressionOptions compression;
   // A file body at least this large is spliced (file -> pipe -> socket)
   // rather than read into buffers and sent (0: never).

@@ -376,14 +376,16 @@ Flags ServerFlags(Options& options) {
         return off.empty() ? std::string("none") : off;
       });
 
-  f.Section("Compression (handlers' responses; static files are sent as they are)");
+  f.Section(
+      "Compression (handlers' responses, and compressible files the open-file cache keeps in "
+      "memory)");
   Choice(f, "gzip", &c.compression.enabled, {{"on", true}, {"off", false}},
          "gzip compressible types when the client accepts it");
   f.AddSize("gzip-min-bytes", &c.compression.min_bytes, "Smallest buffered body compressed", 0,
             uint64_t{1} << 30);
   f.Add("gzip-level", &c.compression.level, "1 (fastest) to 9 (smallest)", 1, 9);
 
-  f.Section("HTTPS (OpenSSL; TLS 1.3 and 1.2, ALPN http/1.1, session tickets)");
+  f.Section("HTTPS (OpenSSL; TLS 1.3 and 1.2, ALPN h2 and http/1.1, session tickets)");
   f.AddParsed(
       "tls-cert", "FILE",
       "PEM certificate chain (ECDSA or RSA); with --tls-key, the -p listeners speak TLS. "
