@@ -290,6 +290,11 @@ class Connection final : public conn::Protocol, private SessionEvents {
   void EndFile(Stream& s);
   void ReleaseFileAnswer(FileAnswer& f);
 
+  // ---- output and life (connection_life.cc)
+  // Output buffers of connections with nothing to send wait in a per-thread
+  // spare list for the next that has: an idle connection holds none.
+  static std::unique_ptr<char[]> TakeOutputBuffer();
+  static void GiveOutputBuffer(std::unique_ptr<char[]>& b);
   // After every event: output, the receive, closing, the deadline.
   void Sync();
   void Flush();
