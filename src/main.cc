@@ -3,6 +3,9 @@
 //
 //   GET /test/fast     200, answered inline on the accept thread
 //   GET /test/slow     200 after --slow-duration ms on a worker thread
+//   GET /test/sleep?ms=N  200 after N ms (default --slow-duration, at most
+//                      60000) on a ring timer: an ASYNC handler, no thread
+//                      held while it waits
 //   GET /test/bytes?N  200 with an N-byte body (N <= 1 MiB), for measuring
 //                      large responses (--send-zc) with wrk
 //   POST /test/echo    the request body back (any framing, buffered, up to
@@ -33,6 +36,7 @@
 #include <string_view>
 #include <thread>
 
+#include "src/async/exchange.h"
 #include "src/serving/options.h"
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"
@@ -119,6 +123,28 @@ int main(int argc, char** argv) {
   const auto slow = std::chrono::milliseconds(slow_ms);
   router.Slow("GET", "/test/slow",
                     [slow](const Request&, Response&) { std::this_thread::sleep_for(slow); });
+  // The same wait as /test/slow, on the ring: the coroutine is suspended on
+  // an IORING_OP_TIMEOUT, and no thread waits for it.
+  router.Async("GET", "/test/sleep",
+               [slow](uring_http::async::Exchange& ex) -> uring_http::async::Task<> {
+                 auto ms = slow;
+                 if (const auto q = ex.request().QueryParam("ms"); q.present()) {
+                   uint64_t n = 0;
+                   bool ok = !q.value().empty() && q.value().size() <= 5;
+                   for (char ch : q.value()) {
+                     ok = ok && ch >= '0' && ch <= '9';
+                     n = n * 10 + static_cast<uint64_t>(ch - '0');
+                   }
+                   if (!ok || n > 60'000) {
+                     ex.response().set_status(400);
+                     ex.response().set_body("expected /test/sleep?ms=N with N in [0, 60000]\n");
+                     co_return;
+                   }
+                   ms = std::chrono::milliseconds(n);
+                 }
+                 // Cancelled (the client left): nobody reads the answer.
+                 (void)co_await ex.Sleep(ms);
+               });
 
   // The body is built per request, as a handler's would be; N is capped so a
   // client cannot make the server allocate without bound.

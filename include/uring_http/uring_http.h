@@ -43,7 +43,11 @@
 //                          AddChoice, AddParsed, Section), ParseSize,
 //                          FormatSize, ParseDuration, FormatDuration
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
-//   src/router/router.h    Router (Fast, Slow, FastStream, SetFallback,
+//   src/async/exchange.h, task.h  ASYNC handlers: async::Task (the
+//                          coroutine type), async::Exchange (request,
+//                          response, Sleep, OnWorker, stop_reason)
+//   src/http/stop_reason.h  StopReason: why a handler should stop
+//   src/router/router.h    Router (Fast, Slow, Async, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler,
 //                          SetDefaultErrorHandler, RedirectTrailingSlash),
 //                          Registration, Handler,
@@ -102,6 +106,8 @@
 #ifndef URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 
+#include "src/async/exchange.h"
+#include "src/async/task.h"
 #include "src/http/client_address.h"
 #include "src/http/client_certificate.h"
 #include "src/http/cookies.h"
@@ -114,6 +120,7 @@
 #include "src/http/parser.h"
 #include "src/http/request.h"
 #include "src/http/response.h"
+#include "src/http/stop_reason.h"
 #include "src/limits/rate_limit.h"
 #include "src/metrics/registry.h"
 #include "src/http/response_helpers.h"

@@ -32,6 +32,7 @@
 #include "src/http/compress.h"
 #include "src/files/open_file_cache.h"
 #include "src/http/parser.h"
+#include "src/http/stop_reason.h"
 #include "src/io/arena.h"
 #include "src/limits/request_limits.h"
 #include "src/router/router.h"
@@ -57,6 +58,12 @@ class ConnectionHost {
   // data for the completion and for stream progress).
   virtual bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                         int64_t started_ns) = 0;
+  // A dispatched task should stop: its client left, or the server drains
+  // (http::StopReason). Its handler sees it (Request::stop_reason(); an
+  // ASYNC handler's await in flight is cancelled on the ring); the task
+  // still completes as usual, and its memory stays the connection's until
+  // then.
+  virtual void StopTask(uint32_t slot, worker::TaskBuffer* task, http::StopReason why) = 0;
 
   // ---- files (static mounts). At most one of these is in flight per
   // connection; each completes with the matching On*() even after the

@@ -37,9 +37,10 @@ struct Routing {
   std::string_view allow;
   bool allow_scratch = false;
   const router::Route* route = nullptr;
-  // kRoute: the body's limit (the route's, else the server's), whether a
-  // worker runs the handler, and whether the body is streamed to it (a
-  // worker's pipe, or the route's BodySink).
+  // kRoute: the body's limit (the route's, else the server's), whether the
+  // answer comes back later as a task's completion (a worker runs the
+  // handler, or the ring's coroutine runner: ASYNC), and whether the body
+  // is streamed to it (a worker's pipe, or the route's BodySink).
   uint64_t body_limit = 0;
   bool slow = false;
   bool streamed = false;
@@ -77,7 +78,10 @@ inline Routing RouteRequest(const router::Router& router, http::Request& request
   r.kind = Routing::Kind::kRoute;
   r.route = &route;
   if (route.options.max_body_bytes != 0) r.body_limit = route.options.max_body_bytes;
-  r.slow = route.kind == router::HandlerKind::kSlow && has_workers;
+  // ASYNC routes travel as SLOW ones do (a task whose completion comes
+  // back later), whether or not there are workers.
+  r.slow = (route.kind == router::HandlerKind::kSlow && has_workers) ||
+           route.kind == router::HandlerKind::kAsync;
   r.streamed = route.options.body == router::BodyMode::kStreamed &&
                (route.sink != nullptr || r.slow);
   if (route.options.body == router::BodyMode::kStreamed && !r.streamed) {

@@ -10,6 +10,7 @@
 #ifndef URING_HTTP_SRC_HTTP_REQUEST_H_
 #define URING_HTTP_SRC_HTTP_REQUEST_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "src/http/header.h"  // struct Header
 #include "src/http/header_values.h"
 #include "src/http/path_params.h"
+#include "src/http/stop_reason.h"
 
 namespace uring_http::http {
 
@@ -108,6 +110,10 @@ struct Request {
   const ClientCertificate* client_certificate = nullptr;
   // The request came over TLS (set by the server, not the parser).
   bool secure = false;
+  // Where the ring says whether the handler should stop (stop_reason());
+  // set by the server for SLOW and ASYNC handlers, null for FAST ones
+  // (they never wait).
+  const std::atomic<uint8_t>* stop = nullptr;
   // The matched route's path parameters; set by the server, not the parser.
   PathParams path_params;
   // The methods the route table has for this path, as an Allow header
@@ -115,6 +121,13 @@ struct Request {
   // HEAD"); set by the server. Empty where no pattern or mount matches the
   // path (a 404, a fallback's request) and before routing.
   std::string_view allowed_methods;
+
+  // Whether the handler should stop, and why (stop_reason.h): a SLOW
+  // handler that waits or loops polls it (any thread; kNone for FAST).
+  StopReason stop_reason() const {
+    return stop == nullptr ? StopReason::kNone
+                           : static_cast<StopReason>(stop->load(std::memory_order_acquire));
+  }
 
   // Case-insensitive lookup of the first header with this name; empty if none.
   std::string_view FindHeader(std::string_view name) const;

@@ -111,7 +111,8 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
     AnswerError(503, /*close=*/unread, &request);
     return;
   }
-  env_->stats->slow_dispatched.Add();
+  // (An ASYNC route's task runs on this ring: the runner counts it.)
+  if (ex_.route->kind == router::HandlerKind::kSlow) env_->stats->slow_dispatched.Add();
   ex_.chain_done = true;  // the worker runs it
   task_ = task;
   task_inflight_ = true;
@@ -126,7 +127,9 @@ void Connection::OnTaskDone(uint32_t) {
   while (task_->state.load(std::memory_order_acquire) != worker::TaskBuffer::kDone) {
   }
   task_inflight_ = false;
-  env_->stats->slow_completed.Add();
+  if (task_->async_exchange == worker::TaskBuffer::kNoExchange) {
+    env_->stats->slow_completed.Add();
+  }
   if (req_pipe() != nullptr) {
     // The handler is done with its body. If it stopped before the end, the
     // rest is not read: the connection ends after this answer.

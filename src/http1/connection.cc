@@ -95,6 +95,10 @@ void Connection::OnRecvEnd(int res) {
       IssueClose();
       return;
     }
+    // A client that ends its side while its handler runs has, as far as
+    // anyone can tell, gone (as Go's server takes it): the handler is told,
+    // and an answer it still makes is sent all the same.
+    if (task_inflight_) env_->host->StopTask(slot_, task_, http::StopReason::kClientGone);
     if (phase_ <= Phase::kFinishing) PeerEndedBody();
   } else if (res == -ENOBUFS) {
     recv_starved_ = true;  // re-armed by OnBuffersAvailable()
@@ -435,6 +439,7 @@ void Connection::OnBatchEnd() {
 }
 
 void Connection::OnDrain() {
+  if (task_inflight_) env_->host->StopTask(slot_, task_, http::StopReason::kDraining);
   idle_deadline_ = 0;  // recomputed with the drain's grace
   Sync();
 }
@@ -469,6 +474,8 @@ void Connection::StartClose(bool graceful) {
   if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   if (task_ != nullptr && !task_inflight_) FreeTask();
+  // A handler still running hears that its answer has nowhere to go.
+  if (task_inflight_) env_->host->StopTask(slot_, task_, http::StopReason::kClientGone);
   if (sink() != nullptr) {
     sink()->OnAbort();
     if (st_) st_->sink.reset();

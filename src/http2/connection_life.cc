@@ -215,6 +215,9 @@ void Connection::ExpireClientWaits() {
 
 void Connection::OnDrain() {
   if (phase_ != Phase::kOpen || session_ == nullptr) return;
+  for (const Task& t : tasks_) {
+    if (!t.orphaned) env_->host->StopTask(slot_, t.task, http::StopReason::kDraining);
+  }
   // GOAWAY: the streams begun finish, no new one starts (session.h).
   session_->Shutdown();
   Sync();

@@ -58,7 +58,8 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
     std::free(memory);
     return false;
   }
-  env_->stats->slow_dispatched.Add();
+  // (An ASYNC route's task runs on this ring: the runner counts it.)
+  if (route.kind == router::HandlerKind::kSlow) env_->stats->slow_dispatched.Add();
   s.task = task;
   tasks_.push_back({task, nullptr, nullptr, false});
   return true;
@@ -72,7 +73,9 @@ void Connection::OnTaskDone(uint32_t stream) {
   if (s != nullptr && s->task != nullptr) {
     // The worker stored kDone before it posted the completion.
     URING_CHECK(s->task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone);
-    env_->stats->slow_completed.Add();
+    if (s->task->async_exchange == worker::TaskBuffer::kNoExchange) {
+      env_->stats->slow_completed.Add();
+    }
     TakeTaskResult(*s);
     return Sync();
   }
@@ -83,7 +86,9 @@ void Connection::OnTaskDone(uint32_t stream) {
     worker::TaskBuffer* task = tasks_[i].task;
     if (!tasks_[i].orphaned || task->stream != stream) continue;
     URING_CHECK(task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone);
-    env_->stats->slow_completed.Add();
+    if (task->async_exchange == worker::TaskBuffer::kNoExchange) {
+      env_->stats->slow_completed.Add();
+    }
     FreeTaskOf(task);
     break;
   }
@@ -202,6 +207,8 @@ void Connection::PumpPipe(Stream& s) {
 
 void Connection::Orphan(Stream& s) {
   if (s.task == nullptr) return;  // (a returned task's pipe goes with the stream)
+  // Its handler hears that the answer has nowhere to go.
+  env_->host->StopTask(slot_, s.task, http::StopReason::kClientGone);
   for (Task& t : tasks_) {
     if (t.task != s.task) continue;
     t.orphaned = true;

@@ -72,9 +72,44 @@ Registration Router::SetDefaultErrorHandler(ErrorHandler handler) {
   return Record("default error handler", pipeline_.SetDefaultErrorHandler(std::move(handler)));
 }
 
+Registration Router::Async(std::string_view method, std::string_view path,
+                           AsyncHandler handler, RouteOptions options) {
+  return Record(absl::StrCat(AbslView(method), " ", AbslView(path)),
+                AddAsync(method, path, std::move(handler), std::move(options)));
+}
+
+absl::Status Router::AddAsync(std::string_view method, std::string_view path,
+                              AsyncHandler handler, RouteOptions options) {
+  if (!handler) return absl::InvalidArgumentError("route handler is empty");
+  if (options.body == BodyMode::kStreamed) {
+    return absl::UnimplementedError(absl::StrCat(
+        "ASYNC route ", AbslView(method), " ", AbslView(path),
+        " cannot stream its body yet: buffer it (the default), or use a SLOW route"));
+  }
+  if (options.timeout.count() < 0) {
+    return absl::InvalidArgumentError("a route's timeout cannot be negative");
+  }
+  Route route;
+  route.method = std::string(method);
+  route.path = std::string(path);
+  route.kind = HandlerKind::kAsync;
+  route.async = std::move(handler);
+  route.options = std::move(options);
+  has_async_ = true;
+  return Insert(std::move(route));
+}
+
 absl::Status Router::AddRoute(HandlerKind kind, std::string_view method, std::string_view path,
                               Handler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("route handler is empty");
+  if (kind == HandlerKind::kAsync) {
+    return absl::InvalidArgumentError("an ASYNC handler is a coroutine: register it with Async()");
+  }
+  if (options.timeout.count() != 0) {
+    return absl::UnimplementedError(
+        "RouteOptions::timeout applies to ASYNC routes only for now (a FAST handler never "
+        "waits; a SLOW one cannot be interrupted, it polls Request::stop_reason())");
+  }
   if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
     return absl::InvalidArgumentError(absl::StrCat(
         "FAST route ", AbslView(method), " ", AbslView(path),
@@ -111,6 +146,9 @@ absl::Status Router::AddStream(std::string_view method, std::string_view path,
 
 absl::Status Router::AddFallback(HandlerKind kind, Handler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("fallback handler is empty");
+  if (kind == HandlerKind::kAsync) {
+    return absl::UnimplementedError("an ASYNC fallback is not supported: use FAST or SLOW");
+  }
   if (fallback_ != nullptr) return absl::AlreadyExistsError("a fallback route is already set");
   if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
     return absl::InvalidArgumentError("a FAST fallback cannot stream its body");

@@ -42,6 +42,7 @@
 #ifndef URING_HTTP_SRC_ROUTER_ROUTER_H_
 #define URING_HTTP_SRC_ROUTER_ROUTER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -50,6 +51,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "src/async/task.h"
 #include "src/http/request.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
@@ -60,9 +62,15 @@
 #include "src/router/path_pattern.h"
 #include "src/router/registration.h"
 
+namespace uring_http::async {
+class Exchange;  // src/async/exchange.h
+}  // namespace uring_http::async
+
 namespace uring_http::router {
 
 using Handler = std::function<void(const http::Request&, http::Response&)>;
+// An ASYNC handler: a coroutine on the ring thread (src/async/exchange.h).
+using AsyncHandler = std::function<async::Task<>(async::Exchange&)>;
 
 // A FAST route's streamed request body, on the ring thread: OnData for each
 // piece as it arrives, then OnEnd to answer, or OnAbort if the body never
@@ -82,7 +90,10 @@ class BodySink {
 };
 using BodySinkFactory = std::function<std::unique_ptr<BodySink>(const http::Request&)>;
 
-enum class HandlerKind { kFast, kSlow };
+// FAST: inline on the ring thread, must not block. SLOW: on a worker
+// thread, may block. ASYNC: a coroutine on the ring thread that awaits
+// (timers, worker calls, ...) without holding any thread (Router::Async).
+enum class HandlerKind { kFast, kSlow, kAsync };
 
 enum class BodyMode : uint8_t {
   kBuffered,  // the whole body is in Request::body when the handler runs
@@ -107,6 +118,11 @@ struct RouteOptions {
   // --rate-limit: an empty one is answered 429 with Retry-After. Off
   // unless per_second > 0.
   limits::RateLimit rate_per_client;
+  // ASYNC routes: the most a request may take, from its head to its
+  // answer. When it passes, the handler's await in flight is cancelled
+  // (http::StopReason::kDeadline) and the answer is a 503, whatever the
+  // handler made of it. Checked at the ring's tick (100 ms). 0: none.
+  std::chrono::milliseconds timeout{0};
 };
 
 // How a Static() mount serves its files.
@@ -157,6 +173,7 @@ struct Route {
   PathPattern pattern;  // empty for a mount's or the fallback's route
   HandlerKind kind;
   Handler handler;
+  AsyncHandler async;    // ASYNC routes (handler is empty)
   BodySinkFactory sink;  // FAST routes with a streamed body
   RouteOptions options;
   uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
@@ -205,6 +222,11 @@ class Router {
                     RouteOptions options = {}) {
     return Add(HandlerKind::kSlow, method, path, std::move(handler), options);
   }
+  // An ASYNC route (async/exchange.h): the handler's coroutine runs on the
+  // ring thread and awaits without holding a thread. Its body is buffered
+  // (a streamed one is refused: not built yet).
+  Registration Async(std::string_view method, std::string_view path, AsyncHandler handler,
+                     RouteOptions options = {});
   // A FAST route whose body streams into a sink the factory makes per request.
   Registration FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           uint64_t max_body_bytes = kUnlimitedBody);
@@ -256,12 +278,16 @@ class Router {
   // Every route, indexed by Route::id.
   std::vector<const Route*> Routes() const;
   size_t mount_count() const { return mounts_.size(); }
+  // Whether any route is ASYNC (a loop makes its coroutine runner then).
+  bool has_async() const { return has_async_; }
 
  private:
   absl::Status AddRoute(HandlerKind kind, std::string_view method, std::string_view path,
                         Handler handler, RouteOptions options);
   absl::Status AddStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                          RouteOptions options);
+  absl::Status AddAsync(std::string_view method, std::string_view path, AsyncHandler handler,
+                        RouteOptions options);
   absl::Status AddFallback(HandlerKind kind, Handler handler, RouteOptions options);
   absl::Status AddStatic(std::string_view prefix, std::string_view root, StaticOptions options);
   absl::Status Insert(Route route);
@@ -286,6 +312,7 @@ class Router {
   std::unique_ptr<Route> fallback_;
   std::unique_ptr<Route> slash_redirect_;  // RedirectTrailingSlash()
   uint32_t count_ = 0;
+  bool has_async_ = false;
   Pipeline pipeline_;
 };
 

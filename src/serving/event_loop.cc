@@ -148,6 +148,17 @@ absl::Status EventLoop::Init() {
 
   send_zc_ = config_.send_zc_min_bytes > 0 && io::SendZcSupported(r);
   conn_config_ = ConnectionConfigFor(config_, plan);
+  if (router_.has_async()) {
+    async::Runner::Options async_options;
+    async_options.limits = config_.limits;
+    async_options.compression = conn_config_.compression;
+    // Each exchange is a request in flight: a few per connection (HTTP/2
+    // streams), made as they are first needed.
+    async_options.max_exchanges = std::clamp<uint32_t>(capacity_ * 4, 64, 1u << 20);
+    async_options.stats = &stats_.async;
+    async_ = std::make_unique<async::Runner>(static_cast<async::Runner::Ring*>(this),
+                                            &router_.pipeline(), async_options);
+  }
   // Stream states come and go with bodies; a few hundred are kept for reuse.
   streams_ = std::make_unique<http1::StreamStatePool>(conn_config_.chunked, 256);
   if (tls_source_ != nullptr) {
@@ -279,6 +290,7 @@ void EventLoop::Run() {
         DeliverTlsOwed();
         // A slot asked again while it ran (what it was owed made it send,
         // and that is owed too): another round before any sleep.
+        RunAsyncReady();
         ret = after_batch_count_ > 0 ? io_uring_submit_and_get_events(r)
                                      : io_uring_submit_and_wait(r, 1);
       }
@@ -335,6 +347,9 @@ void EventLoop::Run() {
           OnWorkerMessage(op, UserDataSlot(ud), UserDataGeneration(ud),
                           static_cast<uint32_t>(cqe->res));
           break;
+        case Op::kAsync:
+          async_->OnCompletion(UserDataSlot(ud), UserDataGeneration(ud), cqe->res);
+          break;
         case Op::kTimerTick:
           OnTimerTick();
           break;
@@ -372,6 +387,9 @@ void EventLoop::Run() {
       }
     }
     DeliverTlsOwed();
+    // ASYNC answers made during the batch reach their connections now,
+    // outside any connection's own call.
+    RunAsyncReady();
   }
   access_log_.FlushAndWait();
   io_uring_submit(r);
@@ -538,10 +556,16 @@ void EventLoop::OnTimerTick() {
   stats_.mailbox_messages.Add(mailbox_->Drain([this](uint64_t ud, uint32_t stream) {
     if (UserDataOp(ud) == Op::kStop) {
       OnStop();
+    } else if (UserDataOp(ud) == Op::kAsync) {
+      // An ASYNC handler's worker call (its res is not used).
+      async_->OnCompletion(UserDataSlot(ud), UserDataGeneration(ud), static_cast<int>(stream));
     } else {
       OnWorkerMessage(UserDataOp(ud), UserDataSlot(ud), UserDataGeneration(ud), stream);
     }
   }));
+  // ASYNC routes' deadlines (their awaits are cancelled; the answers
+  // are delivered after this batch).
+  if (async_ != nullptr) async_->OnTick(internal::SteadyNs());
   timers_.Advance(now, [this](uint32_t slot) {
     if (!slots_[slot].in_use) return;
     if (Tls(slot)) {

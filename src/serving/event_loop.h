@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "src/async/runner.h"
 #include "src/conn/protocol.h"
 #include "src/conn/transport.h"
 #include "src/http/request.h"
@@ -57,7 +58,9 @@
 
 namespace uring_http::serving {
 
-class EventLoop final : private conn::Transport, private exchange::ConnectionHost {
+class EventLoop final : private conn::Transport,
+                        private exchange::ConnectionHost,
+                        private async::Runner::Ring {
  public:
   // `listen_fds`: the loop's listeners (TCP or Unix-domain; each accepted
   // from with a multishot accept while the table has room).
@@ -148,6 +151,7 @@ class EventLoop final : private conn::Transport, private exchange::ConnectionHos
   // ---- exchange::ConnectionHost
   bool Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                 int64_t started_ns) override;
+  void StopTask(uint32_t slot, worker::TaskBuffer* task, http::StopReason why) override;
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
   void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) override;
   // The slot speaks HTTP/2 from now on (an h2c preface, or ALPN h2).
@@ -166,6 +170,23 @@ class EventLoop final : private conn::Transport, private exchange::ConnectionHos
   void SpliceToPipe(uint32_t slot, int file_index, uint64_t offset, int pipe_write,
                     uint32_t len) override {
     files_->PrepSpliceToPipe(file_index, offset, pipe_write, len, UserData(Op::kFileSplice, slot));
+  }
+
+  // ---- async::Runner::Ring (ASYNC handlers' awaits, event_loop_host.cc)
+  uint64_t OpUserData(uint32_t exchange, uint32_t generation) const override {
+    return PackUserData(Op::kAsync, exchange, generation);
+  }
+  void PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) override;
+  void PrepCancel(uint64_t user_data) override;
+  bool SubmitJob(worker::WorkerJob* job, uint64_t user_data) override;
+  bool has_workers() const override { return workers_ != nullptr; }
+  void TaskDone(uint64_t user_data, uint32_t stream) override {
+    OnWorkerMessage(Op::kTaskDone, UserDataSlot(user_data), UserDataGeneration(user_data), stream);
+  }
+  // ASYNC answers ready: delivered before the loop may sleep.
+  bool AsyncReady() const { return async_ != nullptr && async_->has_ready(); }
+  void RunAsyncReady() {
+    while (AsyncReady()) async_->RunReady();
   }
 
   // Completions.
@@ -230,6 +251,9 @@ class EventLoop final : private conn::Transport, private exchange::ConnectionHos
   // give their file references back before it goes.
   std::unique_ptr<FileService> files_;
   std::unique_ptr<Slot[]> slots_;
+  // ASYNC handlers' exchanges (only with ASYNC routes). After the slots:
+  // destroyed first, its coroutines may view their connections' tasks.
+  std::unique_ptr<async::Runner> async_;
   uint32_t capacity_ = 0;
   uint32_t file_table_size_ = 0;
   uint32_t free_head_ = 0;

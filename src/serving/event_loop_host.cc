@@ -188,6 +188,15 @@ void EventLoop::SetDeadline(uint32_t slot, uint64_t tick) {
 
 bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                          int64_t started_ns) {
+  if (route.kind == router::HandlerKind::kAsync) {
+    // On this ring, as a coroutine; its answer comes back as a kTaskDone
+    // like a worker's (Runner::RunReady).
+    if (async_->Start(task, route, UserData(Op::kTaskDone, slot), internal::SteadyNs())) {
+      return true;
+    }
+    internal::Debug(config_, "uring-http: thread %d: every ASYNC exchange is taken: 503\n", index_);
+    return false;
+  }
   if (workers_ == nullptr) return false;
   task->ring.ring_fd = ring_->fd();
   task->ring.mailbox = mailbox_.get();
@@ -204,6 +213,42 @@ bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::
     return false;
   }
   return true;
+}
+
+void EventLoop::StopTask(uint32_t, worker::TaskBuffer* task, http::StopReason why) {
+  // A task that has completed has nothing left to stop (and an ASYNC one's
+  // exchange may serve another request by now).
+  if (task->state.load(std::memory_order_acquire) == worker::TaskBuffer::kDone) return;
+  const auto now = static_cast<http::StopReason>(task->stop.load(std::memory_order_relaxed));
+  if (!http::StopReasonOutranks(why, now)) return;
+  // Release: what the ring knew before is the handler's when it reads it.
+  task->stop.store(static_cast<uint8_t>(why), std::memory_order_release);
+  if (task->async_exchange != worker::TaskBuffer::kNoExchange) async_->Stop(task, why);
+}
+
+void EventLoop::PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) {
+  io_uring_sqe* sqe = Sqe();
+  // A relative timeout with no completion count: it ends only when the
+  // time is up (-ETIME) or it is cancelled (-ECANCELED).
+  // (liburing's prototype is not const-correct: the kernel only reads it.)
+  io_uring_prep_timeout(sqe, const_cast<__kernel_timespec*>(ts), 0, 0);
+  io_uring_sqe_set_data64(sqe, user_data);
+}
+
+void EventLoop::PrepCancel(uint64_t user_data) {
+  // ASYNC_CANCEL finds a timeout by its user_data too; the cancelled one
+  // completes with -ECANCELED, this request's own result is not needed.
+  io::PrepCancel(Sqe(), user_data, PackUserData(Op::kIgnore, 0, 0));
+}
+
+bool EventLoop::SubmitJob(worker::WorkerJob* job, uint64_t user_data) {
+  job->ring.ring_fd = ring_->fd();
+  job->ring.mailbox = mailbox_.get();
+  worker::SlowTask t;
+  t.job = job;
+  t.user_data = user_data;
+  t.enqueued_ns = internal::SteadyNs();
+  return workers_->Submit(t);
 }
 
 void EventLoop::HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "src/async/runner_stats.h"
 #include "src/exchange/connection_env.h"
 #include "src/tls/tls_stats.h"
 
@@ -57,6 +58,7 @@ struct alignas(64) LoopStats {
   Counter file_cache_entries;
   Counter file_cache_content_bytes;
   exchange::ConnectionStats conn;  // what the loop's connections count
+  async::RunnerStats async;     // its ASYNC handlers
   tls::TlsStats tls;            // its TLS layer's handshakes
 };
 

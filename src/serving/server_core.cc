@@ -480,6 +480,13 @@ ServerStats ServerCore::Stats() const {
     s.chunk_heap_fallbacks += l.chunk_heap_fallbacks.Get();
     s.cq_overflows += l.cq_overflows.Get();
     s.mailbox_messages += l.mailbox_messages.Get();
+    s.async_started += l.async.started.Get();
+    s.async_active += l.async.active.Get();
+    s.async_cancelled += l.async.cancelled.Get();
+    s.async_deadlines += l.async.deadlines.Get();
+    s.async_refused += l.async.refused.Get();
+    s.async_worker_calls += l.async.worker_calls.Get();
+    s.async_frame_slabs += l.async.frame_slabs.Get();
     s.requests += c.requests.Get();
     s.bad_requests += c.bad_requests.Get();
     s.slow_dispatched += c.slow_dispatched.Get();

@@ -29,6 +29,11 @@ struct ServerStats {
   uint64_t sends_zc = 0, sends_zc_copied = 0, sends_zc_refused = 0, cq_overflows = 0;
   uint64_t chunked_bodies = 0, streamed_requests = 0, streamed_responses = 0;
   uint64_t aborted_streams = 0, lingering_closes = 0, mailbox_messages = 0;
+  // ASYNC handlers (async/runner_stats.h): started, in progress now,
+  // stopped early (client gone or deadline), of those by a deadline,
+  // refused (every exchange taken), worker calls, frame slabs from the heap.
+  uint64_t async_started = 0, async_active = 0, async_cancelled = 0, async_deadlines = 0;
+  uint64_t async_refused = 0, async_worker_calls = 0, async_frame_slabs = 0;
   uint64_t files_served = 0, file_opens = 0, file_cache_hits = 0, file_cache_revalidations = 0;
   uint64_t file_cache_entries = 0, file_cache_content_bytes = 0, file_splices = 0;
   uint64_t file_truncated = 0;

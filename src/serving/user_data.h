@@ -32,6 +32,7 @@ enum class Op : uint8_t {
   kFileSplice,  // ... a splice of them (file -> pipe, or pipe -> socket)
   kFileWritable,// ... a POLLOUT on the socket between splices
   kTlsJob,      // MSG_RING from a worker: a TLS handshake step it ran is done
+  kAsync,       // an ASYNC exchange's await (slot: the exchange; async/runner.h)
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

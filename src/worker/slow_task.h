@@ -88,6 +88,14 @@ struct TaskBuffer {
   // HTTP/1: 0), carried by the completion and every notification as the
   // CQE's res, so the ring goes to that stream and looks through no others.
   uint32_t stream = 0;
+  // Whether the handler should stop (http::StopReason): stored by the ring
+  // (release) when its client leaves, the server drains or the route's
+  // deadline passes; Request::stop points here.
+  std::atomic<uint8_t> stop{0};
+  // An ASYNC route's task: its exchange on the ring (async/runner.h), so
+  // that the connection's cancel finds it. kNoExchange for a worker's.
+  static constexpr uint32_t kNoExchange = UINT32_MAX;
+  uint32_t async_exchange = kNoExchange;
 
   // ---- result, written by the worker
   http::Response response;  // sent by the ring unless the body was streamed

@@ -97,6 +97,7 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
   request.client_address = buf->client_address;
   request.client_certificate = buf->client_certificate.get();
   request.secure = buf->secure;
+  request.stop = &buf->stop;
   // The route matched the path on the ring thread; its pattern alone gives
   // the same parameters back.
   task.route->pattern.Match(request.path, &request.path_params);

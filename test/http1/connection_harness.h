@@ -139,6 +139,12 @@ class FakeHost final : public conn::Transport, public exchange::ConnectionHost {
     tasks.push_back({task, &route});
     return true;
   }
+  void StopTask(uint32_t, worker::TaskBuffer* task, http::StopReason why) override {
+    stops.push_back({task, why});
+    if (http::StopReasonOutranks(why, static_cast<http::StopReason>(task->stop.load()))) {
+      task->stop.store(static_cast<uint8_t>(why));
+    }
+  }
   void StatFile(uint32_t, int dir_fd, const char* path, struct statx* out) override {
     NewFileOp({FileOp::kStat, dir_fd, path, out});
   }
@@ -285,6 +291,8 @@ class FakeHost final : public conn::Transport, public exchange::ConnectionHost {
   // The peer's socket takes at most this much per splice (then -EAGAIN).
   size_t socket_room = SIZE_MAX;
   std::deque<Task> tasks;
+  // StopTask's calls, in order.
+  std::vector<std::pair<worker::TaskBuffer*, http::StopReason>> stops;
   std::vector<Done> done;
   std::vector<std::string> violations;
 };

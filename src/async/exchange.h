@@ -1,0 +1,271 @@
+// Exchange: what an ASYNC handler is given, one per request, on the ring
+// thread that read it (router.Async registers such a handler):
+//
+//   router.Async("GET", "/report", [](async::Exchange& ex) -> async::Task<> {
+//     absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(30));
+//     if (!waited.ok()) co_return;  // the client left
+//     absl::StatusOr<std::string> page = co_await ex.OnWorker([] { return RenderReport(); });
+//     if (page.ok()) ex.response().set_body(*page);
+//   });
+//
+// With g++ 12 (Debian 12's), never write co_await inside the condition of
+// an if, while or switch ("if (!(co_await ex.Sleep(d)).ok())"): g++ 12.2
+// sizes that coroutine's frame too small and the await corrupts memory
+// (found here, under ASan, on the first such line). Await into a local
+// first, as above. test/async:no_await_in_condition_test keeps this
+// repository free of the pattern.
+//
+// The request and the response live as long as the exchange (the whole
+// coroutine), and the answer goes when the handler's task ends, with the
+// route's middlewares' afters, error pages and gzip as for any handler.
+// A throw out of the handler is a logged 500.
+//
+// Each await is one completion on the ring: no thread is held while it
+// waits. An exchange has at most one await in flight (a coroutine awaits
+// one thing at a time, and a Task it awaits runs on the same exchange).
+// Every await returns a status: OK, or Cancelled when the exchange was
+// stopped (http::StopReason: the client left, or the route's deadline
+// passed) before or while it waited; the ring cancels the kernel's
+// operation then, so the await returns at once. A server drain does not
+// cancel awaits (an exchange in progress may finish, up to
+// --shutdown-timeout, when its client is cut): stop_reason() says
+// kDraining, for a handler that would rather end early.
+//
+// Thread-safety: the ring thread that runs the handler. OnWorker's
+// function runs on a worker thread.
+#ifndef URING_HTTP_SRC_ASYNC_EXCHANGE_H_
+#define URING_HTTP_SRC_ASYNC_EXCHANGE_H_
+
+#include <linux/time_types.h>
+
+#include <cerrno>
+#include <chrono>
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "src/http/request.h"
+#include "src/http/response.h"
+#include "src/http/stop_reason.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::async {
+
+class Exchange;
+
+// The ring's side of an exchange's awaits (the runner's, runner.h; a
+// test's recorder). Each call starts one operation whose completion comes
+// back to the exchange as Exchange::Complete.
+class ExchangeOps {
+ public:
+  // A relative timeout of *ts (valid until it completes).
+  virtual void StartTimer(Exchange& ex, const __kernel_timespec* ts) = 0;
+  // `job` on a worker (kQueued: its completion follows), or run here
+  // before returning when there is no pool (kRanHere), or refused: the
+  // worker queue is full (kRefused).
+  enum class JobStart : uint8_t { kQueued, kRanHere, kRefused };
+  virtual JobStart StartJob(Exchange& ex, worker::WorkerJob* job) = 0;
+  // The exchange was stopped while its operation is in flight: cancel it.
+  virtual void CancelPending(Exchange& ex) = 0;
+
+ protected:
+  ~ExchangeOps() = default;
+};
+
+class Exchange {
+ public:
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  const http::Request& request() const { return request_; }
+  http::Response& response() { return *response_; }
+
+  // Why the exchange should stop (kNone: it should not).
+  http::StopReason stop_reason() const { return stop_; }
+  // Stopped in the sense that cancels awaits: the client left or the
+  // deadline passed (not a drain).
+  bool cancelled() const { return stop_ >= http::StopReason::kClientGone; }
+
+  // ---- awaitables
+  class SleepAwaiter;
+  // Resumes after `duration` (an IORING_OP_TIMEOUT): OK, or Cancelled.
+  SleepAwaiter Sleep(std::chrono::nanoseconds duration);
+
+  template <typename F>
+  class WorkerCall;
+  // Runs fn() on a worker thread (blocking work: a file system walk, a
+  // synchronous client library, CPU for milliseconds) while the ring goes
+  // on; resumes with its result (absl::StatusOr<R>, absl::Status for a
+  // void fn). Cancelled when the exchange was stopped before a worker took
+  // it (a call already running is waited for: a thread cannot be
+  // interrupted); ResourceExhausted when the worker queue is full. An
+  // exception fn throws is rethrown here. Without workers (--workers=0)
+  // fn runs on the ring thread. fn is kept in the awaiter, which lives in
+  // the coroutine frame until the call is over.
+  template <typename F>
+  WorkerCall<std::decay_t<F>> OnWorker(F&& fn);
+
+  // ---- the ring's side
+  enum class Pending : uint8_t { kNone, kTimer, kJob };
+  Pending pending() const { return pending_; }
+  // The worker call in flight (Pending::kJob).
+  worker::WorkerJob* job() const { return job_; }
+  // The operation in flight completed with `res`: the coroutine resumes.
+  void Complete(int res) {
+    pending_ = Pending::kNone;
+    result_ = res;
+    std::exchange(waiter_, {}).resume();
+  }
+  // Records why the exchange should stop; cancels its await if that makes
+  // it cancelled. Returns true if the reason changed.
+  bool Stop(http::StopReason why) {
+    if (!http::StopReasonOutranks(why, stop_)) return false;
+    stop_ = why;
+    if (cancelled() && pending_ != Pending::kNone && !cancel_sent_) {
+      cancel_sent_ = true;
+      if (pending_ == Pending::kJob) {
+        // Still queued: no worker will run it (it comes back all the same).
+        job_->Abandon();
+      } else {
+        ops_->CancelPending(*this);
+      }
+    }
+    return true;
+  }
+
+ protected:
+  friend class Runner;
+  Exchange() = default;
+  // For the runner, before each handler.
+  void Reset(ExchangeOps* ops, http::Response* response) {
+    ops_ = ops;
+    response_ = response;
+    stop_ = http::StopReason::kNone;
+    pending_ = Pending::kNone;
+    cancel_sent_ = false;
+    job_ = nullptr;
+    request_ = http::Request();
+  }
+  http::Request request_;
+
+ private:
+  void Suspend(Pending what, std::coroutine_handle<> waiter) {
+    pending_ = what;
+    waiter_ = waiter;
+    cancel_sent_ = false;
+  }
+  absl::Status CancelledStatus() const {
+    return absl::CancelledError(std::string(http::StopReasonName(stop_)));
+  }
+
+  ExchangeOps* ops_ = nullptr;
+  http::Response* response_ = nullptr;
+  http::StopReason stop_ = http::StopReason::kNone;
+  Pending pending_ = Pending::kNone;
+  bool cancel_sent_ = false;
+  int result_ = 0;
+  std::coroutine_handle<> waiter_;
+  worker::WorkerJob* job_ = nullptr;
+};
+
+class Exchange::SleepAwaiter {
+ public:
+  SleepAwaiter(Exchange& ex, std::chrono::nanoseconds d) : ex_(ex) {
+    const int64_t ns = d.count() > 0 ? d.count() : 0;
+    ts_.tv_sec = ns / 1'000'000'000;
+    ts_.tv_nsec = ns % 1'000'000'000;
+  }
+  bool await_ready() const noexcept { return ex_.cancelled(); }
+  void await_suspend(std::coroutine_handle<> h) {
+    ex_.Suspend(Pending::kTimer, h);
+    ex_.ops_->StartTimer(ex_, &ts_);
+  }
+  absl::Status await_resume() const {
+    // A timeout that ran out completes with -ETIME; a cancelled one with
+    // -ECANCELED (and a stop before it began never started it).
+    if (ex_.cancelled() && ex_.result_ != -ETIME) return ex_.CancelledStatus();
+    return absl::OkStatus();
+  }
+
+ private:
+  Exchange& ex_;
+  __kernel_timespec ts_{};
+};
+
+inline Exchange::SleepAwaiter Exchange::Sleep(std::chrono::nanoseconds duration) {
+  result_ = 0;
+  return SleepAwaiter(*this, duration);
+}
+
+template <typename F>
+class Exchange::WorkerCall final : private worker::WorkerJob {
+ public:
+  using R = std::invoke_result_t<F&>;
+  using Result = std::conditional_t<std::is_void_v<R>, absl::Status, absl::StatusOr<R>>;
+
+  WorkerCall(Exchange& ex, F fn) : ex_(ex), fn_(std::move(fn)) { run = &Run; }
+
+  bool await_ready() const noexcept { return ex_.cancelled(); }
+  bool await_suspend(std::coroutine_handle<> h) {
+    Prepare();
+    ex_.Suspend(Pending::kJob, h);
+    ex_.job_ = this;
+    const ExchangeOps::JobStart started = ex_.ops_->StartJob(ex_, this);
+    if (started == ExchangeOps::JobStart::kQueued) return true;
+    ex_.pending_ = Pending::kNone;
+    ex_.waiter_ = {};
+    refused_ = started == ExchangeOps::JobStart::kRefused;
+    return false;  // not suspended: it ran, or await_resume says why not
+  }
+  Result await_resume() {
+    ex_.job_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+    if (refused_) {
+      refused_ = false;
+      return absl::ResourceExhaustedError("the worker queue is full");
+    }
+    if (!ran_) return ex_.CancelledStatus();
+    if constexpr (std::is_void_v<R>) {
+      return absl::OkStatus();
+    } else {
+      return std::move(*value_);
+    }
+  }
+
+ private:
+  static void Run(worker::WorkerJob* job) {
+    auto* self = static_cast<WorkerCall*>(job);
+    try {
+      if constexpr (std::is_void_v<R>) {
+        self->fn_();
+      } else {
+        self->value_.emplace(self->fn_());
+      }
+    } catch (...) {
+      self->error_ = std::current_exception();
+    }
+    self->ran_ = true;
+  }
+
+  Exchange& ex_;
+  F fn_;
+  std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value_{};
+  std::exception_ptr error_;
+  bool ran_ = false;
+  bool refused_ = false;
+};
+
+template <typename F>
+Exchange::WorkerCall<std::decay_t<F>> Exchange::OnWorker(F&& fn) {
+  return WorkerCall<std::decay_t<F>>(*this, std::forward<F>(fn));
+}
+
+}  // namespace uring_http::async
+
+#endif  // URING_HTTP_SRC_ASYNC_EXCHANGE_H_

@@ -1,0 +1,306 @@
+#include "src/async/runner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+
+#include "src/base/check.h"
+#include "src/exchange/run_handler.h"
+#include "src/router/failure_log.h"
+#include "src/router/middleware.h"
+
+namespace uring_http::async {
+
+namespace {
+// Header lines an exchange keeps room for in itself; a request with more
+// (up to --max-headers) gets a heap array for that exchange slot, kept.
+constexpr size_t kInlineHeaders = 32;
+// Exchanges made per slab when the pool grows.
+constexpr uint32_t kSlabExchanges = 64;
+}  // namespace
+
+struct Runner::Slot : Exchange {
+  Runner* runner = nullptr;
+  uint32_t index = 0;
+  uint32_t generation = 0;
+  Slot* next_free = nullptr;
+  worker::TaskBuffer* task = nullptr;
+  const router::Route* route = nullptr;
+  uint64_t done_user_data = 0;
+  Task<> coroutine;
+  size_t befores_ran = 0;
+  bool answered_before = false;  // a middleware's before answered
+  bool in_ready = false;
+  int64_t deadline_ns = 0;       // 0: none
+  http::Header headers[kInlineHeaders];
+  std::vector<http::Header> more_headers;
+};
+
+Runner::Runner(Ring* ring, const router::Pipeline* pipeline, const Options& options)
+    : ring_(ring),
+      pipeline_(pipeline),
+      options_(options),
+      stats_(options.stats != nullptr ? *options.stats : own_stats_),
+      frames_(options.preallocate) {
+  // Constructed on its ring thread: that thread's coroutine frames come
+  // from this pool from now on.
+  FramePool::SetCurrent(&frames_);
+  const uint32_t first = std::min(options.preallocate, options.max_exchanges);
+  while (slots_.size() < first) Grow();
+  ready_.reserve(first);
+  running_ready_.reserve(first);
+}
+
+Runner::~Runner() {
+  // The loop is going away: coroutines still suspended are destroyed (the
+  // ring, and every operation they awaited, is gone already).
+  for (Slot* s : slots_) s->coroutine.Reset();
+  if (FramePool::Current() == &frames_) FramePool::SetCurrent(nullptr);
+}
+
+void Runner::Grow() {
+  const uint32_t base = static_cast<uint32_t>(slots_.size());
+  const uint32_t n = std::min<uint32_t>(kSlabExchanges, options_.max_exchanges - base);
+  slabs_.push_back(std::make_unique<Slot[]>(n));
+  Slot* slab = slabs_.back().get();
+  for (uint32_t i = n; i-- > 0;) {
+    slab[i].runner = this;
+    slab[i].index = base + i;
+    slab[i].next_free = free_;
+    free_ = &slab[i];
+  }
+  for (uint32_t i = 0; i < n; ++i) slots_.push_back(&slab[i]);
+}
+
+Runner::Slot* Runner::Take() {
+  if (free_ == nullptr) {
+    if (slots_.size() >= options_.max_exchanges) return nullptr;
+    Grow();
+  }
+  Slot* s = free_;
+  free_ = s->next_free;
+  ++active_;
+  stats_.active.Add();
+  return s;
+}
+
+bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_t done_user_data,
+                   int64_t now_ns) {
+  URING_CHECK(route.async != nullptr);
+  Slot* s = Take();
+  if (s == nullptr) {
+    stats_.refused.Add();
+    return false;
+  }
+  stats_.started.Add();
+  s->Reset(this, &task->response);
+  s->task = task;
+  s->route = &route;
+  s->done_user_data = done_user_data;
+  s->befores_ran = 0;
+  s->answered_before = false;
+  s->in_ready = false;
+  s->deadline_ns = 0;
+  task->async_exchange = s->index;
+
+  // The head was validated by the connection; parsed again into views of
+  // the task, which outlives the exchange (as on a worker).
+  const std::string_view head(task->data(), task->head_len);
+  http::Header* headers = s->headers;
+  size_t capacity = kInlineHeaders;
+  const size_t lines = static_cast<size_t>(std::count(head.begin(), head.end(), '\n'));
+  if (lines > kInlineHeaders) {
+    const size_t want = std::max<size_t>(options_.limits.max_headers, 1);
+    if (s->more_headers.size() < want) s->more_headers.resize(want);
+    headers = s->more_headers.data();
+    capacity = s->more_headers.size();
+  }
+  http::Request& request = s->request_;
+  const http::ParseResult parsed =
+      http::ParseRequestHead(head, options_.limits, &request, headers, capacity);
+  http::Response& response = task->response;
+  if (parsed.status != http::ParseStatus::kComplete || parsed.consumed != task->head_len) {
+    response.set_status(500);
+    s->in_ready = true;
+    ready_.push_back(s);
+    return true;
+  }
+  request.client_address = task->client_address;
+  request.client_certificate = task->client_certificate.get();
+  request.secure = task->secure;
+  request.stop = &task->stop;
+  route.pattern.Match(request.path, &request.path_params);
+  request.allowed_methods =
+      std::string_view(task->data() + task->head_len + task->body_len, task->allow_len);
+  request.body = std::string_view(task->data() + task->head_len, task->body_len);
+  if (route.options.timeout.count() > 0) {
+    s->deadline_ns = now_ns + std::chrono::nanoseconds(route.options.timeout).count();
+    ++with_deadline_;
+  }
+  if (const auto why = static_cast<http::StopReason>(task->stop.load(std::memory_order_relaxed));
+      why != http::StopReason::kNone) {
+    s->Stop(why);
+  }
+
+  if (pipeline_ != nullptr && pipeline_->Active(route.options.middleware)) {
+    s->befores_ran = router::RunBefores(*pipeline_, route.options.middleware, request, response,
+                                        &s->answered_before, route.name());
+  }
+  if (!s->answered_before) {
+    try {
+      s->coroutine = route.async(*s);
+    } catch (...) {
+      // A handler that threw before its first suspension point (a plain
+      // function returning a Task): as any handler's throw.
+      exchange::AnswerThrow(*pipeline_, route, request, response);
+      s->answered_before = true;
+    }
+  }
+  if (!s->coroutine.valid()) {
+    s->in_ready = true;
+    ready_.push_back(s);
+    return true;
+  }
+  // Runs to its first await (or its end: OnTaskEnd queues it, and the
+  // connection hears of it after this call).
+  s->coroutine.Start(&OnTaskEnd, s);
+  return true;
+}
+
+void Runner::OnTaskEnd(void* arg) {
+  Slot* s = static_cast<Slot*>(arg);
+  s->in_ready = true;
+  s->runner->ready_.push_back(s);
+}
+
+void Runner::RunReady() {
+  // Answers delivered now may start new exchanges (a pipelined request
+  // behind this one) that end at once: they go in the next round.
+  std::swap(ready_, running_ready_);
+  for (Slot* s : running_ready_) Finish(*s);
+  running_ready_.clear();
+}
+
+void Runner::Finish(Slot& s) {
+  worker::TaskBuffer* task = s.task;
+  const router::Route& route = *s.route;
+  http::Request& request = s.request_;
+  http::Response& response = task->response;
+  static const router::Pipeline kNoPipeline;
+  const router::Pipeline& pipeline = pipeline_ != nullptr ? *pipeline_ : kNoPipeline;
+  if (s.coroutine.valid()) {
+    URING_CHECK(s.coroutine.done());
+    try {
+      s.coroutine.Result();
+      if (response.has_producer()) {
+        // A producer is the FAST handlers' way to stream; an ASYNC one
+        // awaits instead. Refused loudly rather than dropped.
+        router::LogFailure(router::ContextOf(route.name(), request, &response),
+                           "an ASYNC handler set a producer (Response::Stream), which only FAST "
+                           "and SLOW handlers may: answered 500");
+        response.Clear();
+        response.set_status(500);
+      }
+      pipeline.MaybeFailPage(request, response);
+    } catch (...) {
+      exchange::AnswerThrow(pipeline, route, request, response);
+    }
+    // Its locals go now, while the request they may view is still there.
+    s.coroutine.Reset();
+  } else if (s.answered_before) {
+    pipeline.MaybeFailPage(request, response);
+  }
+  if (s.cancelled()) stats_.cancelled.Add();
+  if (s.stop_reason() == http::StopReason::kDeadline) {
+    stats_.deadlines.Add();
+    // Nothing of this answer has gone: the deadline's is a 503.
+    response.Clear();
+    response.set_status(503);
+    pipeline.ErrorPage(503, request, response);
+  }
+  if (s.befores_ran > 0) {
+    router::RunAfters(pipeline, route.options.middleware, s.befores_ran, request, response,
+                      route.name());
+  }
+  exchange::FinishBuffered(options_.compression,
+                           exchange::GzipAccepted(options_.compression, request),
+                           task->head_only, response);
+  // Publishes the answer as a worker would (slow_task.h).
+  task->state.store(worker::TaskBuffer::kDone, std::memory_order_release);
+  const uint64_t done = s.done_user_data;
+  const uint32_t stream = task->stream;
+  // The slot is free before the connection hears: its next request may
+  // take it at once.
+  if (s.deadline_ns != 0) --with_deadline_;
+  s.task = nullptr;
+  s.in_ready = false;
+  ++s.generation;
+  s.next_free = free_;
+  free_ = &s;
+  --active_;
+  stats_.active.Sub();
+  stats_.frame_slabs.Set(frames_.stats().slabs + frames_.stats().oversized);
+  ring_->TaskDone(done, stream);
+}
+
+void Runner::OnCompletion(uint32_t exchange, uint32_t generation, int res) {
+  URING_CHECK(exchange < slots_.size());
+  Slot& s = *slots_[exchange];
+  // An exchange lives until its operation has come back.
+  URING_CHECK(s.generation == generation && s.task != nullptr && s.pending() != Exchange::Pending::kNone);
+  if (s.pending() == Exchange::Pending::kJob) {
+    // The worker stored done (release) after the call, before it posted.
+    while (s.job()->done.load(std::memory_order_acquire) == 0) {
+    }
+  }
+  s.Complete(res);
+}
+
+void Runner::Stop(worker::TaskBuffer* task, http::StopReason why) {
+  const uint32_t index = task->async_exchange;
+  URING_CHECK(index < slots_.size() && slots_[index]->task == task);
+  slots_[index]->Stop(why);
+}
+
+void Runner::OnTick(int64_t now_ns) {
+  if (with_deadline_ == 0) return;
+  for (Slot* s : slots_) {
+    if (s->task == nullptr || s->deadline_ns == 0 || s->deadline_ns > now_ns || s->in_ready) {
+      continue;
+    }
+    s->task->stop.store(static_cast<uint8_t>(http::StopReason::kDeadline),
+                        std::memory_order_release);
+    s->Stop(http::StopReason::kDeadline);
+  }
+}
+
+// ---- ExchangeOps
+
+void Runner::StartTimer(Exchange& ex, const __kernel_timespec* ts) {
+  const Slot& s = static_cast<const Slot&>(ex);
+  ring_->PrepTimeout(ring_->OpUserData(s.index, s.generation), ts);
+}
+
+ExchangeOps::JobStart Runner::StartJob(Exchange& ex, worker::WorkerJob* job) {
+  const Slot& s = static_cast<const Slot&>(ex);
+  if (!ring_->has_workers()) {
+    // --workers=0: the blocking call runs on the ring, as SLOW handlers do.
+    job->Claim();
+    job->run(job);
+    job->done.store(1, std::memory_order_release);
+    return JobStart::kRanHere;
+  }
+  job->ring = {};  // the loop fills in its address
+  if (!ring_->SubmitJob(job, ring_->OpUserData(s.index, s.generation))) return JobStart::kRefused;
+  stats_.worker_calls.Add();
+  return JobStart::kQueued;
+}
+
+void Runner::CancelPending(Exchange& ex) {
+  const Slot& s = static_cast<const Slot&>(ex);
+  // The timeout completes with -ECANCELED (the cancel's own completion is
+  // not waited for).
+  ring_->PrepCancel(ring_->OpUserData(s.index, s.generation));
+}
+
+}  // namespace uring_http::async

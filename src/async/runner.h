@@ -1,0 +1,134 @@
+// Runner: a ring thread's ASYNC exchanges. The loop hands it an ASYNC
+// route's task (the same TaskBuffer a SLOW route's request travels in to a
+// worker, so a connection of any protocol treats both alike); the runner
+// parses the head again into the exchange's Request, runs the route's
+// middlewares' befores, and starts the handler's coroutine on the ring
+// thread. Each await becomes one SQE whose completion (user_data naming
+// the exchange and its generation) resumes it. When the task ends the
+// runner finishes the answer as a worker would (afters, error pages, the
+// 500 of a throw, gzip), publishes it in the TaskBuffer, and the loop
+// delivers its kTaskDone to the connection after the batch, as if a worker
+// had posted it (RunReady): never from inside the connection's own call.
+//
+// Exchanges come from a pool grown in slabs up to `max_exchanges` (a full
+// pool answers 503, as a full worker queue does); with the frame pool
+// (frame_pool.h) and the header array each exchange keeps, a steady-state
+// ASYNC request allocates nothing here.
+//
+// Stops (http::StopReason): the connection's Cancel when its client leaves
+// (the await in flight is cancelled on the ring: a timeout by
+// IORING_OP_ASYNC_CANCEL, a worker call still queued by abandoning it); a
+// route's deadline (RouteOptions::timeout, checked at the loop's ticks:
+// the await is cancelled and the answer is 503); a drain (the connection's
+// StopTask too: reported only, see exchange.h).
+//
+// Thread-safety: the ring thread.
+#ifndef URING_HTTP_SRC_ASYNC_RUNNER_H_
+#define URING_HTTP_SRC_ASYNC_RUNNER_H_
+
+#include <linux/time_types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "src/async/exchange.h"
+#include "src/async/frame_pool.h"
+#include "src/async/task.h"
+#include "src/async/runner_stats.h"
+#include "src/http/compress.h"
+#include "src/http/header.h"
+#include "src/http/parser.h"
+#include "src/router/router.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::async {
+
+class Runner final : private ExchangeOps {
+ public:
+  // What the loop does for the runner.
+  class Ring {
+   public:
+    // The user_data of an exchange's operation (the loop's Op::kAsync).
+    virtual uint64_t OpUserData(uint32_t exchange, uint32_t generation) const = 0;
+    virtual void PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) = 0;
+    virtual void PrepCancel(uint64_t user_data) = 0;
+    // Pushes a worker job whose completion posts user_data; false when the
+    // queue is full. Not called without workers.
+    virtual bool SubmitJob(worker::WorkerJob* job, uint64_t user_data) = 0;
+    virtual bool has_workers() const = 0;
+    // An exchange's answer is in its TaskBuffer: the connection's
+    // completion (the kTaskDone a worker would have posted).
+    virtual void TaskDone(uint64_t user_data, uint32_t stream) = 0;
+
+   protected:
+    ~Ring() = default;
+  };
+
+  struct Options {
+    http::ParseLimits limits;
+    http::CompressionOptions compression;
+    uint32_t max_exchanges = 16384;  // at once on this ring
+    uint32_t preallocate = 64;       // exchanges (and frames per class) made at start-up
+    RunnerStats* stats = nullptr;    // null: not counted
+  };
+
+  Runner(Ring* ring, const router::Pipeline* pipeline, const Options& options);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Starts `route`'s handler on the request in `task`; `done_user_data`
+  // names the connection for its completion. False when every exchange is
+  // taken (the connection answers 503).
+  bool Start(worker::TaskBuffer* task, const router::Route& route, uint64_t done_user_data,
+             int64_t now_ns);
+  // A completion of an exchange's operation.
+  void OnCompletion(uint32_t exchange, uint32_t generation, int res);
+  // `task`'s exchange should stop (its connection's StopTask: the client
+  // left, or the server drains).
+  void Stop(worker::TaskBuffer* task, http::StopReason why);
+  // The loop's tick: routes' deadlines.
+  void OnTick(int64_t now_ns);
+
+  // Exchanges whose answer is ready: delivered by RunReady (after the
+  // loop's batch; it must not sleep while there are some).
+  bool has_ready() const { return !ready_.empty(); }
+  void RunReady();
+
+  size_t active() const { return active_; }
+  const FramePool& frames() const { return frames_; }
+
+ private:
+  struct Slot;
+
+  // ---- ExchangeOps
+  void StartTimer(Exchange& ex, const __kernel_timespec* ts) override;
+  JobStart StartJob(Exchange& ex, worker::WorkerJob* job) override;
+  void CancelPending(Exchange& ex) override;
+
+  Slot* Take();
+  void Grow();
+  static void OnTaskEnd(void* slot);
+  // The answer of an ended (or never started) handler, in its TaskBuffer.
+  void Finish(Slot& s);
+
+  Ring* const ring_;
+  const router::Pipeline* const pipeline_;
+  const Options options_;
+  RunnerStats own_stats_;  // when Options::stats is null
+  RunnerStats& stats_;
+  FramePool frames_;
+  std::vector<std::unique_ptr<Slot[]>> slabs_;
+  std::vector<Slot*> slots_;   // by index
+  Slot* free_ = nullptr;
+  std::vector<Slot*> ready_;   // ended: their answers go in RunReady
+  std::vector<Slot*> running_ready_;
+  size_t active_ = 0;
+  size_t with_deadline_ = 0;   // active exchanges with a deadline
+};
+
+}  // namespace uring_http::async
+
+#endif  // URING_HTTP_SRC_ASYNC_RUNNER_H_

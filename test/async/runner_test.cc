@@ -1,0 +1,428 @@
+// The ring's coroutine runner driven event by event without a kernel: a
+// recording Ring stands for the loop (its SQEs are recorded, the test
+// delivers their completions in any order), so every await, cancel,
+// deadline and worker-call path is checked exactly.
+#include "src/async/runner.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "src/router/router.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::async {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct FakeRing final : Runner::Ring {
+  struct Op {
+    uint64_t user_data;
+    int64_t timeout_ns;  // -1: a worker job
+    worker::WorkerJob* job;
+  };
+  uint64_t OpUserData(uint32_t exchange, uint32_t generation) const override {
+    return (uint64_t{exchange} << 32) | generation;
+  }
+  void PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) override {
+    ops.push_back({user_data, ts->tv_sec * 1'000'000'000 + ts->tv_nsec, nullptr});
+  }
+  void PrepCancel(uint64_t user_data) override { cancels.push_back(user_data); }
+  bool SubmitJob(worker::WorkerJob* job, uint64_t user_data) override {
+    if (queue_full) return false;
+    ops.push_back({user_data, -1, job});
+    return true;
+  }
+  bool has_workers() const override { return workers; }
+  void TaskDone(uint64_t user_data, uint32_t stream) override {
+    done.push_back({user_data, stream});
+  }
+
+  // Completes the oldest operation with `res`.
+  void Complete(Runner& runner, int res) {
+    ASSERT_FALSE(ops.empty());
+    const Op op = ops.front();
+    ops.pop_front();
+    runner.OnCompletion(static_cast<uint32_t>(op.user_data >> 32),
+                        static_cast<uint32_t>(op.user_data), res);
+  }
+  // The worker side of the oldest job: runs it unless it was abandoned.
+  void RunJob(Runner& runner) {
+    ASSERT_FALSE(ops.empty());
+    worker::WorkerJob* job = ops.front().job;
+    ASSERT_NE(job, nullptr);
+    if (job->Claim()) job->run(job);
+    job->done.store(1, std::memory_order_release);
+    Complete(runner, 0);
+  }
+
+  bool workers = true;
+  bool queue_full = false;
+  std::deque<Op> ops;
+  std::vector<uint64_t> cancels;
+  std::vector<std::pair<uint64_t, uint32_t>> done;
+};
+
+// A task as a connection makes one: the head, an empty body, no Allow.
+struct TaskMemory {
+  explicit TaskMemory(std::string_view head, uint32_t stream = 0) {
+    memory = std::malloc(sizeof(worker::TaskBuffer) + head.size());
+    task = new (memory) worker::TaskBuffer();
+    task->head_len = static_cast<uint32_t>(head.size());
+    task->capacity = static_cast<uint32_t>(head.size());
+    task->stream = stream;
+    std::memcpy(task->data(), head.data(), head.size());
+  }
+  ~TaskMemory() {
+    task->~TaskBuffer();
+    std::free(memory);
+  }
+  void* memory;
+  worker::TaskBuffer* task;
+};
+
+constexpr std::string_view kGet = "GET /x?ms=5 HTTP/1.1\r\nHost: t\r\nAccept: */*\r\n\r\n";
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  Runner& MakeRunner(uint32_t max_exchanges = 16) {
+    Runner::Options options;
+    options.max_exchanges = max_exchanges;
+    options.preallocate = 4;
+    options.stats = &stats;
+    runner = std::make_unique<Runner>(&ring, &router.pipeline(), options);
+    return *runner;
+  }
+  const router::Route& AddRoute(router::AsyncHandler handler, router::RouteOptions options = {}) {
+    const std::string path = "/r" + std::to_string(++routes);
+    EXPECT_TRUE(router.Async("GET", path, std::move(handler), std::move(options)).ok());
+    return *router.Find("GET", path).route;
+  }
+  void TearDown() override { runner.reset(); }
+
+  router::Router router;
+  int routes = 0;
+  FakeRing ring;
+  RunnerStats stats;
+  std::unique_ptr<Runner> runner;
+};
+
+TEST_F(RunnerTest, ASleepIsOneTimeoutAndTheAnswerGoesAfterTheBatch) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    absl::Status slept = co_await ex.Sleep(5ms);
+    ex.response().set_body(slept.ok() ? "slept " + std::string(ex.request().QueryParam("ms").value())
+                                      : "no");
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet, /*stream=*/7);
+  ASSERT_TRUE(r.Start(t.task, route, /*done_user_data=*/42, 0));
+  ASSERT_EQ(ring.ops.size(), 1u);
+  EXPECT_EQ(ring.ops[0].timeout_ns, 5'000'000);
+  EXPECT_EQ(r.active(), 1u);
+  ring.Complete(r, -ETIME);
+  // Ended, but the connection hears of it only in RunReady.
+  EXPECT_TRUE(ring.done.empty());
+  ASSERT_TRUE(r.has_ready());
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(ring.done[0], (std::pair<uint64_t, uint32_t>(42, 7)));
+  EXPECT_EQ(t.task->state.load(), worker::TaskBuffer::kDone);
+  EXPECT_EQ(t.task->response.status(), 200);
+  EXPECT_EQ(t.task->response.body_view(), "slept 5");
+  EXPECT_EQ(r.active(), 0u);
+  EXPECT_EQ(stats.started.Get(), 1u);
+  EXPECT_EQ(stats.active.Get(), 0u);
+}
+
+TEST_F(RunnerTest, AHandlerThatEndsAtOnceIsStillAnsweredOutsideStart) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    ex.response().set_status(201);
+    co_return;
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  EXPECT_TRUE(ring.done.empty());  // never from inside the connection's call
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.status(), 201);
+}
+
+TEST_F(RunnerTest, TheClientLeavingCancelsTheTimeoutAndTheAwaitSaysSo) {
+  std::string seen;
+  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+    absl::Status slept = co_await ex.Sleep(10s);
+    seen = slept.ToString();
+    // Every later await returns at once, cancelled, with no operation.
+    absl::Status again = co_await ex.Sleep(1s);
+    seen += " | " + again.ToString();
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  t.task->stop.store(static_cast<uint8_t>(http::StopReason::kClientGone));
+  r.Stop(t.task, http::StopReason::kClientGone);
+  ASSERT_EQ(ring.cancels.size(), 1u);
+  EXPECT_EQ(ring.cancels[0], ring.ops[0].user_data);  // the timeout's own
+  // A second stop does not cancel twice.
+  r.Stop(t.task, http::StopReason::kClientGone);
+  EXPECT_EQ(ring.cancels.size(), 1u);
+  ring.Complete(r, -ECANCELED);
+  EXPECT_TRUE(ring.ops.empty());
+  r.RunReady();
+  EXPECT_EQ(seen, "CANCELLED: the client is gone | CANCELLED: the client is gone");
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(stats.cancelled.Get(), 1u);
+}
+
+TEST_F(RunnerTest, ATimeoutThatRanOutBeforeItsCancelLandedStillSlept) {
+  absl::Status slept;
+  const router::Route& route = AddRoute([&slept](Exchange& ex) -> Task<> {
+    slept = co_await ex.Sleep(1ms);
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.Stop(t.task, http::StopReason::kClientGone);
+  ring.Complete(r, -ETIME);  // it had already expired: the cancel finds nothing
+  r.RunReady();
+  EXPECT_TRUE(slept.ok()) << slept;
+}
+
+TEST_F(RunnerTest, ADrainIsReportedButCancelsNothing) {
+  http::StopReason seen = http::StopReason::kNone;
+  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+    absl::Status slept = co_await ex.Sleep(1s);
+    EXPECT_TRUE(slept.ok());
+    seen = ex.stop_reason();
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.Stop(t.task, http::StopReason::kDraining);
+  EXPECT_TRUE(ring.cancels.empty());
+  ring.Complete(r, -ETIME);
+  r.RunReady();
+  EXPECT_EQ(seen, http::StopReason::kDraining);
+  EXPECT_EQ(stats.cancelled.Get(), 0u);
+}
+
+TEST_F(RunnerTest, ARoutesDeadlineCancelsTheAwaitAndAnswers503) {
+  router::RouteOptions options;
+  options.timeout = 100ms;
+  const router::Route& route = AddRoute(
+      [](Exchange& ex) -> Task<> {
+        (void)co_await ex.Sleep(10s);
+        ex.response().set_body("too late");
+      },
+      options);
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, /*now_ns=*/1'000'000'000));
+  r.OnTick(1'050'000'000);
+  EXPECT_TRUE(ring.cancels.empty());
+  r.OnTick(1'100'000'001);
+  ASSERT_EQ(ring.cancels.size(), 1u);
+  EXPECT_EQ(static_cast<http::StopReason>(t.task->stop.load()), http::StopReason::kDeadline);
+  ring.Complete(r, -ECANCELED);
+  r.RunReady();
+  EXPECT_EQ(t.task->response.status(), 503);
+  EXPECT_NE(t.task->response.body_view(), "too late");
+  EXPECT_EQ(stats.deadlines.Get(), 1u);
+}
+
+TEST_F(RunnerTest, AWorkerCallRunsOnTheWorkerSideAndItsResultComesBack) {
+  std::string got;
+  const router::Route& route = AddRoute([&got](Exchange& ex) -> Task<> {
+    absl::StatusOr<std::string> v = co_await ex.OnWorker([] { return std::string("computed"); });
+    got = v.ok() ? *v : v.status().ToString();
+    absl::Status void_call = co_await ex.OnWorker([] {});
+    got += void_call.ok() ? " ok" : " not ok";
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  ASSERT_EQ(ring.ops.size(), 1u);
+  EXPECT_EQ(ring.ops[0].timeout_ns, -1);
+  ring.RunJob(r);
+  ring.RunJob(r);
+  r.RunReady();
+  EXPECT_EQ(got, "computed ok");
+  EXPECT_EQ(stats.worker_calls.Get(), 2u);
+}
+
+TEST_F(RunnerTest, AWorkerCallStillQueuedWhenTheClientLeavesIsNotRun) {
+  bool ran = false;
+  std::string got;
+  const router::Route& route = AddRoute([&](Exchange& ex) -> Task<> {
+    absl::StatusOr<int> v = co_await ex.OnWorker([&ran] {
+      ran = true;
+      return 1;
+    });
+    got = v.status().ToString();
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.Stop(t.task, http::StopReason::kClientGone);
+  EXPECT_TRUE(ring.cancels.empty());  // a job is abandoned, not cancelled on the ring
+  ring.RunJob(r);                     // the worker finds it abandoned
+  r.RunReady();
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(got, "CANCELLED: the client is gone");
+}
+
+TEST_F(RunnerTest, AWorkerCallsThrowIsRethrownAndTheAnswerIs500) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    (void)co_await ex.OnWorker([]() -> int { throw std::runtime_error("worker boom"); });
+    ex.response().set_body("unreached");
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  ring.RunJob(r);
+  r.RunReady();
+  EXPECT_EQ(t.task->response.status(), 500);
+}
+
+TEST_F(RunnerTest, WithoutWorkersACallRunsHereAndAFullQueueIsResourceExhausted) {
+  std::string got;
+  const router::Route& route = AddRoute([&got](Exchange& ex) -> Task<> {
+    absl::StatusOr<int> v = co_await ex.OnWorker([] { return 7; });
+    got = v.ok() ? std::to_string(*v) : v.status().ToString();
+  });
+  Runner& r = MakeRunner();
+  ring.workers = false;
+  TaskMemory t1(kGet);
+  ASSERT_TRUE(r.Start(t1.task, route, 1, 0));
+  EXPECT_TRUE(ring.ops.empty());
+  r.RunReady();
+  EXPECT_EQ(got, "7");
+  ring.workers = true;
+  ring.queue_full = true;
+  TaskMemory t2(kGet);
+  ASSERT_TRUE(r.Start(t2.task, route, 2, 0));
+  r.RunReady();
+  EXPECT_EQ(got, "RESOURCE_EXHAUSTED: the worker queue is full");
+}
+
+TEST_F(RunnerTest, AThrowAfterAnAwaitIs500AndTheFrameIsFreed) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    (void)co_await ex.Sleep(1ms);
+    throw std::runtime_error("async boom");
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  ring.Complete(r, -ETIME);
+  r.RunReady();
+  EXPECT_EQ(t.task->response.status(), 500);
+  EXPECT_EQ(r.frames().stats().in_use, 0u);
+}
+
+TEST_F(RunnerTest, ABeforeThatAnswersSkipsTheHandler) {
+  bool ran = false;
+  router::RouteOptions options;
+  router::Middleware deny;
+  deny.before = [](const http::Request&, http::Response& response) {
+    response.set_status(401);
+    return router::Flow::kAnswered;
+  };
+  int afters = 0;
+  deny.after = [&afters](const http::Request&, http::Response&) { ++afters; };
+  options.middleware = {deny};
+  const router::Route& route = AddRoute(
+      [&ran](Exchange&) -> Task<> {
+        ran = true;
+        co_return;
+      },
+      options);
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  EXPECT_FALSE(ran);
+  EXPECT_EQ(t.task->response.status(), 401);
+  EXPECT_EQ(afters, 1);
+}
+
+TEST_F(RunnerTest, AFullRunnerRefusesAndAFreedExchangeIsReused) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    (void)co_await ex.Sleep(1ms);
+  });
+  Runner& r = MakeRunner(/*max_exchanges=*/1);
+  TaskMemory t1(kGet), t2(kGet);
+  ASSERT_TRUE(r.Start(t1.task, route, 1, 0));
+  EXPECT_FALSE(r.Start(t2.task, route, 2, 0));
+  EXPECT_EQ(stats.refused.Get(), 1u);
+  const uint64_t first = ring.ops[0].user_data;
+  ring.Complete(r, -ETIME);
+  r.RunReady();
+  ASSERT_TRUE(r.Start(t2.task, route, 2, 0));
+  // The same exchange, a new generation: the old operation's user_data
+  // cannot resume the new one.
+  EXPECT_EQ(ring.ops[0].user_data >> 32, first >> 32);
+  EXPECT_NE(ring.ops[0].user_data, first);
+  ring.Complete(r, -ETIME);
+  r.RunReady();
+}
+
+TEST_F(RunnerTest, TheSteadyStateTakesNoFrameFromTheHeap) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    (void)co_await ex.Sleep(1ms);
+    ex.response().set_status(204);
+  });
+  Runner& r = MakeRunner();
+  for (int i = 0; i < 1000; ++i) {
+    TaskMemory t(kGet);
+    ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+    ring.Complete(r, -ETIME);
+    r.RunReady();
+    ASSERT_EQ(t.task->response.status(), 204);
+  }
+  EXPECT_EQ(r.frames().stats().slabs, 0u);
+  EXPECT_EQ(r.frames().stats().oversized, 0u);
+}
+
+}  // namespace
+}  // namespace uring_http::async
+
+namespace uring_http::async {
+namespace {
+
+Task<int> TwoNaps(Exchange& ex) {
+  absl::Status nap1 = co_await ex.Sleep(std::chrono::milliseconds(5));
+  if (!nap1.ok()) co_return -1;
+  absl::Status nap2 = co_await ex.Sleep(std::chrono::milliseconds(5));
+  if (!nap2.ok()) co_return -2;
+  co_return 2;
+}
+
+TEST_F(RunnerTest, AnAwaitedTaskRunsOnTheSameExchange) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    const int naps = co_await TwoNaps(ex);
+    ex.response().set_body("naps=" + std::to_string(naps));
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  ASSERT_EQ(ring.ops.size(), 1u);
+  ring.Complete(r, -ETIME);
+  ASSERT_EQ(ring.ops.size(), 1u);
+  ring.Complete(r, -ETIME);
+  ASSERT_TRUE(r.has_ready());
+  r.RunReady();
+  EXPECT_EQ(t.task->response.body_view(), "naps=2");
+}
+
+}  // namespace
+}  // namespace uring_http::async
