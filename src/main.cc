@@ -6,6 +6,9 @@
 //   GET /test/sleep?ms=N  200 after N ms (default --slow-duration, at most
 //                      60000) on a ring timer: an ASYNC handler, no thread
 //                      held while it waits
+//   GET /test/events?count=N&interval_ms=M  N server-sent events (at most
+//                      1000000, default 10) M ms apart (at most 60000,
+//                      default 1000), then the end: ASYNC, no thread held
 //   GET /test/bytes?N  200 with an N-byte body (N <= 1 MiB), for measuring
 //                      large responses (--send-zc) with wrk
 //   POST /test/echo    the request body back (any framing, buffered, up to
@@ -37,6 +40,7 @@
 #include <thread>
 
 #include "src/async/exchange.h"
+#include "src/http/sse.h"
 #include "src/serving/options.h"
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"
@@ -144,6 +148,44 @@ int main(int argc, char** argv) {
                  }
                  // Cancelled (the client left): nobody reads the answer.
                  (void)co_await ex.Sleep(ms);
+               });
+  router.Async("GET", "/test/events",
+               [](uring_http::async::Exchange& ex) -> uring_http::async::Task<> {
+                 uint64_t count = 10, interval = 1000;
+                 const auto number = [&ex](std::string_view name, uint64_t max, uint64_t* out) {
+                   const auto q = ex.request().QueryParam(name);
+                   if (!q.present()) return true;
+                   uint64_t n = 0;
+                   bool ok = !q.value().empty() && q.value().size() <= 7;
+                   for (char ch : q.value()) {
+                     ok = ok && ch >= '0' && ch <= '9';
+                     n = n * 10 + static_cast<uint64_t>(ch - '0');
+                   }
+                   *out = n;
+                   return ok && n <= max;
+                 };
+                 if (!number("count", 1'000'000, &count) ||
+                     !number("interval_ms", 60'000, &interval)) {
+                   ex.response().set_status(400);
+                   ex.response().set_body(
+                       "expected /test/events?count=N&interval_ms=M with N in [0, 1000000] and "
+                       "M in [0, 60000]\n");
+                   co_return;
+                 }
+                 uring_http::http::StartEventStream(ex.response());
+                 std::string text;
+                 for (uint64_t i = 1; i <= count; ++i) {
+                   if (i > 1) {
+                     // Cancelled: the client left, or the server drains.
+                     absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval));
+                     if (!waited.ok()) co_return;
+                   }
+                   const std::string id = std::to_string(i);
+                   text.clear();
+                   (void)uring_http::http::AppendEvent(&text, {.id = id, .data = "event " + id});
+                   absl::Status wrote = co_await ex.Write(text);
+                   if (!wrote.ok()) co_return;
+                 }
                });
 
   // The body is built per request, as a handler's would be; N is capped so a

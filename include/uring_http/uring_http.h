@@ -47,6 +47,8 @@
 //                          coroutine type), async::Exchange (request,
 //                          response, Sleep, OnWorker, stop_reason)
 //   src/http/stop_reason.h  StopReason: why a handler should stop
+//   src/http/sse.h         server-sent events: Event, AppendEvent,
+//                          EventComment, StartEventStream
 //   src/router/router.h    Router (Fast, Slow, Async, FastStream, SetFallback,
 //                          Static, Use, SetErrorHandler,
 //                          SetDefaultErrorHandler, RedirectTrailingSlash),
@@ -120,6 +122,7 @@
 #include "src/http/parser.h"
 #include "src/http/request.h"
 #include "src/http/response.h"
+#include "src/http/sse.h"
 #include "src/http/stop_reason.h"
 #include "src/limits/rate_limit.h"
 #include "src/metrics/registry.h"

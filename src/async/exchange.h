@@ -45,6 +45,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 
@@ -73,6 +74,13 @@ class ExchangeOps {
   virtual JobStart StartJob(Exchange& ex, worker::WorkerJob* job) = 0;
   // The exchange was stopped while its operation is in flight: cancel it.
   virtual void CancelPending(Exchange& ex) = 0;
+  // Streams `data` as the response body's next bytes (the first call sends
+  // the head): kDone when they are all in the response's pipe, kWait when
+  // some had to be staged (Complete follows once they are in), kFailed
+  // when the stream cannot take them (the client left; a refused header;
+  // more than the promised Content-Length).
+  enum class WriteStart : uint8_t { kUnset, kDone, kWait, kFailed };
+  virtual WriteStart StartWrite(Exchange& ex, std::string_view data) = 0;
 
  protected:
   ~ExchangeOps() = default;
@@ -89,13 +97,34 @@ class Exchange {
   // Why the exchange should stop (kNone: it should not).
   http::StopReason stop_reason() const { return stop_; }
   // Stopped in the sense that cancels awaits: the client left or the
-  // deadline passed (not a drain).
-  bool cancelled() const { return stop_ >= http::StopReason::kClientGone; }
+  // deadline passed; or the server drains and this exchange is streaming
+  // (its head has gone: a stream would hold the shutdown, while an answer
+  // still being made may finish).
+  bool cancelled() const {
+    return stop_ >= http::StopReason::kClientGone ||
+           (stop_ == http::StopReason::kDraining && streaming_);
+  }
+  // The response's head has gone (Write was awaited).
+  bool streaming() const { return streaming_; }
 
   // ---- awaitables
   class SleepAwaiter;
   // Resumes after `duration` (an IORING_OP_TIMEOUT): OK, or Cancelled.
   SleepAwaiter Sleep(std::chrono::nanoseconds duration);
+
+  class WriteAwaiter;
+  // Streams `data` as the body's next bytes (the first Write sends the
+  // head: status and headers as set by then; chunked in HTTP/1.1 unless
+  // set_content_length() promised a length). Resumes once they are in the
+  // response's pipe: at once while the client keeps up, after the client
+  // has read enough when it does not (backpressure: a stream's unsent
+  // bytes stay within its bound, 256 KiB). OK; Cancelled when the client
+  // left (or a deadline or a drain stopped the stream); Aborted when the
+  // stream cannot go on (more than the promised length, a refused header:
+  // the answer is then cut or a 500). `data` is copied as needed: it need
+  // only live until the await. After the handler ends, whatever body()
+  // holds follows, then the end of the body (trailers with it).
+  WriteAwaiter Write(std::string_view data);
 
   template <typename F>
   class WorkerCall;
@@ -112,7 +141,7 @@ class Exchange {
   WorkerCall<std::decay_t<F>> OnWorker(F&& fn);
 
   // ---- the ring's side
-  enum class Pending : uint8_t { kNone, kTimer, kJob };
+  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite };
   Pending pending() const { return pending_; }
   // The worker call in flight (Pending::kJob).
   worker::WorkerJob* job() const { return job_; }
@@ -149,6 +178,7 @@ class Exchange {
     stop_ = http::StopReason::kNone;
     pending_ = Pending::kNone;
     cancel_sent_ = false;
+    streaming_ = false;
     job_ = nullptr;
     request_ = http::Request();
   }
@@ -169,6 +199,7 @@ class Exchange {
   http::StopReason stop_ = http::StopReason::kNone;
   Pending pending_ = Pending::kNone;
   bool cancel_sent_ = false;
+  bool streaming_ = false;
   int result_ = 0;
   std::coroutine_handle<> waiter_;
   worker::WorkerJob* job_ = nullptr;
@@ -201,6 +232,39 @@ class Exchange::SleepAwaiter {
 inline Exchange::SleepAwaiter Exchange::Sleep(std::chrono::nanoseconds duration) {
   result_ = 0;
   return SleepAwaiter(*this, duration);
+}
+
+class Exchange::WriteAwaiter {
+ public:
+  WriteAwaiter(Exchange& ex, std::string_view data) : ex_(ex), data_(data) {}
+  bool await_ready() {
+    if (ex_.cancelled()) return true;
+    started_ = ex_.ops_->StartWrite(ex_, data_);
+    return started_ != ExchangeOps::WriteStart::kWait;
+  }
+  void await_suspend(std::coroutine_handle<> h) { ex_.Suspend(Pending::kWrite, h); }
+  absl::Status await_resume() const {
+    if (started_ == ExchangeOps::WriteStart::kFailed) {
+      if (ex_.cancelled()) return ex_.CancelledStatus();
+      return absl::AbortedError("the response stream cannot go on");
+    }
+    // A write that waited is done (0), or was given up (-ECANCELED: the
+    // client left or the stream was stopped; its staged bytes dropped).
+    if (ex_.cancelled() && (started_ == ExchangeOps::WriteStart::kUnset || ex_.result_ != 0)) {
+      return ex_.CancelledStatus();
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Exchange& ex_;
+  std::string_view data_;
+  ExchangeOps::WriteStart started_ = ExchangeOps::WriteStart::kUnset;
+};
+
+inline Exchange::WriteAwaiter Exchange::Write(std::string_view data) {
+  result_ = 0;
+  return WriteAwaiter(*this, data);
 }
 
 template <typename F>

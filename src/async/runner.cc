@@ -1,6 +1,8 @@
 #include "src/async/runner.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <stdexcept>
 #include <cstring>
 #include <exception>
 
@@ -31,7 +33,10 @@ struct Runner::Slot : Exchange {
   size_t befores_ran = 0;
   bool answered_before = false;  // a middleware's before answered
   bool in_ready = false;
+  bool closing = false;          // ended; its stream's end is being written
   int64_t deadline_ns = 0;       // 0: none
+  // A streamed response (the first Write made it), never blocking.
+  std::optional<worker::PipeResponseStream> stream;
   http::Header headers[kInlineHeaders];
   std::vector<http::Header> more_headers;
 };
@@ -174,11 +179,28 @@ void Runner::OnTaskEnd(void* arg) {
 }
 
 void Runner::RunReady() {
+  // Writes that waited: their coroutines go on.
+  if (!resume_.empty()) {
+    std::vector<std::pair<Slot*, int>> resume;
+    resume.swap(resume_);
+    for (auto [s, res] : resume) s->Complete(res);
+  }
+  // Streams' messages before answers: a connection sees a stream's head
+  // before its end.
+  if (!notices_.empty()) {
+    std::swap(notices_, running_notices_);
+    for (auto [user_data, stream] : running_notices_) ring_->StreamNotify(user_data, stream);
+    running_notices_.clear();
+  }
   // Answers delivered now may start new exchanges (a pipelined request
   // behind this one) that end at once: they go in the next round.
   std::swap(ready_, running_ready_);
   for (Slot* s : running_ready_) Finish(*s);
   running_ready_.clear();
+}
+
+void Runner::Notice(worker::TaskBuffer* task, void* runner) {
+  static_cast<Runner*>(runner)->notices_.push_back({task->notify_user_data, task->stream});
 }
 
 void Runner::Finish(Slot& s) {
@@ -188,22 +210,28 @@ void Runner::Finish(Slot& s) {
   http::Response& response = task->response;
   static const router::Pipeline kNoPipeline;
   const router::Pipeline& pipeline = pipeline_ != nullptr ? *pipeline_ : kNoPipeline;
+  const bool streamed = s.stream.has_value() && s.stream->started();
   if (s.coroutine.valid()) {
     URING_CHECK(s.coroutine.done());
     try {
       s.coroutine.Result();
       if (response.has_producer()) {
         // A producer is the FAST handlers' way to stream; an ASYNC one
-        // awaits instead. Refused loudly rather than dropped.
-        router::LogFailure(router::ContextOf(route.name(), request, &response),
-                           "an ASYNC handler set a producer (Response::Stream), which only FAST "
-                           "and SLOW handlers may: answered 500");
-        response.Clear();
-        response.set_status(500);
+        // awaits Write instead. Refused loudly rather than dropped.
+        throw std::logic_error(
+            "an ASYNC handler set a producer (Response::Stream): it streams with "
+            "co_await Exchange::Write");
       }
-      pipeline.MaybeFailPage(request, response);
+      if (!streamed) pipeline.MaybeFailPage(request, response);
     } catch (...) {
-      exchange::AnswerThrow(pipeline, route, request, response);
+      if (streamed) {
+        // Past its head the answer cannot become a 500: it is cut.
+        router::LogException(router::ContextOf(route.name(), request, &response),
+                             router::FailureStage::kHandler, std::current_exception());
+        s.stream->Break();
+      } else {
+        exchange::AnswerThrow(pipeline, route, request, response);
+      }
     }
     // Its locals go now, while the request they may view is still there.
     s.coroutine.Reset();
@@ -213,18 +241,44 @@ void Runner::Finish(Slot& s) {
   if (s.cancelled()) stats_.cancelled.Add();
   if (s.stop_reason() == http::StopReason::kDeadline) {
     stats_.deadlines.Add();
-    // Nothing of this answer has gone: the deadline's is a 503.
-    response.Clear();
-    response.set_status(503);
-    pipeline.ErrorPage(503, request, response);
+    if (streamed) {
+      s.stream->Break();  // its head has gone: the stream is cut
+    } else {
+      // Nothing of this answer has gone: the deadline's is a 503.
+      response.Clear();
+      response.set_status(503);
+      pipeline.ErrorPage(503, request, response);
+    }
   }
   if (s.befores_ran > 0) {
     router::RunAfters(pipeline, route.options.middleware, s.befores_ran, request, response,
                       route.name());
   }
-  exchange::FinishBuffered(options_.compression,
-                           exchange::GzipAccepted(options_.compression, request),
-                           task->head_only, response);
+  if (streamed) {
+    if (!EndStream(s)) {
+      closing_.push_back(&s);  // OnBatchEnd goes on with it
+      return;
+    }
+  } else {
+    exchange::FinishBuffered(options_.compression,
+                             exchange::GzipAccepted(options_.compression, request),
+                             task->head_only, response);
+  }
+  Answer(s);
+}
+
+bool Runner::EndStream(Slot& s) {
+  if (!s.closing) {
+    s.closing = true;
+    s.stream->FinishBody(s.task->response);
+  }
+  if (!s.stream->Flush()) return false;
+  s.stream->Close();
+  return true;
+}
+
+void Runner::Answer(Slot& s) {
+  worker::TaskBuffer* task = s.task;
   // Publishes the answer as a worker would (slow_task.h).
   task->state.store(worker::TaskBuffer::kDone, std::memory_order_release);
   const uint64_t done = s.done_user_data;
@@ -232,6 +286,8 @@ void Runner::Finish(Slot& s) {
   // The slot is free before the connection hears: its next request may
   // take it at once.
   if (s.deadline_ns != 0) --with_deadline_;
+  s.stream.reset();  // (its pipe is the connection's)
+  s.closing = false;
   s.task = nullptr;
   s.in_ready = false;
   ++s.generation;
@@ -241,6 +297,33 @@ void Runner::Finish(Slot& s) {
   stats_.active.Sub();
   stats_.frame_slabs.Set(frames_.stats().slabs + frames_.stats().oversized);
   ring_->TaskDone(done, stream);
+}
+
+void Runner::OnBatchEnd() {
+  if (!writers_.empty()) {
+    // Writers whose staged bytes now fit (the connection sent some of the
+    // pipe during the batch) go on; a pipe the client left says so.
+    size_t kept = 0;
+    for (Slot* s : writers_) {
+      if (s->stream->Flush()) {
+        resume_.push_back({s, s->stream->aborted() ? -ECANCELED : 0});
+      } else {
+        writers_[kept++] = s;
+      }
+    }
+    writers_.resize(kept);
+  }
+  if (!closing_.empty()) {
+    std::vector<Slot*> closing;
+    closing.swap(closing_);
+    for (Slot* s : closing) {
+      if (EndStream(*s)) {
+        Answer(*s);
+      } else {
+        closing_.push_back(s);
+      }
+    }
+  }
 }
 
 void Runner::OnCompletion(uint32_t exchange, uint32_t generation, int res) {
@@ -296,8 +379,30 @@ ExchangeOps::JobStart Runner::StartJob(Exchange& ex, worker::WorkerJob* job) {
   return JobStart::kQueued;
 }
 
+Runner::WriteStart Runner::StartWrite(Exchange& ex, std::string_view data) {
+  Slot& s = static_cast<Slot&>(ex);
+  if (!s.stream.has_value()) {
+    s.stream.emplace(s.task, options_.compression,
+                     exchange::GzipAccepted(options_.compression, s.request_),
+                     worker::PipeResponseStream::Mode::kStaging, &Notice, this,
+                     options_.stream_pipe_bytes);
+  }
+  if (!s.stream->Write(*s.response_, data)) return WriteStart::kFailed;
+  s.streaming_ = true;
+  if (s.stream->staged() == 0) return WriteStart::kDone;
+  writers_.push_back(&s);
+  return WriteStart::kWait;
+}
+
 void Runner::CancelPending(Exchange& ex) {
-  const Slot& s = static_cast<const Slot&>(ex);
+  Slot& s = static_cast<Slot&>(ex);
+  if (s.pending() == Exchange::Pending::kWrite) {
+    // Its staged bytes are dropped (the stream is over); it resumes in
+    // RunReady, not under the caller.
+    writers_.erase(std::find(writers_.begin(), writers_.end(), &s));
+    resume_.push_back({&s, -ECANCELED});
+    return;
+  }
   // The timeout completes with -ECANCELED (the cancel's own completion is
   // not waited for).
   ring_->PrepCancel(ring_->OpUserData(s.index, s.generation));

@@ -31,6 +31,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "src/async/exchange.h"
@@ -42,6 +45,7 @@
 #include "src/http/parser.h"
 #include "src/router/router.h"
 #include "src/worker/slow_task.h"
+#include "src/worker/task_streams.h"
 
 namespace uring_http::async {
 
@@ -61,6 +65,10 @@ class Runner final : private ExchangeOps {
     // An exchange's answer is in its TaskBuffer: the connection's
     // completion (the kTaskDone a worker would have posted).
     virtual void TaskDone(uint64_t user_data, uint32_t stream) = 0;
+    // Progress on an exchange's streamed response (its first bytes and
+    // head, or bytes the connection asked to hear of): the kStreamNotify
+    // a worker would have posted.
+    virtual void StreamNotify(uint64_t user_data, uint32_t stream) = 0;
 
    protected:
     ~Ring() = default;
@@ -72,6 +80,9 @@ class Runner final : private ExchangeOps {
     uint32_t max_exchanges = 16384;  // at once on this ring
     uint32_t preallocate = 64;       // exchanges (and frames per class) made at start-up
     RunnerStats* stats = nullptr;    // null: not counted
+    // The bound on a streamed response's bytes the client has not taken
+    // yet (Exchange::Write waits beyond it), per exchange.
+    size_t stream_pipe_bytes = 32 * 1024;
   };
 
   Runner(Ring* ring, const router::Pipeline* pipeline, const Options& options);
@@ -92,9 +103,13 @@ class Runner final : private ExchangeOps {
   // The loop's tick: routes' deadlines.
   void OnTick(int64_t now_ns);
 
-  // Exchanges whose answer is ready: delivered by RunReady (after the
-  // loop's batch; it must not sleep while there are some).
-  bool has_ready() const { return !ready_.empty(); }
+  // After each batch of completions: streamed responses whose writers
+  // wait for room move on (the connection may have sent some).
+  void OnBatchEnd();
+  // Exchanges whose answer is ready, stream notices, writes to resume:
+  // delivered by RunReady (after the loop's batch; the loop must not sleep
+  // while there are some).
+  bool has_ready() const { return !ready_.empty() || !notices_.empty() || !resume_.empty(); }
   void RunReady();
 
   size_t active() const { return active_; }
@@ -107,6 +122,16 @@ class Runner final : private ExchangeOps {
   void StartTimer(Exchange& ex, const __kernel_timespec* ts) override;
   JobStart StartJob(Exchange& ex, worker::WorkerJob* job) override;
   void CancelPending(Exchange& ex) override;
+  WriteStart StartWrite(Exchange& ex, std::string_view data) override;
+
+  // A streamed response's message to its connection, kept for RunReady.
+  static void Notice(worker::TaskBuffer* task, void* runner);
+  // The ended handler's stream: the rest of its body, staged bytes flushed,
+  // then its end; false while bytes still wait for room (Finish is
+  // called again from OnBatchEnd).
+  bool EndStream(Slot& s);
+  // Publishes the answer and hands it to the connection; frees the slot.
+  void Answer(Slot& s);
 
   Slot* Take();
   void Grow();
@@ -125,6 +150,11 @@ class Runner final : private ExchangeOps {
   Slot* free_ = nullptr;
   std::vector<Slot*> ready_;   // ended: their answers go in RunReady
   std::vector<Slot*> running_ready_;
+  std::vector<Slot*> writers_;  // a Write waits for room in its pipe
+  std::vector<Slot*> closing_;  // ended, its stream's last bytes wait for room
+  std::vector<std::pair<Slot*, int>> resume_;  // writes to resume with a result
+  std::vector<std::pair<uint64_t, uint32_t>> notices_;  // (user_data, stream)
+  std::vector<std::pair<uint64_t, uint32_t>> running_notices_;
   size_t active_ = 0;
   size_t with_deadline_ = 0;   // active exchanges with a deadline
 };

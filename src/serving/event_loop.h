@@ -183,10 +183,16 @@ class EventLoop final : private conn::Transport,
   void TaskDone(uint64_t user_data, uint32_t stream) override {
     OnWorkerMessage(Op::kTaskDone, UserDataSlot(user_data), UserDataGeneration(user_data), stream);
   }
+  void StreamNotify(uint64_t user_data, uint32_t stream) override {
+    OnWorkerMessage(Op::kStreamNotify, UserDataSlot(user_data), UserDataGeneration(user_data),
+                    stream);
+  }
   // ASYNC answers ready: delivered before the loop may sleep.
   bool AsyncReady() const { return async_ != nullptr && async_->has_ready(); }
   void RunAsyncReady() {
-    while (AsyncReady()) async_->RunReady();
+    if (async_ == nullptr) return;
+    async_->OnBatchEnd();
+    while (async_->has_ready()) async_->RunReady();
   }
 
   // Completions.

@@ -188,6 +188,7 @@ void EventLoop::SetDeadline(uint32_t slot, uint64_t tick) {
 
 bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::Route& route,
                          int64_t started_ns) {
+  task->notify_user_data = UserData(Op::kStreamNotify, slot);
   if (route.kind == router::HandlerKind::kAsync) {
     // On this ring, as a coroutine; its answer comes back as a kTaskDone
     // like a worker's (Runner::RunReady).

@@ -28,7 +28,9 @@ void FutexWake(std::atomic<uint32_t>* word) {
 
 BodyPipe::BodyPipe(size_t capacity)
     : mask_(std::bit_ceil(std::max<size_t>(capacity, 64)) - 1),
-      buffer_(std::make_unique<char[]>(mask_ + 1)) {}
+      // Not zeroed (make_unique would write every byte): a pipe's pages
+      // become resident only as far as its stream has used them.
+      buffer_(new char[mask_ + 1]) {}
 
 size_t BodyPipe::Write(const char* data, size_t n) {
   const uint64_t w = write_pos_.load(std::memory_order_relaxed);

@@ -16,6 +16,14 @@ void Notify(TaskBuffer* task) { PostToRing(task->ring, task->notify_user_data, t
 
 }  // namespace
 
+void PipeResponseStream::Notify() {
+  if (notify_ != nullptr) {
+    notify_(task_, notify_arg_);
+  } else {
+    worker::Notify(task_);
+  }
+}
+
 long PipeBodyReader::Fail() {
   // The ring gave its reason before it published the abort we saw.
   const uint8_t reason = task_->request_body->abort_reason();
@@ -77,21 +85,50 @@ bool PipeResponseStream::Start(http::Response& response) {
   head->length_known = length_known_;
   head->length = length_;
   task_->stream_head = std::move(head);
-  auto pipe = std::make_unique<BodyPipe>(kResponsePipeBytes);
+  auto pipe = std::make_unique<BodyPipe>(pipe_bytes_);
   pipe_ = pipe.get();
   // Release: the ring reads the pipe and the head through this pointer.
   task_->response_body.store(pipe.release(), std::memory_order_release);
   // The ring cannot have asked about a pipe it did not know: tell it now.
-  Notify(task_);
+  Notify();
+  return true;
+}
+
+bool PipeResponseStream::Flush() {
+  if (pipe_ == nullptr || pipe_->aborted()) {
+    staged_.clear();
+    staged_sent_ = 0;
+    return true;
+  }
+  if (staged() == 0) return true;
+  const size_t n = pipe_->Write(staged_.data() + staged_sent_, staged());
+  staged_sent_ += n;
+  if (n > 0 && pipe_->TakeNotify()) Notify();
+  if (staged() > 0) return false;
+  // Emptied: its memory is kept for the next write unless it grew large.
+  staged_.clear();
+  staged_sent_ = 0;
+  if (staged_.capacity() > pipe_bytes_) staged_.shrink_to_fit();
   return true;
 }
 
 bool PipeResponseStream::Put(std::string_view bytes) {
+  if (mode_ == Mode::kStaging) {
+    if (pipe_->aborted()) return false;
+    if (staged() == 0) {
+      // What fits goes straight in; only the rest is copied.
+      const size_t n = pipe_->Write(bytes.data(), bytes.size());
+      bytes.remove_prefix(n);
+      if (n > 0 && pipe_->TakeNotify()) Notify();
+    }
+    staged_.append(bytes);
+    return true;
+  }
   while (!bytes.empty()) {
     if (pipe_->aborted()) return false;
     const size_t n = pipe_->Write(bytes.data(), bytes.size());
     bytes.remove_prefix(n);
-    if (n > 0 && pipe_->TakeNotify()) Notify(task_);
+    if (n > 0 && pipe_->TakeNotify()) Notify();
     // Full: wait until the ring has sent a good part of it (half, so that a
     // steady stream moves in large steps rather than byte by byte).
     if (!bytes.empty()) pipe_->WaitWritable(std::min(bytes.size(), pipe_->capacity() / 2));
@@ -164,7 +201,7 @@ void PipeResponseStream::RunProducer(http::Response& response) {
   if (!started() && !RequestBodyFailed()) Start(response);
 }
 
-void PipeResponseStream::Finish(http::Response& response) {
+void PipeResponseStream::FinishBody(http::Response& response) {
   // A request body that failed (the client left, or sent a malformed or
   // oversized body) leaves the answer unfinished: no last chunk, so that
   // the client cannot take a cut-short body for a whole one.
@@ -195,6 +232,9 @@ void PipeResponseStream::Finish(http::Response& response) {
       task_->stream_head->trailers = std::make_unique<http::HeaderTable>(response.trailers());
     }
   }
+}
+
+void PipeResponseStream::Close() {
   // No message: the task's completion follows at once and the ring reads
   // the rest of the pipe then.
   pipe_->Finish();

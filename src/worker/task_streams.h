@@ -20,6 +20,14 @@
 // Both tell the ring of their progress only when it asked (BodyPipe's
 // ArmReadNotify/ArmWriteNotify), with a kStreamNotify message.
 //
+// A PipeResponseStream may also be non-blocking (Mode::kStaging): for a
+// writer that must never wait, the ring thread's ASYNC handlers
+// (src/async/runner.h). What does not fit in the pipe is staged in the
+// stream, and Flush() moves it on when there is room; its owner waits for
+// staged() to empty before it writes more (that is its backpressure) and
+// before Close(). Its messages to the ring go through `notify`, which the
+// ring thread can deliver without a syscall.
+//
 // Thread-safety: the worker running the task.
 #ifndef URING_HTTP_SRC_WORKER_TASK_STREAMS_H_
 #define URING_HTTP_SRC_WORKER_TASK_STREAMS_H_
@@ -57,9 +65,24 @@ class PipeBodyReader final : public http::BodyReader {
 
 class PipeResponseStream final : public http::ResponseStream, public exchange::StreamedHead {
  public:
+  enum class Mode : uint8_t {
+    kBlocking,  // a worker: Write waits for room
+    kStaging,   // never waits: the rest is staged (see the top)
+  };
+  // How the ring hears of progress (kStreamNotify): PostToRing by default.
+  using NotifyFn = void (*)(TaskBuffer* task, void* arg);
+
   explicit PipeResponseStream(TaskBuffer* task, const http::CompressionOptions& compression = {},
-                              bool gzip_accepted = false)
-      : task_(task), compression_(compression), gzip_accepted_(gzip_accepted) {}
+                              bool gzip_accepted = false, Mode mode = Mode::kBlocking,
+                              NotifyFn notify = nullptr, void* notify_arg = nullptr,
+                              size_t pipe_bytes = 0)
+      : task_(task),
+        compression_(compression),
+        gzip_accepted_(gzip_accepted),
+        mode_(mode),
+        notify_(notify),
+        notify_arg_(notify_arg),
+        pipe_bytes_(pipe_bytes != 0 ? pipe_bytes : kResponsePipeBytes) {}
   PipeResponseStream(const PipeResponseStream&) = delete;
   PipeResponseStream& operator=(const PipeResponseStream&) = delete;
 
@@ -68,7 +91,24 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
   // the client is gone.
   void RunProducer(http::Response& response);
   // After the handler: the rest of the body and its end. Only if started().
-  void Finish(http::Response& response);
+  // (kStaging: FinishBody, then Close once staged() is empty.)
+  void Finish(http::Response& response) {
+    FinishBody(response);
+    Close();
+  }
+  // The rest of the body (whatever body() holds, the gzip trailer) and the
+  // trailers, without ending the pipe.
+  void FinishBody(http::Response& response);
+  // Ends the body in the pipe (its last bytes must be in it).
+  void Close();
+  // ---- kStaging
+  // Bytes written but not yet in the pipe.
+  size_t staged() const { return staged_.size() - staged_sent_; }
+  // Moves staged bytes into the pipe as far as it has room; true when none
+  // are left (or the pipe was aborted: they never will be).
+  bool Flush();
+  // The ring has stopped reading (the client left): nothing more goes.
+  bool aborted() const { return pipe_ != nullptr && pipe_->aborted(); }
   // The handler failed after the head went out.
   void Break() override;
   bool started() const override { return pipe_ != nullptr; }
@@ -88,9 +128,17 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
   // Puts bytes into the pipe, waiting for room; false once aborted.
   bool Put(std::string_view bytes);
 
+  void Notify();
+
   TaskBuffer* task_;
   const http::CompressionOptions compression_;
   const bool gzip_accepted_;
+  const Mode mode_;
+  const NotifyFn notify_;
+  void* const notify_arg_;
+  const size_t pipe_bytes_;
+  std::string staged_;      // kStaging: what the pipe had no room for
+  size_t staged_sent_ = 0;  // ... of which this much has gone into it
   std::unique_ptr<http::GzipStream> gzip_;  // compressing this response's body
   std::string gzipped_;                     // its output for one Write, reused
   BodyPipe* pipe_ = nullptr;  // owned by the ring once published

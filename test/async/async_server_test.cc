@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "src/async/exchange.h"
+#include "src/http/sse.h"
 #include "src/serving/server.h"
 #include "test/http2/h2_client.h"
 #include "test/serving/http_client.h"
@@ -41,6 +42,7 @@ Task<int> TwoNaps(Exchange& ex) {
 }
 
 std::atomic<int> worker_calls_blocked{0};
+std::atomic<uint64_t> bytes_written{0};
 
 router::Router MakeRouter() {
   router::Router r;
@@ -88,7 +90,65 @@ router::Router MakeRouter() {
                  (void)co_await ex.Sleep(30s);
                  ex.response().set_body("late");
                }, deadline).ok());
+  // count events interval_ms apart (the shipped server's /test/events).
+  EXPECT_TRUE(r.Async("GET", "/events", [](Exchange& ex) -> Task<> {
+                 const int count = std::stoi(std::string(ex.request().QueryParam("count").value()));
+                 const int interval =
+                     std::stoi(std::string(ex.request().QueryParam("interval_ms").value()));
+                 http::StartEventStream(ex.response());
+                 for (int i = 1; i <= count; ++i) {
+                   if (i > 1) {
+                     absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval));
+                     if (!waited.ok()) co_return;
+                   }
+                   std::string text;
+                   const std::string id = std::to_string(i);
+                   EXPECT_TRUE(http::AppendEvent(&text, {.id = id, .data = "e" + id}));
+                   absl::Status wrote = co_await ex.Write(text);
+                   if (!wrote.ok()) co_return;
+                 }
+               }).ok());
+  // 8 MiB in 64 KiB writes, each counted once the write returns.
+  EXPECT_TRUE(r.Async("GET", "/big", [](Exchange& ex) -> Task<> {
+                 ex.response().set_content_length(8 << 20);
+                 std::string piece(64 << 10, 'z');
+                 for (int i = 0; i < 128; ++i) {
+                   piece[0] = static_cast<char>('a' + i % 26);
+                   absl::Status wrote = co_await ex.Write(piece);
+                   if (!wrote.ok()) co_return;
+                   bytes_written += piece.size();
+                 }
+               }).ok());
   return r;
+}
+
+// Reads an HTTP/1.1 chunked body to its last chunk: the data, and whether
+// the terminating chunk came (a stream ended, not cut).
+std::pair<std::string, bool> ReadChunked(TestClient& client) {
+  std::string raw = client.pending();
+  char buf[65536];
+  for (;;) {
+    if (raw.find("\r\n0\r\n\r\n") != std::string::npos) break;
+    const ssize_t n = recv(client.fd(), buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    raw.append(buf, static_cast<size_t>(n));
+  }
+  const size_t body = raw.find("\r\n\r\n");
+  std::string data;
+  size_t at = body == std::string::npos ? raw.size() : body + 4;
+  bool ended = false;
+  while (at < raw.size()) {
+    const size_t eol = raw.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    const size_t len = std::stoul(raw.substr(at, eol - at), nullptr, 16);
+    if (len == 0) {
+      ended = true;
+      break;
+    }
+    data.append(raw, eol + 2, len);
+    at = eol + 2 + len + 2;
+  }
+  return {data, ended};
 }
 
 class AsyncServerTest : public ::testing::Test {
@@ -253,6 +313,76 @@ TEST_F(AsyncServerTest, OverH2cStreamsWaitSideBySideAndAResetCancelsOne) {
   const int32_t d = h2.Submit("GET", "/sleep?ms=1");
   ASSERT_TRUE(h2.Run());
   EXPECT_EQ(h2.answer(d).status, 200);
+}
+
+TEST_F(AsyncServerTest, EventsStreamChunkedOverHttp1AndAsDataOverH2c) {
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(Get("/events?count=3&interval_ms=5")));
+  auto [data, ended] = ReadChunked(client);
+  EXPECT_EQ(data, "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\nid: 3\ndata: e3\n\n");
+  EXPECT_TRUE(ended);
+
+  testing::H2Client h2(server_->port());
+  const int32_t id = h2.Submit("GET", "/events?count=2&interval_ms=5");
+  ASSERT_TRUE(h2.Run());
+  EXPECT_EQ(h2.answer(id).status, 200);
+  EXPECT_EQ(h2.answer(id).fields.at("content-type"), "text/event-stream");
+  EXPECT_EQ(h2.answer(id).body, "id: 1\ndata: e1\n\nid: 2\ndata: e2\n\n");
+  EXPECT_EQ(h2.answer(id).reset, 0u);
+}
+
+TEST_F(AsyncServerTest, AStreamsWritesWaitForASlowReaderAndLoseNothing) {
+  bytes_written = 0;
+  TestClient client(server_->port(), 20000, /*receive_buffer=*/16 * 1024);
+  ASSERT_TRUE(client.Send(Get("/big")));
+  // The client reads nothing: the handler's writes stop short of the end
+  // (what is unsent stays within the pipe's bound and the socket's).
+  uint64_t last = 0;
+  for (int still = 0; still < 5;) {
+    std::this_thread::sleep_for(20ms);
+    const uint64_t now = bytes_written.load();
+    still = now == last ? still + 1 : 0;
+    last = now;
+  }
+  EXPECT_LT(last, uint64_t{8} << 20);
+  EXPECT_EQ(server_->Stats().async_active, 1u);
+  // Then everything arrives, in order.
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->body.size(), size_t{8} << 20);
+  for (int i = 0; i < 128; ++i) {
+    ASSERT_EQ(r->body[static_cast<size_t>(i) << 16], static_cast<char>('a' + i % 26)) << i;
+  }
+  EXPECT_EQ(bytes_written.load(), uint64_t{8} << 20);
+}
+
+TEST_F(AsyncServerTest, AClientLeavingMidStreamEndsTheHandler) {
+  {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(Get("/events?count=1000&interval_ms=20")));
+    ASSERT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 1; }));
+  }
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) {
+    return s.async_active == 0 && s.async_cancelled == 1 && s.active == 0;
+  }));
+}
+
+TEST_F(AsyncServerTest, ADrainEndsAStreamAtOnceAndLetsAnAnswerFinish) {
+  TestClient events(server_->port());
+  ASSERT_TRUE(events.Send(Get("/events?count=100&interval_ms=60000")));
+  TestClient sleeper(server_->port());
+  ASSERT_TRUE(sleeper.Send(Get("/sleep?ms=300")));
+  ASSERT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 2; }));
+  server_->Stop();
+  // The stream ends with its last chunk (not cut), long before its next
+  // event was due; the sleep is answered as usual.
+  auto [data, ended] = ReadChunked(events);
+  EXPECT_EQ(data, "id: 1\ndata: e1\n\n");
+  EXPECT_TRUE(ended);
+  auto r = sleeper.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "slept");
+  server_->Wait();
 }
 
 }  // namespace

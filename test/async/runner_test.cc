@@ -45,6 +45,11 @@ struct FakeRing final : Runner::Ring {
   bool has_workers() const override { return workers; }
   void TaskDone(uint64_t user_data, uint32_t stream) override {
     done.push_back({user_data, stream});
+    events.push_back("done");
+  }
+  void StreamNotify(uint64_t, uint32_t stream) override {
+    ++notifies;
+    events.push_back("notify " + std::to_string(stream));
   }
 
   // Completes the oldest operation with `res`.
@@ -70,6 +75,8 @@ struct FakeRing final : Runner::Ring {
   std::deque<Op> ops;
   std::vector<uint64_t> cancels;
   std::vector<std::pair<uint64_t, uint32_t>> done;
+  int notifies = 0;
+  std::vector<std::string> events;
 };
 
 // A task as a connection makes one: the head, an empty body, no Allow.
@@ -94,8 +101,9 @@ constexpr std::string_view kGet = "GET /x?ms=5 HTTP/1.1\r\nHost: t\r\nAccept: */
 
 class RunnerTest : public ::testing::Test {
  protected:
-  Runner& MakeRunner(uint32_t max_exchanges = 16) {
+  Runner& MakeRunner(uint32_t max_exchanges = 16, size_t pipe_bytes = 0) {
     Runner::Options options;
+    if (pipe_bytes != 0) options.stream_pipe_bytes = pipe_bytes;
     options.max_exchanges = max_exchanges;
     options.preallocate = 4;
     options.stats = &stats;
@@ -422,6 +430,139 @@ TEST_F(RunnerTest, AnAwaitedTaskRunsOnTheSameExchange) {
   ASSERT_TRUE(r.has_ready());
   r.RunReady();
   EXPECT_EQ(t.task->response.body_view(), "naps=2");
+}
+
+}  // namespace
+}  // namespace uring_http::async
+
+namespace uring_http::async {
+namespace {
+
+// The connection's side of a streamed answer: what it would send (the
+// pipe's bytes, consumed), and the pipe itself.
+std::string Drain(worker::TaskBuffer* task) {
+  worker::BodyPipe* pipe = task->response_body.load();
+  std::string out;
+  if (pipe == nullptr) return out;
+  for (;;) {
+    const std::string_view piece = pipe->PeekAt(0);
+    if (piece.empty()) break;
+    out.append(piece);
+    pipe->Consume(piece.size());
+  }
+  return out;
+}
+
+TEST_F(RunnerTest, WritesStreamThroughThePipeAndTheHeadIsSeenBeforeTheEnd) {
+  const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
+    ex.response().set_content_type("text/event-stream");
+    absl::Status a = co_await ex.Write("data: 1\n\n");
+    EXPECT_TRUE(a.ok());
+    EXPECT_TRUE(ex.streaming());
+    (void)co_await ex.Sleep(std::chrono::milliseconds(1));
+    absl::Status b = co_await ex.Write("data: 2\n\n");
+    EXPECT_TRUE(b.ok());
+    ex.response().body() = "tail";  // follows the writes
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet, 3);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  // The first write published the pipe and the head: a notice, delivered
+  // in RunReady (never from inside Start).
+  EXPECT_EQ(ring.notifies, 0);
+  ASSERT_NE(t.task->response_body.load(), nullptr);
+  ASSERT_NE(t.task->stream_head, nullptr);
+  EXPECT_EQ(t.task->stream_head->fields.Find("content-type").value_or(""), "text/event-stream");
+  r.RunReady();
+  EXPECT_EQ(ring.notifies, 1);
+  EXPECT_EQ(Drain(t.task), "data: 1\n\n");
+  ring.Complete(r, -ETIME);
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_EQ(Drain(t.task), "data: 2\n\ntail");
+  EXPECT_TRUE(t.task->response_body.load()->finished());
+  EXPECT_EQ(ring.events.front(), "notify 3");
+  EXPECT_EQ(ring.events.back(), "done");
+  delete t.task->response_body.load();  // the connection's, once published
+}
+
+TEST_F(RunnerTest, AWriteBeyondTheBoundWaitsUntilTheClientHasTakenBytes) {
+  bool resumed = false;
+  const router::Route& route = AddRoute([&resumed](Exchange& ex) -> Task<> {
+    absl::Status a = co_await ex.Write(std::string(3000, 'a'));  // fills a 1 KiB pipe and more
+    resumed = true;
+    EXPECT_TRUE(a.ok()) << a;
+    absl::Status b = co_await ex.Write("b");
+    EXPECT_TRUE(b.ok()) << b;
+  });
+  Runner& r = MakeRunner(16, /*pipe_bytes=*/1024);
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_FALSE(resumed);  // nothing was read: it waits
+  std::string got = Drain(t.task);
+  EXPECT_EQ(got.size(), 1024u);
+  r.OnBatchEnd();  // room: the staged bytes move on
+  r.RunReady();
+  EXPECT_FALSE(resumed);  // 952 more fit, 1024 of 3000 still staged
+  got += Drain(t.task);
+  r.OnBatchEnd();
+  r.RunReady();
+  got += Drain(t.task);
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_TRUE(resumed);
+  got += Drain(t.task);
+  EXPECT_EQ(got, std::string(3000, 'a') + "b");
+  ASSERT_EQ(ring.done.size(), 1u);
+  delete t.task->response_body.load();
+}
+
+TEST_F(RunnerTest, AWaitingWriteIsCancelledWhenTheClientLeaves) {
+  absl::Status seen;
+  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+    seen = co_await ex.Write(std::string(5000, 'x'));
+  });
+  Runner& r = MakeRunner(16, 1024);
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  // The connection goes: its pipe is aborted and the task stopped.
+  t.task->response_body.load()->Abort();
+  r.Stop(t.task, http::StopReason::kClientGone);
+  r.RunReady();
+  EXPECT_EQ(seen.code(), absl::StatusCode::kCancelled) << seen;
+  ASSERT_EQ(ring.done.size(), 1u);
+  delete t.task->response_body.load();
+}
+
+TEST_F(RunnerTest, ADrainStopsAStreamButNotAnAnswerBeingMade) {
+  absl::Status stream_sleep, answer_sleep;
+  const router::Route& streaming = AddRoute([&stream_sleep](Exchange& ex) -> Task<> {
+    (void)co_await ex.Write("event\n");
+    stream_sleep = co_await ex.Sleep(std::chrono::seconds(30));
+  });
+  const router::Route& making = AddRoute([&answer_sleep](Exchange& ex) -> Task<> {
+    answer_sleep = co_await ex.Sleep(std::chrono::milliseconds(30));
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t1(kGet), t2(kGet);
+  ASSERT_TRUE(r.Start(t1.task, streaming, 1, 0));
+  ASSERT_TRUE(r.Start(t2.task, making, 2, 0));
+  r.Stop(t1.task, http::StopReason::kDraining);
+  r.Stop(t2.task, http::StopReason::kDraining);
+  ASSERT_EQ(ring.cancels.size(), 1u);  // the stream's sleep only
+  ring.Complete(r, -ECANCELED);
+  ring.Complete(r, -ETIME);
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_EQ(stream_sleep.code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(answer_sleep.ok());
+  EXPECT_EQ(ring.done.size(), 2u);
+  EXPECT_EQ(Drain(t1.task), "event\n");
+  EXPECT_TRUE(t1.task->response_body.load()->finished());  // ended, not cut
+  EXPECT_FALSE(t1.task->stream_broken);
+  delete t1.task->response_body.load();
 }
 
 }  // namespace
