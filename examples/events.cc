@@ -1,4 +1,5 @@
-// events: a server-sent-events stream (text/event-stream) fed from a worker.
+// events: server-sent events (text/event-stream) with no thread held per
+// stream, two ways.
 //
 //   GET /events?count=N&interval_ms=M
 //                 one event every M ms (default 1000, at most 3600000), N of
@@ -6,31 +7,26 @@
 //                     id: <i>
 //                     data: {"tick": <i>, "time": "<ISO-8601 UTC>"}
 //                 A parameter that is not a plain decimal in range: 400.
+//                 An ASYNC handler: a coroutine on the ring thread that
+//                 awaits a ring timer between events and each Write (which
+//                 waits while the client is slow to read: backpressure).
+//   GET /ticks    the shared ticker: one producer thread broadcasts an event
+//                 every --tick-ms to every open /ticks stream (the same id
+//                 and time to all), through each stream's PushStream.
 //   GET /         a small HTML page showing the ticks with EventSource.
 //
-// /events is a SLOW handler: it writes each event with Response::Write (a
-// chunk of its own, sent at once) and sleeps on its worker in between, until
-// it has written N events or a Write returns false (the client is gone).
+// No stream holds a worker (--workers=0 is fine): 10,000 open streams cost
+// their sockets and buffers, not threads. A client that closes its socket
+// is noticed at once (its FIN): its /events await is cancelled, its /ticks
+// stream closes and the ticker drops it at its next tick. A client that
+// stops reading is held to each stream's bound (32 KiB unsent): /events
+// waits, /ticks drops the events that do not fit (PushStream::kDropped).
+// On SIGTERM every stream ends at once, cleanly, so the drain does not wait
+// for them.
 //
-// Each open stream holds one worker thread for as long as it lasts, so
-// -w/--workers bounds the number of concurrent streams; a request beyond
-// that waits in the worker queue until a stream ends (or gets 503 once the
-// queue is full). Size --workers for the streams you expect. --workers=0
-// (SLOW handlers inline on the ring thread) is refused: a stream would stall
-// every connection of its thread and gather its events in memory unsent.
-//
-// A stream is one HTTP/1.1 response (chunked; close-delimited for HTTP/1.0),
-// so its connection is kept alive for the next request only once the stream
-// ends. A client that stops reading is backpressured: once 256 KiB of the
-// stream are unsent, that worker's Write blocks, and --send-timeout (30s)
-// later the connection is closed and the Write returns false. A client that
-// closes its socket is noticed only when sending to it fails, which is about
-// two events later (the Write after that returns false): the worker stays
-// held for up to three intervals after the client left. On SIGTERM every
-// stream ends at once, cleanly, so the drain does not wait for them.
-//
-// Run: bazel run //examples:events -- --port=8080 --workers=64   (--help lists the flags)
+// Run: bazel run //examples:events -- --port=8080 --workers=0   (--help lists the flags)
 //      curl -N 'http://127.0.0.1:8080/events?count=5&interval_ms=200'
+//      curl -N 'http://127.0.0.1:8080/ticks'
 //      or open http://127.0.0.1:8080/ in a browser
 #include <chrono>
 #include <condition_variable>
@@ -40,8 +36,11 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "uring_http/uring_http.h"
 
@@ -77,33 +76,6 @@ source.onmessage = (event) => {
 </body>
 </html>
 )";
-
-// Set when the server starts draining; wakes every stream sleeping between
-// two events so that it ends at once.
-class StopSignal {
- public:
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stopped_ = true;
-    }
-    changed_.notify_all();
-  }
-  // Sleeps for `duration` or until Stop(); true when stopped.
-  bool WaitFor(std::chrono::milliseconds duration) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return changed_.wait_for(lock, duration, [this] { return stopped_; });
-  }
-  bool stopped() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stopped_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool stopped_ = false;
-};
 
 // The raw value of `name` in a query string: nullopt when absent.
 std::optional<std::string_view> QueryValue(std::string_view query, std::string_view name) {
@@ -150,59 +122,125 @@ void BadRequest(Response& response, std::string_view message) {
   response.body() += '\n';
 }
 
-// GET /events (runs on a worker for as long as the stream lasts).
-void Events(StopSignal& stop, const Request& request, Response& response) {
+std::string TickEvent(uint64_t i) {
+  std::string text;
+  const std::string id = std::to_string(i);
+  (void)uring_http::http::AppendEvent(
+      &text, {.id = id, .data = "{\"tick\": " + id + ", \"time\": \"" + NowIso8601() + "\"}"});
+  return text;
+}
+
+// GET /events: a coroutine on the ring thread for as long as the stream lasts.
+uring_http::async::Task<> Events(uring_http::async::Exchange& ex) {
+  const Request& request = ex.request();
+  Response& response = ex.response();
   uint64_t count = kUnlimited;
   uint64_t interval_ms = 1000;
   if (const auto text = QueryValue(request.query, "count")) {
     const std::optional<uint64_t> n = ParseDecimal(*text, 1, kMaxCount);
-    if (!n) return BadRequest(response, "count must be a whole number, at least 1");
+    if (!n) co_return BadRequest(response, "count must be a whole number, at least 1");
     count = *n;
   }
   if (const auto text = QueryValue(request.query, "interval_ms")) {
     const std::optional<uint64_t> n = ParseDecimal(*text, 0, kMaxIntervalMs);
-    if (!n) return BadRequest(response, "interval_ms must be a whole number in [0, 3600000]");
+    if (!n) co_return BadRequest(response, "interval_ms must be a whole number in [0, 3600000]");
     interval_ms = *n;
   }
-
-  response.set_content_type("text/event-stream");
-  if (!response.AddHeader("Cache-Control", "no-cache")) return;  // (never: a valid field)
-  for (uint64_t i = 0; i < count && !stop.stopped(); ++i) {
-    const std::string id = std::to_string(i);
-    const std::string event = "id: " + id + "\ndata: {\"tick\": " + id + ", \"time\": \"" +
-                              NowIso8601() + "\"}\n\n";
-    if (!response.Write(event)) return;  // the client is gone
-    if (i + 1 < count && stop.WaitFor(std::chrono::milliseconds(interval_ms))) break;
+  uring_http::http::StartEventStream(response);
+  for (uint64_t i = 0; i < count; ++i) {
+    // Resumes once the event is on its way (at once, unless the client
+    // reads slowly); not OK once the client is gone or the server drains.
+    const absl::Status wrote = co_await ex.Write(TickEvent(i));
+    if (!wrote.ok()) co_return;
+    if (i + 1 == count) break;
+    const absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval_ms));
+    if (!waited.ok()) co_return;
   }
   // Returning ends the stream (the last chunk); the connection may go on.
 }
+
+// The /ticks streams, and the thread that writes to all of them.
+class Ticker {
+ public:
+  void Add(std::shared_ptr<uring_http::async::PushStream> stream) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_.push_back(std::move(stream));
+  }
+  void Start(std::chrono::milliseconds every) {
+    thread_ = std::thread([this, every] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (uint64_t i = 0; !stopped_; ++i) {
+        const std::string event = TickEvent(i);
+        // Each Write copies the event into that stream's buffer and returns
+        // at once; the streams' rings get one message each for the lot.
+        std::erase_if(streams_, [&event](const auto& stream) {
+          return stream->Write(event) == uring_http::async::PushStream::Result::kClosed;
+        });
+        changed_.wait_for(lock, every, [this] { return stopped_; });
+      }
+      for (const auto& stream : streams_) stream->End();
+      streams_.clear();
+    });
+  }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopped_ = false;
+  std::vector<std::shared_ptr<uring_http::async::PushStream>> streams_;
+  std::thread thread_;
+};
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace uring_http;
+  serving::Flags flags;
+  uint64_t tick_ms = 1000;
+  flags.AddParsed(
+      "tick-ms", "MS", "How often the /ticks producer broadcasts (1 to 3600000, default 1000)",
+      [&tick_ms](std::string_view text) -> absl::Status {
+        const std::optional<uint64_t> n = ParseDecimal(text, 1, kMaxIntervalMs);
+        if (!n) return absl::InvalidArgumentError("expected milliseconds in [1, 3600000]");
+        tick_ms = *n;
+        return absl::OkStatus();
+      },
+      [&tick_ms] { return std::to_string(tick_ms); });
   // --help: the usage, exit 0; a bad flag: the reason, exit 2.
-  serving::Options options = serving::ParseOptions(argc, argv);
-  if (options.config.workers == 0) {
-    std::cerr << "events: --workers must be at least 1: each stream runs on a worker\n";
-    return 2;
-  }
+  serving::Options options = serving::ParseOptions(argc, argv, &flags);
 
-  StopSignal stop;  // outlives the server, whose workers use it
+  Ticker ticker;  // outlives the server, whose rings hand it streams
   router::Router router;
   router.Fast("GET", "/", [](const Request&, Response& response) {
     response.set_content_type("text/html; charset=utf-8");
     response.set_static_body(kPage);
   });
-  router.Slow("GET", "/events", [&stop](const Request& request, Response& response) {
-    Events(stop, request, response);
+  router.Async("GET", "/events", &Events);
+  router.Async("GET", "/ticks", [&ticker](async::Exchange& ex) -> async::Task<> {
+    http::StartEventStream(ex.response());
+    ticker.Add(ex.Push());  // the head goes now; the stream outlives this handler
+    co_return;
   });
 
   options.config.handle_signals = true;  // SIGTERM/SIGINT: drain, then Run() returns
   serving::Server server(options.config, std::move(router));
-  server.set_on_stop([&stop] { stop.Stop(); });  // open streams end, so the drain is quick
-  const absl::Status status =
-      server.Run([](const serving::Server& s) { std::cout << s.ReadyLine() << std::endl; });
+  // The ticker starts from on_ready, on Run()'s thread after the server
+  // has blocked SIGTERM there: a thread started before Run() would not
+  // inherit the mask, and a SIGTERM delivered to it would kill the process
+  // instead of draining it.
+  const absl::Status status = server.Run([&ticker, tick_ms](const serving::Server& s) {
+    ticker.Start(std::chrono::milliseconds(tick_ms));
+    std::cout << s.ReadyLine() << std::endl;
+  });
+  ticker.Stop();
   if (!status.ok()) {
     std::cerr << "events: " << status.message() << "\n";
     return 1;

@@ -43,6 +43,7 @@
 #include <coroutine>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,12 +54,14 @@
 #include "absl/status/statusor.h"
 #include "src/http/request.h"
 #include "src/http/response.h"
+#include "src/async/push_stream.h"
 #include "src/http/stop_reason.h"
 #include "src/worker/slow_task.h"
 
 namespace uring_http::async {
 
 class Exchange;
+class PushStream;
 
 // The ring's side of an exchange's awaits (the runner's, runner.h; a
 // test's recorder). Each call starts one operation whose completion comes
@@ -81,6 +84,8 @@ class ExchangeOps {
   // more than the promised Content-Length).
   enum class WriteStart : uint8_t { kUnset, kDone, kWait, kFailed };
   virtual WriteStart StartWrite(Exchange& ex, std::string_view data) = 0;
+  // The response's body goes to writers on any thread (push_stream.h).
+  virtual std::shared_ptr<PushStream> StartPush(Exchange& ex) = 0;
 
  protected:
   ~ExchangeOps() = default;
@@ -125,6 +130,15 @@ class Exchange {
   // only live until the await. After the handler ends, whatever body()
   // holds follows, then the end of the body (trailers with it).
   WriteAwaiter Write(std::string_view data);
+
+  // Hands the response's body to writers on any thread (push_stream.h):
+  // the head (status and headers as set by then) goes now, and the
+  // exchange lasts, after the handler has ended, until the stream's End(),
+  // the client leaving, a drain or the route's deadline. Each call returns
+  // the same stream. Not with Write (one writer of a body): after a Write,
+  // or when the head cannot be sent (a refused header), the stream returned
+  // is closed.
+  std::shared_ptr<PushStream> Push() { return ops_->StartPush(*this); }
 
   template <typename F>
   class WorkerCall;

@@ -37,6 +37,15 @@ struct Runner::Slot : Exchange {
   int64_t deadline_ns = 0;       // 0: none
   // A streamed response (the first Write made it), never blocking.
   std::optional<worker::PipeResponseStream> stream;
+  // A body written from any thread (Exchange::Push), and the ring's side
+  // of it: the bytes taken from its writers (this buffer and the stream's
+  // trade places, so neither allocates once warm).
+  std::shared_ptr<PushStream> push;
+  std::string push_taken;
+  bool handler_done = false;  // the coroutine has ended (Finish ran)
+  bool push_ended = false;    // the stream's End() has been taken
+  bool in_pushing = false;    // in pushing_
+  bool in_push_closed = false;
   http::Header headers[kInlineHeaders];
   std::vector<http::Header> more_headers;
 };
@@ -50,6 +59,7 @@ Runner::Runner(Ring* ring, const router::Pipeline* pipeline, const Options& opti
   // Constructed on its ring thread: that thread's coroutine frames come
   // from this pool from now on.
   FramePool::SetCurrent(&frames_);
+  inbox_ = std::make_unique<RingInbox>(ring_->address(), ring_->InboxUserData());
   const uint32_t first = std::min(options.preallocate, options.max_exchanges);
   while (slots_.size() < first) Grow();
   ready_.reserve(first);
@@ -106,6 +116,8 @@ bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_
   s->answered_before = false;
   s->in_ready = false;
   s->deadline_ns = 0;
+  s->handler_done = false;
+  s->push_ended = false;
   task->async_exchange = s->index;
 
   // The head was validated by the connection; parsed again into views of
@@ -185,6 +197,23 @@ void Runner::RunReady() {
     resume.swap(resume_);
     for (auto [s, res] : resume) s->Complete(res);
   }
+  // Push streams stopped (the client left, a drain, a deadline): their
+  // writers' OnClose, then, once their handler is done, their end.
+  if (!push_closed_.empty()) {
+    std::vector<Slot*> closed;
+    closed.swap(push_closed_);
+    for (Slot* s : closed) {
+      s->in_push_closed = false;
+      s->push->NotifyClose(s->push->stop_reason());
+      if (!s->handler_done) continue;  // its cancelled await ends it
+      if (s->stop_reason() != http::StopReason::kDraining) s->stream->Break();
+      if (EndStream(*s)) {
+        Answer(*s);
+      } else {
+        closing_.push_back(s);
+      }
+    }
+  }
   // Streams' messages before answers: a connection sees a stream's head
   // before its end.
   if (!notices_.empty()) {
@@ -254,6 +283,12 @@ void Runner::Finish(Slot& s) {
     router::RunAfters(pipeline, route.options.middleware, s.befores_ran, request, response,
                       route.name());
   }
+  s.handler_done = true;
+  if (s.push != nullptr && !s.push->closed()) {
+    // The handler is done; the stream's writers are not: the exchange
+    // lasts until its End() (PumpPush ends it then).
+    return PumpPush(s);
+  }
   if (streamed) {
     if (!EndStream(s)) {
       closing_.push_back(&s);  // OnBatchEnd goes on with it
@@ -287,6 +322,11 @@ void Runner::Answer(Slot& s) {
   // take it at once.
   if (s.deadline_ns != 0) --with_deadline_;
   s.stream.reset();  // (its pipe is the connection's)
+  if (s.push != nullptr) {
+    if (!s.push->closed()) s.push->Close(http::StopReason::kNone);
+    s.push.reset();
+  }
+  if (s.push_taken.capacity() > options_.stream_pipe_bytes) s.push_taken = std::string();
   s.closing = false;
   s.task = nullptr;
   s.in_ready = false;
@@ -312,6 +352,14 @@ void Runner::OnBatchEnd() {
       }
     }
     writers_.resize(kept);
+  }
+  if (!pushing_.empty()) {
+    std::vector<Slot*> pushing;
+    pushing.swap(pushing_);
+    for (Slot* s : pushing) {
+      s->in_pushing = false;
+      if (s->task != nullptr && s->push != nullptr) PumpPush(*s);
+    }
   }
   if (!closing_.empty()) {
     std::vector<Slot*> closing;
@@ -342,7 +390,20 @@ void Runner::OnCompletion(uint32_t exchange, uint32_t generation, int res) {
 void Runner::Stop(worker::TaskBuffer* task, http::StopReason why) {
   const uint32_t index = task->async_exchange;
   URING_CHECK(index < slots_.size() && slots_[index]->task == task);
-  slots_[index]->Stop(why);
+  StopSlot(*slots_[index], why);
+}
+
+void Runner::StopSlot(Slot& s, http::StopReason why) {
+  if (!s.Stop(why)) return;
+  if (s.push != nullptr && s.cancelled() && !s.push->closed()) {
+    // Its writers hear at once (their next Write is kClosed); its OnClose
+    // and the exchange's end come in RunReady, outside the caller.
+    s.push->Close(why);
+    if (!s.in_push_closed) {
+      s.in_push_closed = true;
+      push_closed_.push_back(&s);
+    }
+  }
 }
 
 void Runner::OnTick(int64_t now_ns) {
@@ -353,7 +414,7 @@ void Runner::OnTick(int64_t now_ns) {
     }
     s->task->stop.store(static_cast<uint8_t>(http::StopReason::kDeadline),
                         std::memory_order_release);
-    s->Stop(http::StopReason::kDeadline);
+    StopSlot(*s, http::StopReason::kDeadline);
   }
 }
 
@@ -381,17 +442,92 @@ ExchangeOps::JobStart Runner::StartJob(Exchange& ex, worker::WorkerJob* job) {
 
 Runner::WriteStart Runner::StartWrite(Exchange& ex, std::string_view data) {
   Slot& s = static_cast<Slot&>(ex);
-  if (!s.stream.has_value()) {
-    s.stream.emplace(s.task, options_.compression,
-                     exchange::GzipAccepted(options_.compression, s.request_),
-                     worker::PipeResponseStream::Mode::kStaging, &Notice, this,
-                     options_.stream_pipe_bytes);
-  }
+  if (s.push != nullptr) return WriteStart::kFailed;  // the body is the push's
+  EnsureStream(s);
   if (!s.stream->Write(*s.response_, data)) return WriteStart::kFailed;
   s.streaming_ = true;
   if (s.stream->staged() == 0) return WriteStart::kDone;
   writers_.push_back(&s);
   return WriteStart::kWait;
+}
+
+void Runner::EnsureStream(Slot& s) {
+  if (s.stream.has_value()) return;
+  s.stream.emplace(s.task, options_.compression,
+                   exchange::GzipAccepted(options_.compression, s.request_),
+                   worker::PipeResponseStream::Mode::kStaging, &Notice, this,
+                   options_.stream_pipe_bytes);
+}
+
+std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex) {
+  Slot& s = static_cast<Slot&>(ex);
+  if (s.push != nullptr) return s.push;
+  // The stream's key in the inbox: the exchange and its generation, so a
+  // message that comes after the exchange was reused is recognised.
+  s.push = std::make_shared<PushStream>(inbox_.get(),
+                                        (uint64_t{s.index} << 32) | s.generation,
+                                        options_.stream_pipe_bytes);
+  const bool written_before = s.stream.has_value() && s.stream->started();
+  EnsureStream(s);
+  // An empty write sends the head now.
+  if (written_before || s.cancelled() || !s.stream->Write(*s.response_, {})) {
+    s.push->Close(s.stop_reason());
+    return s.push;
+  }
+  s.streaming_ = true;
+  return s.push;
+}
+
+void Runner::OnInbox() {
+  inbox_->Take(&inbox_taken_);
+  for (const uint64_t key : inbox_taken_) {
+    const uint32_t index = static_cast<uint32_t>(key >> 32);
+    if (index >= slots_.size()) continue;
+    Slot& s = *slots_[index];
+    // A stream whose exchange has ended (its writers lost the race with
+    // the end) or been reused: nothing to do.
+    if (s.generation != static_cast<uint32_t>(key) || s.task == nullptr || s.push == nullptr) {
+      continue;
+    }
+    PumpPush(s);
+  }
+}
+
+void Runner::PumpPush(Slot& s) {
+  PushStream& push = *s.push;
+  if (push.closed() || s.closing) return;  // StopSlot's path ends it
+  worker::PipeResponseStream& stream = *s.stream;
+  if (stream.aborted()) {
+    // The connection let go of the pipe (its StopTask is on its way).
+    return StopSlot(s, http::StopReason::kClientGone);
+  }
+  // What waited for room first; the writers' next bytes only behind it,
+  // so that what the ring holds stays within one bound.
+  if (stream.Flush()) {
+    if (push.Take(&s.push_taken)) s.push_ended = true;
+    if (!s.push_taken.empty() && !stream.Write(*s.response_, s.push_taken)) {
+      // (Only an aborted pipe refuses bytes here.)
+      return StopSlot(s, http::StopReason::kClientGone);
+    }
+  }
+  const PushStream::Drain drain = push.Held(stream.unsent());
+  if (drain == PushStream::Drain::kDue) push.NotifyDrain();
+  if (s.push_ended && s.handler_done && stream.staged() == 0) {
+    // Ended by its writer, everything in the pipe: the body's end.
+    push.Close(http::StopReason::kNone);
+    if (EndStream(s)) {
+      Answer(s);
+    } else {
+      closing_.push_back(&s);
+    }
+    return;
+  }
+  if ((stream.staged() > 0 || drain == PushStream::Drain::kWaiting ||
+       (s.push_ended && s.handler_done)) &&
+      !s.in_pushing) {
+    s.in_pushing = true;
+    pushing_.push_back(&s);
+  }
 }
 
 void Runner::CancelPending(Exchange& ex) {

@@ -38,6 +38,7 @@
 
 #include "src/async/exchange.h"
 #include "src/async/frame_pool.h"
+#include "src/async/push_stream.h"
 #include "src/async/task.h"
 #include "src/async/runner_stats.h"
 #include "src/http/compress.h"
@@ -69,6 +70,11 @@ class Runner final : private ExchangeOps {
     // head, or bytes the connection asked to hear of): the kStreamNotify
     // a worker would have posted.
     virtual void StreamNotify(uint64_t user_data, uint32_t stream) = 0;
+    // Where other threads' messages for this ring go (a PushStream's
+    // writes: its inbox), and the user_data of the inbox's message, which
+    // the loop hands to OnInbox.
+    virtual worker::RingAddress address() const = 0;
+    virtual uint64_t InboxUserData() const = 0;
 
    protected:
     ~Ring() = default;
@@ -97,6 +103,8 @@ class Runner final : private ExchangeOps {
              int64_t now_ns);
   // A completion of an exchange's operation.
   void OnCompletion(uint32_t exchange, uint32_t generation, int res);
+  // The inbox's message: push streams with bytes (or an End) for us.
+  void OnInbox();
   // `task`'s exchange should stop (its connection's StopTask: the client
   // left, or the server drains).
   void Stop(worker::TaskBuffer* task, http::StopReason why);
@@ -109,7 +117,9 @@ class Runner final : private ExchangeOps {
   // Exchanges whose answer is ready, stream notices, writes to resume:
   // delivered by RunReady (after the loop's batch; the loop must not sleep
   // while there are some).
-  bool has_ready() const { return !ready_.empty() || !notices_.empty() || !resume_.empty(); }
+  bool has_ready() const {
+    return !ready_.empty() || !notices_.empty() || !resume_.empty() || !push_closed_.empty();
+  }
   void RunReady();
 
   size_t active() const { return active_; }
@@ -123,6 +133,17 @@ class Runner final : private ExchangeOps {
   JobStart StartJob(Exchange& ex, worker::WorkerJob* job) override;
   void CancelPending(Exchange& ex) override;
   WriteStart StartWrite(Exchange& ex, std::string_view data) override;
+  std::shared_ptr<PushStream> StartPush(Exchange& ex) override;
+
+  // The stream's response pipe made (the head fixed) if it was not.
+  void EnsureStream(Slot& s);
+  // Moves a push stream's bytes on: staged ones into the pipe, then what
+  // its writers left; ends the exchange once the stream has ended and
+  // its handler too. Keeps it in pushing_ while it must be looked at again.
+  void PumpPush(Slot& s);
+  // The exchange was stopped: its await cancelled (Exchange::Stop), its
+  // push stream closed.
+  void StopSlot(Slot& s, http::StopReason why);
 
   // A streamed response's message to its connection, kept for RunReady.
   static void Notice(worker::TaskBuffer* task, void* runner);
@@ -152,6 +173,10 @@ class Runner final : private ExchangeOps {
   std::vector<Slot*> running_ready_;
   std::vector<Slot*> writers_;  // a Write waits for room in its pipe
   std::vector<Slot*> closing_;  // ended, its stream's last bytes wait for room
+  std::vector<Slot*> pushing_;  // push streams to look at after each batch
+  std::vector<Slot*> push_closed_;  // push streams stopped: their OnClose, their end
+  std::unique_ptr<RingInbox> inbox_;
+  std::vector<uint64_t> inbox_taken_;
   std::vector<std::pair<Slot*, int>> resume_;  // writes to resume with a result
   std::vector<std::pair<uint64_t, uint32_t>> notices_;  // (user_data, stream)
   std::vector<std::pair<uint64_t, uint32_t>> running_notices_;

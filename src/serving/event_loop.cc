@@ -350,6 +350,9 @@ void EventLoop::Run() {
         case Op::kAsync:
           async_->OnCompletion(UserDataSlot(ud), UserDataGeneration(ud), cqe->res);
           break;
+        case Op::kAsyncInbox:
+          async_->OnInbox();
+          break;
         case Op::kTimerTick:
           OnTimerTick();
           break;
@@ -556,6 +559,8 @@ void EventLoop::OnTimerTick() {
   stats_.mailbox_messages.Add(mailbox_->Drain([this](uint64_t ud, uint32_t stream) {
     if (UserDataOp(ud) == Op::kStop) {
       OnStop();
+    } else if (UserDataOp(ud) == Op::kAsyncInbox) {
+      async_->OnInbox();
     } else if (UserDataOp(ud) == Op::kAsync) {
       // An ASYNC handler's worker call (its res is not used).
       async_->OnCompletion(UserDataSlot(ud), UserDataGeneration(ud), static_cast<int>(stream));

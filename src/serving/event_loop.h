@@ -183,6 +183,8 @@ class EventLoop final : private conn::Transport,
   void TaskDone(uint64_t user_data, uint32_t stream) override {
     OnWorkerMessage(Op::kTaskDone, UserDataSlot(user_data), UserDataGeneration(user_data), stream);
   }
+  worker::RingAddress address() const override { return {ring_->fd(), mailbox_.get()}; }
+  uint64_t InboxUserData() const override { return PackUserData(Op::kAsyncInbox, 0, 0); }
   void StreamNotify(uint64_t user_data, uint32_t stream) override {
     OnWorkerMessage(Op::kStreamNotify, UserDataSlot(user_data), UserDataGeneration(user_data),
                     stream);

@@ -44,6 +44,11 @@ class Server {
 
   // Serves on the calling thread until stopped; `on_ready` runs once every
   // accept thread is listening. Returns the first start-up error, if any.
+  // With config.handle_signals, Run() blocks SIGINT, SIGTERM and SIGHUP in
+  // the calling thread (they are read through a signalfd), and the threads
+  // started after inherit that. A thread of the program's own started
+  // before Run() does not: it must block them itself, or be started from
+  // on_ready, else a SIGTERM the kernel hands to it kills the process.
   absl::Status Run(const std::function<void(const Server&)>& on_ready = nullptr);
 
   // Run() on a background thread; returns once ready (or failed).

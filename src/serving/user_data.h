@@ -33,6 +33,7 @@ enum class Op : uint8_t {
   kFileWritable,// ... a POLLOUT on the socket between splices
   kTlsJob,      // MSG_RING from a worker: a TLS handshake step it ran is done
   kAsync,       // an ASYNC exchange's await (slot: the exchange; async/runner.h)
+  kAsyncInbox,  // MSG_RING from any thread: push streams have bytes (async/push_stream.h)
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

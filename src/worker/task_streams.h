@@ -104,6 +104,8 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
   // ---- kStaging
   // Bytes written but not yet in the pipe.
   size_t staged() const { return staged_.size() - staged_sent_; }
+  // Bytes written that the ring has not sent yet (staged, and in the pipe).
+  size_t unsent() const { return staged() + (pipe_ != nullptr ? pipe_->readable() : 0); }
   // Moves staged bytes into the pipe as far as it has room; true when none
   // are left (or the pipe was aborted: they never will be).
   bool Flush();

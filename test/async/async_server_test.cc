@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -43,6 +44,36 @@ Task<int> TwoNaps(Exchange& ex) {
 
 std::atomic<int> worker_calls_blocked{0};
 std::atomic<uint64_t> bytes_written{0};
+
+// Subscribers of /ticks, written to by the test's producer thread.
+struct Hub {
+  std::mutex mu;
+  std::vector<std::shared_ptr<async::PushStream>> streams;
+  void Add(std::shared_ptr<async::PushStream> s) {
+    std::lock_guard<std::mutex> lock(mu);
+    streams.push_back(std::move(s));
+  }
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return streams.size();
+  }
+  // Writes to every open stream; returns how many took it.
+  int Broadcast(std::string_view event) {
+    std::lock_guard<std::mutex> lock(mu);
+    int sent = 0;
+    for (auto& s : streams) {
+      const auto r = s->Write(event);
+      sent += r == async::PushStream::Result::kSent || r == async::PushStream::Result::kBackpressure;
+    }
+    return sent;
+  }
+  void EndAll() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& s : streams) s->End();
+    streams.clear();
+  }
+};
+Hub hub;
 
 router::Router MakeRouter() {
   router::Router r;
@@ -119,6 +150,11 @@ router::Router MakeRouter() {
                    bytes_written += piece.size();
                  }
                }).ok());
+  EXPECT_TRUE(r.Async("GET", "/ticks", [](Exchange& ex) -> Task<> {
+                 http::StartEventStream(ex.response());
+                 hub.Add(ex.Push());
+                 co_return;
+               }).ok());
   return r;
 }
 
@@ -166,6 +202,7 @@ class AsyncServerTest : public ::testing::Test {
   }
   void TearDown() override {
     worker_calls_blocked = 0;
+    hub.EndAll();
     server_->Stop();
     server_->Wait();
   }
@@ -383,6 +420,62 @@ TEST_F(AsyncServerTest, ADrainEndsAStreamAtOnceAndLetsAnAnswerFinish) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "slept");
   server_->Wait();
+}
+
+TEST_F(AsyncServerTest, OneProducerThreadFansEventsOutToManyStreamsWithNoWorker) {
+  constexpr int kHttp1 = 200, kH2 = 2, kEvents = 20;
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < kHttp1; ++i) {
+    clients.push_back(std::make_unique<TestClient>(server_->port()));
+    ASSERT_TRUE(clients.back()->Send(Get("/ticks")));
+  }
+  std::vector<std::unique_ptr<testing::H2Client>> h2;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < kH2; ++i) {
+    h2.push_back(std::make_unique<testing::H2Client>(server_->port()));
+    ids.push_back(h2.back()->Submit("GET", "/ticks"));
+    ASSERT_TRUE(h2.back()->Flush());
+  }
+  ASSERT_TRUE(WaitFor([&](const ServerStats&) { return hub.size() == kHttp1 + kH2; }));
+  std::string expected;
+  std::thread producer([&expected] {
+    for (int i = 1; i <= kEvents; ++i) {
+      std::string text;
+      EXPECT_TRUE(http::AppendEvent(&text, {.id = std::to_string(i), .data = "tick"}));
+      expected += text;
+      EXPECT_EQ(hub.Broadcast(text), kHttp1 + kH2);
+    }
+    hub.EndAll();
+  });
+  producer.join();
+  for (auto& c : clients) {
+    auto [data, ended] = ReadChunked(*c);
+    ASSERT_EQ(data, expected);
+    EXPECT_TRUE(ended);
+  }
+  for (int i = 0; i < kH2; ++i) {
+    ASSERT_TRUE(h2[i]->Run());
+    EXPECT_EQ(h2[i]->answer(ids[i]).body, expected);
+    EXPECT_EQ(h2[i]->answer(ids[i]).reset, 0u);
+  }
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0; }));
+  EXPECT_EQ(server_->Stats().workers.completed, 0u);
+}
+
+TEST_F(AsyncServerTest, APushedStreamsWriterLearnsTheClientLeft) {
+  std::shared_ptr<async::PushStream> stream;
+  {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(Get("/ticks")));
+    ASSERT_TRUE(WaitFor([](const ServerStats&) { return hub.size() == 1; }));
+    std::lock_guard<std::mutex> lock(hub.mu);
+    stream = hub.streams[0];
+    hub.streams.clear();
+  }
+  EXPECT_TRUE(WaitFor([&](const ServerStats&) { return stream->closed(); }));
+  EXPECT_EQ(stream->stop_reason(), http::StopReason::kClientGone);
+  EXPECT_EQ(stream->Write("x"), async::PushStream::Result::kClosed);
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -47,6 +48,8 @@ struct FakeRing final : Runner::Ring {
     done.push_back({user_data, stream});
     events.push_back("done");
   }
+  worker::RingAddress address() const override { return {}; }  // messages go nowhere: the test calls OnInbox
+  uint64_t InboxUserData() const override { return 0; }
   void StreamNotify(uint64_t, uint32_t stream) override {
     ++notifies;
     events.push_back("notify " + std::to_string(stream));
@@ -563,6 +566,140 @@ TEST_F(RunnerTest, ADrainStopsAStreamButNotAnAnswerBeingMade) {
   EXPECT_TRUE(t1.task->response_body.load()->finished());  // ended, not cut
   EXPECT_FALSE(t1.task->stream_broken);
   delete t1.task->response_body.load();
+}
+
+}  // namespace
+}  // namespace uring_http::async
+
+namespace uring_http::async {
+namespace {
+
+std::shared_ptr<PushStream> pushed;  // the handler's push, for the test's "producer"
+
+router::AsyncHandler PushHandler() {
+  return [](Exchange& ex) -> Task<> {
+    http::Response& r = ex.response();
+    r.set_content_type("text/event-stream");
+    pushed = ex.Push();
+    co_return;
+  };
+}
+
+TEST_F(RunnerTest, APushFromAnotherThreadStreamsAndItsEndEndsTheExchange) {
+  const router::Route& route = AddRoute(PushHandler());
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet, 5);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();  // the head's notice; the handler has ended, the exchange has not
+  ASSERT_NE(pushed, nullptr);
+  EXPECT_EQ(ring.notifies, 1);
+  EXPECT_TRUE(ring.done.empty());
+  std::thread producer([] {
+    EXPECT_EQ(pushed->Write("data: a\n\n"), PushStream::Result::kSent);
+    EXPECT_EQ(pushed->Write("data: b\n\n"), PushStream::Result::kSent);
+  });
+  producer.join();
+  r.OnInbox();
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_EQ(Drain(t.task), "data: a\n\ndata: b\n\n");
+  EXPECT_TRUE(ring.done.empty());
+  std::thread ender([] { EXPECT_TRUE(pushed->End()); });
+  ender.join();
+  EXPECT_EQ(pushed->Write("late"), PushStream::Result::kClosed);
+  r.OnInbox();
+  r.OnBatchEnd();
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_TRUE(t.task->response_body.load()->finished());
+  EXPECT_FALSE(t.task->stream_broken);
+  EXPECT_TRUE(pushed->closed());
+  EXPECT_EQ(pushed->stop_reason(), http::StopReason::kNone);
+  EXPECT_EQ(r.active(), 0u);
+  pushed.reset();
+  delete t.task->response_body.load();
+}
+
+TEST_F(RunnerTest, APushIsBoundedAndSaysWhenItHasDrained) {
+  const router::Route& route = AddRoute(PushHandler());
+  Runner& r = MakeRunner(16, /*pipe_bytes=*/1024);
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  int drains = 0;
+  pushed->OnDrain([&drains] { ++drains; });
+  const std::string piece(600, 'p');
+  EXPECT_EQ(pushed->Write(piece), PushStream::Result::kBackpressure);  // past half the bound
+  EXPECT_EQ(pushed->Write(piece), PushStream::Result::kDropped);       // past the bound
+  EXPECT_EQ(pushed->buffered(), 600u);
+  r.OnInbox();  // the ring takes it into the pipe: still unsent
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_EQ(pushed->buffered(), 600u);
+  EXPECT_EQ(pushed->Write(piece), PushStream::Result::kDropped);
+  EXPECT_EQ(drains, 0);
+  EXPECT_EQ(Drain(t.task), piece);  // the client reads
+  r.OnBatchEnd();                   // the ring looks again
+  EXPECT_EQ(drains, 1);
+  EXPECT_EQ(pushed->buffered(), 0u);
+  // A write larger than the bound goes into an empty stream.
+  EXPECT_EQ(pushed->Write(std::string(3000, 'L')), PushStream::Result::kBackpressure);
+  r.OnInbox();
+  std::string got;
+  for (int i = 0; i < 5; ++i) {
+    r.OnBatchEnd();
+    got += Drain(t.task);
+  }
+  EXPECT_EQ(got, std::string(3000, 'L'));
+  pushed.reset();
+  r.Stop(t.task, http::StopReason::kClientGone);
+  r.RunReady();
+  delete t.task->response_body.load();
+}
+
+TEST_F(RunnerTest, AClientLeavingClosesThePushAndTellsItsWriter) {
+  const router::Route& route = AddRoute(PushHandler());
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  http::StopReason told = http::StopReason::kNone;
+  pushed->OnClose([&told](http::StopReason why) { told = why; });
+  t.task->response_body.load()->Abort();  // the connection lets go
+  r.Stop(t.task, http::StopReason::kClientGone);
+  EXPECT_EQ(pushed->Write("x"), PushStream::Result::kClosed);  // at once
+  EXPECT_EQ(pushed->stop_reason(), http::StopReason::kClientGone);
+  r.RunReady();
+  EXPECT_EQ(told, http::StopReason::kClientGone);
+  ASSERT_EQ(ring.done.size(), 1u);
+  // A write the ring had not taken yet is simply gone.
+  r.OnInbox();
+  pushed.reset();
+  delete t.task->response_body.load();
+}
+
+TEST_F(RunnerTest, ADrainEndsAPushCleanlyAndAWriteAfterAPushFails) {
+  absl::Status write_after_push;
+  const router::Route& route = AddRoute([&write_after_push](Exchange& ex) -> Task<> {
+    pushed = ex.Push();
+    write_after_push = co_await ex.Write("no");
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  EXPECT_EQ(write_after_push.code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(pushed->Write("event\n\n"), PushStream::Result::kSent);
+  r.OnInbox();
+  r.Stop(t.task, http::StopReason::kDraining);
+  EXPECT_EQ(pushed->Write("more"), PushStream::Result::kClosed);
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(Drain(t.task), "event\n\n");
+  EXPECT_TRUE(t.task->response_body.load()->finished());
+  EXPECT_FALSE(t.task->stream_broken);  // ended, not cut
+  pushed.reset();
+  delete t.task->response_body.load();
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
-"""//examples:events: server-sent events from a SLOW handler, and their page.
+"""//examples:events: server-sent events from an ASYNC handler and from one
+producer thread fanned out to every /ticks stream, and their page.
 
 Checks a counted stream (framing, ids, JSON data), that a client leaving an
-endless stream frees its worker (the server runs with one worker, so the next
-stream could not start otherwise), the 400s, the HTML page, and that SIGTERM
-ends an open stream cleanly and at once.
+endless stream frees its exchange, the 400s, the HTML page, /ticks streams
+that all get the producer's events in order, and that SIGTERM ends open
+streams cleanly and at once. The server runs with no worker at all: no
+stream needs one.
 
 Usage: events_test.py PATH_TO_EVENTS
 """
@@ -72,7 +74,7 @@ def check_client_leaves(server):
         assert response.status == 200 and response.header("transfer-encoding") == "chunked"
         for i in range(2):
             check_event(parse_events(read_chunk(stream, response).decode())[0], i)
-    # The only worker must be free again for this one to be answered.
+    # The server goes on serving (nothing of the stream is held).
     with server.connect(timeout=5) as sock, sock.makefile("rb") as stream:
         response = get(stream, sock, "/events?count=1&interval_ms=1")
         assert response.status == 200, vars(response)
@@ -96,6 +98,35 @@ def check_page(server):
     assert "EventSource('/events')" in body and "</html>" in body, body
 
 
+def check_ticks(server):
+    # Two subscribers of the one producer: each sees consecutive ticks, the
+    # same tick with the same time in both.
+    seen = []
+    socks = [server.connect() for _ in range(2)]
+    try:
+        streams = [s.makefile("rb") for s in socks]
+        heads = []
+        for sock, stream in zip(socks, streams):
+            sock.sendall(b"GET /ticks HTTP/1.1\r\nHost: test\r\n\r\n")
+            head = read_head(stream)
+            assert head.status == 200 and head.header("content-type") == "text/event-stream"
+            heads.append(head)
+        for stream, head in zip(streams, heads):
+            events = []
+            while len(events) < 4:
+                events += parse_events(read_chunk(stream, head).decode())
+            ids = [int(e["id"]) for e in events]
+            assert ids == list(range(ids[0], ids[0] + len(ids))), ids
+            seen.append({int(e["id"]): json.loads(e["data"])["time"] for e in events})
+        common = set(seen[0]) & set(seen[1])
+        assert common, seen
+        for tick in common:
+            assert seen[0][tick] == seen[1][tick], (tick, seen)
+    finally:
+        for s in socks:
+            s.close()
+
+
 def check_sigterm_ends_stream(server):
     # An open stream with a long interval: SIGTERM ends it at once (the last
     # chunk, then the connection closes) and the server exits 0.
@@ -103,20 +134,27 @@ def check_sigterm_ends_stream(server):
         sock.sendall(b"GET /events?interval_ms=10000 HTTP/1.1\r\nHost: test\r\n\r\n")
         response = read_head(stream)
         check_event(parse_events(read_chunk(stream, response).decode())[0], 0)
-        started = time.monotonic()
-        server.process.send_signal(signal.SIGTERM)
-        assert read_chunk(stream, response) is None, "the stream did not end"
-        assert stream.read() == b"", "the connection stayed open"
-        assert time.monotonic() - started < 5, "the stream waited for its interval"
+        with server.connect() as ticks_sock, ticks_sock.makefile("rb") as ticks:
+            ticks_sock.sendall(b"GET /ticks HTTP/1.1\r\nHost: test\r\n\r\n")
+            ticks_head = read_head(ticks)
+            assert read_chunk(ticks, ticks_head), "no tick"
+            started = time.monotonic()
+            server.process.send_signal(signal.SIGTERM)
+            assert read_chunk(stream, response) is None, "the stream did not end"
+            assert stream.read() == b"", "the connection stayed open"
+            while read_chunk(ticks, ticks_head) is not None:
+                pass  # ticks already on their way, then the end
+            assert time.monotonic() - started < 5, "the streams waited"
     assert server.process.wait(timeout=10) == 0, server.process.returncode
 
 
 def main():
-    with ExampleServer(sys.argv[1], "-w", "1") as server:
+    with ExampleServer(sys.argv[1], "-w", "0", "--tick-ms=50") as server:
         check_counted(server)
         check_client_leaves(server)
         check_bad_parameters(server)
         check_page(server)
+        check_ticks(server)
         check_sigterm_ends_stream(server)
     print("events_test: ok")
 
