@@ -412,7 +412,7 @@ void Runner::OnTick(int64_t now_ns) {
     if (s->task == nullptr || s->deadline_ns == 0 || s->deadline_ns > now_ns || s->in_ready) {
       continue;
     }
-    s->task->stop.store(static_cast<uint8_t>(http::StopReason::kDeadline),
+    s->task->stop.store(static_cast<uint32_t>(http::StopReason::kDeadline),
                         std::memory_order_release);
     StopSlot(*s, http::StopReason::kDeadline);
   }

@@ -1,7 +1,13 @@
 // Request's own members (see request.h); the parser fills the rest.
 #include "src/http/request.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <thread>
 
 namespace uring_http::http {
 namespace {
@@ -19,6 +25,25 @@ std::string_view Request::FindHeader(std::string_view name) const {
     if (j == n.size()) return headers[i].value;
   }
   return {};
+}
+
+StopReason Request::WaitForStop(std::chrono::nanoseconds timeout) const {
+  if (stop == nullptr) {
+    if (timeout.count() > 0) std::this_thread::sleep_for(timeout);
+    return StopReason::kNone;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const uint32_t now = stop->load(std::memory_order_acquire);
+    if (now != 0) return static_cast<StopReason>(now);
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left.count() <= 0) return StopReason::kNone;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    // Sleeps while the word is still 0; the ring's store wakes it
+    // (worker::WakeStopWaiters). EINTR, EAGAIN, ETIMEDOUT: look again.
+    syscall(SYS_futex, stop, FUTEX_WAIT_PRIVATE, 0, &ts, nullptr, 0);
+  }
 }
 
 long Request::ReadBody(char* buf, size_t len) const {

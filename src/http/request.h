@@ -11,6 +11,7 @@
 #define URING_HTTP_SRC_HTTP_REQUEST_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -113,7 +114,7 @@ struct Request {
   // Where the ring says whether the handler should stop (stop_reason());
   // set by the server for SLOW and ASYNC handlers, null for FAST ones
   // (they never wait).
-  const std::atomic<uint8_t>* stop = nullptr;
+  const std::atomic<uint32_t>* stop = nullptr;
   // The matched route's path parameters; set by the server, not the parser.
   PathParams path_params;
   // The methods the route table has for this path, as an Allow header
@@ -128,6 +129,12 @@ struct Request {
     return stop == nullptr ? StopReason::kNone
                            : static_cast<StopReason>(stop->load(std::memory_order_acquire));
   }
+  // Sleeps up to `timeout`, or until the handler should stop; returns
+  // stop_reason(). A SLOW handler that waits between pieces of work (a
+  // stream's events, a poll) waits here rather than in sleep_for, so a
+  // client that leaves or a drain ends the wait at once. (Without a stop
+  // word, a FAST request's, it just sleeps.)
+  StopReason WaitForStop(std::chrono::nanoseconds timeout) const;
 
   // Case-insensitive lookup of the first header with this name; empty if none.
   std::string_view FindHeader(std::string_view name) const;

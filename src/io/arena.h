@@ -35,6 +35,12 @@ class Arena {
 
   char* base() const { return base_; }
   size_t size() const { return size_; }
+  // Gives the mapping up without unmapping it (what was carved stays
+  // valid for the process's life).
+  void Leak() {
+    base_ = nullptr;
+    size_ = used_ = 0;
+  }
   size_t used() const { return used_; }
 
  private:

@@ -53,6 +53,19 @@ EventLoop::EventLoop(int index, const ServerConfig& config, const router::Router
 // Slots (and their connections, which give their chunks back to chunks_) go
 // before the pool they came from.
 EventLoop::~EventLoop() {
+  if (abandoned_) {
+    // A handler still runs on memory of ours (its task, its pipes, its
+    // exchange): none of it is freed. (Server does not destroy an
+    // abandoned loop; this is for any other owner.)
+    (void)async_.release();
+    (void)slots_.release();
+    (void)streams_.release();
+    (void)mailbox_.release();
+    (void)tls_.release();
+    arena_.Leak();
+  }
+  // Coroutines first: their frames may view their connections' tasks.
+  async_.reset();
   slots_.reset();
   tls_.reset();
   streams_.reset();
@@ -277,7 +290,7 @@ void EventLoop::Run() {
   for (;;) {
     // Not before every accept has ended: one still armed when the ring is
     // left would take a connection's wake-up with it (see Acceptor).
-    if (stopping_ && stats_.active.Get() == 0 && AcceptorsIdle()) break;
+    if (stopping_ && (stats_.active.Get() == 0 || abandoned_) && AcceptorsIdle()) break;
     int ret;
     if (after_batch_count_ > 0) {
       // Workers are owed the bytes of a streamed body that came in small
@@ -594,6 +607,19 @@ void EventLoop::OnTimerTick() {
       if (!slots_[slot].in_use) continue;
       slots_[slot].protocol->Abort();
       MaybeFree(slot);
+    }
+    // The closes and cancels complete within the grace; a slot still held
+    // after it waits for a handler (a SLOW one, or an ASYNC one's worker
+    // call) that does not return. The drain is bounded by what the operator
+    // asked for: the loop leaves it, and the thread running it is abandoned
+    // (Server keeps all of it allocated: nothing is reused under it).
+    if (!abandoned_ && now >= stop_deadline_tick_ + kAbandonGraceTicks &&
+        stats_.active.Get() > 0) {
+      abandoned_ = true;
+      std::fprintf(stderr,
+                   "uring-http: thread %d: --shutdown-timeout passed with %llu connection(s) "
+                   "still waiting for a handler that has not returned: left to it\n",
+                   index_, static_cast<unsigned long long>(stats_.active.Get()));
     }
   }
   ArmTimerTick();

@@ -97,6 +97,10 @@ class EventLoop final : private conn::Transport,
   // The server's limits (null: none), before Init().
   void set_limits(limits::RequestLimits* limits) { limits_ = limits; }
   uint32_t file_table_size() const { return file_table_size_; }
+  // Run() returned with connections still waiting for handlers that never
+  // returned (after --shutdown-timeout): their memory must outlive any
+  // worker still running them, so the loop must not be destroyed.
+  bool abandoned() const { return abandoned_; }
 
  private:
   // One slot of the connection pool. Reused only after every operation
@@ -294,6 +298,9 @@ class EventLoop final : private conn::Transport,
   uint32_t after_batch_count_ = 0;
 
   bool stopping_ = false;
+  // The drain's time and its grace are up with connections still held by
+  // handlers that have not returned: the loop leaves them (see Run).
+  bool abandoned_ = false;
   bool send_zc_ = false;  // --send-zc asked for it and the kernel has it
   bool ring_slice_ = false;  // the ring thread has its short scheduler slice
   uint64_t stop_deadline_tick_ = 0;

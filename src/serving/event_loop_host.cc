@@ -2,7 +2,10 @@
 // SQEs their requests become (receives, sends, closes, deadlines, SLOW
 // tasks, the exchange's metrics and access log). The ring's dispatch and
 // life are in event_loop.cc.
+#include <linux/futex.h>
 #include <netinet/in.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -223,8 +226,13 @@ void EventLoop::StopTask(uint32_t, worker::TaskBuffer* task, http::StopReason wh
   const auto now = static_cast<http::StopReason>(task->stop.load(std::memory_order_relaxed));
   if (!http::StopReasonOutranks(why, now)) return;
   // Release: what the ring knew before is the handler's when it reads it.
-  task->stop.store(static_cast<uint8_t>(why), std::memory_order_release);
-  if (task->async_exchange != worker::TaskBuffer::kNoExchange) async_->Stop(task, why);
+  task->stop.store(static_cast<uint32_t>(why), std::memory_order_release);
+  if (task->async_exchange != worker::TaskBuffer::kNoExchange) {
+    async_->Stop(task, why);
+  } else {
+    // A SLOW handler may be asleep in Request::WaitForStop: woken now.
+    syscall(SYS_futex, &task->stop, FUTEX_WAKE_PRIVATE, INT32_MAX, nullptr, nullptr, 0);
+  }
 }
 
 void EventLoop::PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) {

@@ -22,6 +22,9 @@ namespace uring_http::serving {
 
 inline constexpr size_t kChunkSize = 4096;   // output and stream chunks
 inline constexpr uint32_t kTickMs = 100;     // the loop's clock and timer granularity
+// After --shutdown-timeout, the ticks a loop waits for its aborted
+// connections' closes before it leaves those a handler still holds.
+inline constexpr uint32_t kAbandonGraceTicks = 5;
 // Fixed-file entries for files open outside the open-file cache.
 inline constexpr uint32_t kUncachedFiles = 1024;
 

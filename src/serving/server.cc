@@ -9,7 +9,11 @@ namespace uring_http::serving {
 Server::Server(ServerConfig config, router::Router router)
     : core_(std::make_unique<ServerCore>(std::move(config), std::move(router))) {}
 
-Server::~Server() = default;
+Server::~Server() {
+  // A handler that outlived --shutdown-timeout still runs on the core's
+  // router, pool and buffers: kept, for the process's last moments.
+  if (core_ != nullptr && core_->abandoned()) (void)core_.release();
+}
 
 absl::Status Server::Run(const std::function<void(const Server&)>& on_ready) {
   if (!on_ready) return core_->Run();

@@ -8,8 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <future>
 
 #include "absl/strings/str_cat.h"
@@ -257,9 +258,22 @@ absl::Status ServerCore::Run(const std::function<void(const ServerCore&)>& on_re
   StopReloadThread();
   // Before the listeners go: a handshake under way reads them.
   if (control_ != nullptr) control_->Close();
-  // Every connection is closed, so no task is queued any more.
-  if (workers_ != nullptr) workers_->Stop();
-  if (tls_workers_ != nullptr) tls_workers_->Stop();
+  for (const auto& loop : loops_) abandoned_ = abandoned_ || loop->abandoned();
+  if (!abandoned_) {
+    // Every connection is closed, so no task is queued any more.
+    if (workers_ != nullptr) workers_->Stop();
+    if (tls_workers_ != nullptr) tls_workers_->Stop();
+  } else {
+    // A handler has not returned by --shutdown-timeout: its worker is let
+    // go (the others leave at once), and everything it may touch stays
+    // allocated (Server does not destroy an abandoned core).
+    const auto soon = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+    size_t left = 0;
+    if (workers_ != nullptr) left += workers_->Stop(soon);
+    if (tls_workers_ != nullptr) left += tls_workers_->Stop(soon);
+    std::fprintf(stderr, "uring-http: %zu worker thread(s) abandoned in a handler that did not return\n",
+                 left);
+  }
   // Sockets a successor (or systemd) holds too lose this descriptor only.
   const bool keep = keep_listeners_.load();
   for (io::Listener& l : listeners_) keep ? l.CloseDescriptor() : l.Close();

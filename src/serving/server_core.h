@@ -61,6 +61,10 @@ class ServerCore {
   void set_on_stop(std::function<void()> on_stop) { on_stop_ = std::move(on_stop); }
   // Joins the thread Start() created.
   void Wait();
+  // Run() returned leaving a handler that had not returned by
+  // --shutdown-timeout: its thread still runs on this core's memory, so
+  // the core must not be destroyed (Server leaks it).
+  bool abandoned() const { return abandoned_; }
 
   uint16_t port() const { return port_.load(std::memory_order_acquire); }
   // The plain-HTTP port beside TLS (ServerConfig::plain_port), 0 if none.
@@ -157,6 +161,9 @@ class ServerCore {
   std::unique_ptr<worker::WorkerPool> workers_;
   std::unique_ptr<worker::WorkerPool> tls_workers_;  // handshake steps
   std::vector<std::unique_ptr<EventLoop>> loops_;
+  // Run() left handlers that had not returned by --shutdown-timeout: this
+  // core must never be destroyed (see abandoned()).
+  bool abandoned_ = false;
   std::atomic<uint16_t> port_{0};
   std::atomic<bool> ready_{false};
   std::atomic<bool> stop_requested_{false};

@@ -91,7 +91,8 @@ struct TaskBuffer {
   // Whether the handler should stop (http::StopReason): stored by the ring
   // (release) when its client leaves, the server drains or the route's
   // deadline passes; Request::stop points here.
-  std::atomic<uint8_t> stop{0};
+  // 32 bits: a SLOW handler waits on it (Request::WaitForStop, a futex).
+  std::atomic<uint32_t> stop{0};
   // An ASYNC route's task: its exchange on the ring (async/runner.h), so
   // that the connection's cancel finds it. kNoExchange for a worker's.
   static constexpr uint32_t kNoExchange = UINT32_MAX;

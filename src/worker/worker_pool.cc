@@ -65,14 +65,36 @@ bool WorkerPool::Submit(const SlowTask& task) {
   return true;
 }
 
-void WorkerPool::Stop() {
-  if (threads_.empty()) return;
+void WorkerPool::Stop() { Stop(std::chrono::steady_clock::time_point::max()); }
+
+size_t WorkerPool::Stop(std::chrono::steady_clock::time_point deadline) {
+  if (threads_.empty()) return 0;
   stopping_.store(true, std::memory_order_release);
   // One extra token per worker so that each wakes, finds the queue empty and
   // leaves; tasks queued before this point still run first (FIFO).
   for (size_t i = 0; i < num_threads_; ++i) sem_post(&tokens_);
-  for (std::thread& t : threads_) t.join();
+  if (deadline == std::chrono::steady_clock::time_point::max()) {
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+    return 0;
+  }
+  // Joined as they leave; a thread cannot be interrupted, so one still in
+  // a handler at the deadline is let go.
+  size_t abandoned = 0;
+  for (size_t i = 0; i < threads_.size(); ++i) {
+    while (!stats_[i].exited.load(std::memory_order_acquire) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (stats_[i].exited.load(std::memory_order_acquire)) {
+      threads_[i].join();
+    } else {
+      threads_[i].detach();
+      ++abandoned;
+    }
+  }
   threads_.clear();
+  return abandoned;
 }
 
 void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
@@ -183,7 +205,10 @@ void WorkerPool::WorkerMain(size_t index) {
       if (stopping_.load(std::memory_order_acquire) && queue_.ApproxSize() == 0) break;
       if (spins > 64) std::this_thread::yield();
     }
-    if (!got) return;  // stop token and nothing left to run
+    if (!got) {  // stop token and nothing left to run
+      stats.exited.store(true, std::memory_order_release);
+      return;
+    }
     const int64_t started = NowNs();
     stats.queue_wait_ns.store(
         stats.queue_wait_ns.load(std::memory_order_relaxed) +

@@ -15,6 +15,7 @@
 #define URING_HTTP_SRC_WORKER_WORKER_POOL_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +52,11 @@ class WorkerPool {
   bool Submit(const SlowTask& task);
   // Runs every task already queued, then joins the threads.
   void Stop();
+  // The same, but a thread still busy at `deadline` (a handler that does
+  // not return) is detached and abandoned; returns how many were. The
+  // pool must then never be destroyed (the owner leaks it: the process is
+  // on its way out).
+  size_t Stop(std::chrono::steady_clock::time_point deadline);
 
 
   size_t threads() const { return num_threads_; }
@@ -73,6 +79,7 @@ class WorkerPool {
     std::atomic<uint64_t> mailbox_posts{0};
     std::atomic<uint64_t> jobs_skipped{0};
     std::atomic<bool> running{false};
+    std::atomic<bool> exited{false};  // WorkerMain has returned
   };
 
   void WorkerMain(size_t index);

@@ -150,6 +150,11 @@ router::Router MakeRouter() {
                    bytes_written += piece.size();
                  }
                }).ok());
+  // A SLOW handler that waits on its stop word rather than sleeping.
+  EXPECT_TRUE(r.Slow("GET", "/slow-wait", [](const http::Request& request, http::Response& response) {
+                 const http::StopReason why = request.WaitForStop(std::chrono::seconds(30));
+                 response.set_body(std::string(http::StopReasonName(why)));
+               }).ok());
   EXPECT_TRUE(r.Async("GET", "/ticks", [](Exchange& ex) -> Task<> {
                  http::StartEventStream(ex.response());
                  hub.Add(ex.Push());
@@ -476,6 +481,27 @@ TEST_F(AsyncServerTest, APushedStreamsWriterLearnsTheClientLeft) {
   EXPECT_EQ(stream->stop_reason(), http::StopReason::kClientGone);
   EXPECT_EQ(stream->Write("x"), async::PushStream::Result::kClosed);
   EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
+}
+
+TEST_F(AsyncServerTest, ASlowHandlerWaitingForItsStopWakesWhenTheClientLeaves) {
+  {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(Get("/slow-wait")));
+    ASSERT_TRUE(WaitFor([](const ServerStats& s) { return s.workers.running == 1; }));
+  }
+  // Its worker is free again long before the 30 s.
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) {
+    return s.workers.completed == 1 && s.workers.running == 0 && s.active == 0;
+  }));
+  // And a drain wakes it too, its answer going out as usual.
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(Get("/slow-wait")));
+  ASSERT_TRUE(WaitFor([](const ServerStats& s) { return s.workers.running == 1; }));
+  server_->Stop();
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "the server is draining");
+  server_->Wait();
 }
 
 }  // namespace
