@@ -86,6 +86,12 @@ class ExchangeOps {
   virtual WriteStart StartWrite(Exchange& ex, std::string_view data) = 0;
   // The response's body goes to writers on any thread (push_stream.h).
   virtual std::shared_ptr<PushStream> StartPush(Exchange& ex) = 0;
+  // Reads the request body's next bytes into buf[0..len): >= 0 the count
+  // (0 at the end), kReadWait when none are there yet (Complete follows,
+  // with the count, once some are), or -1 when the body failed (the
+  // connection answers that failure; body_error() says which).
+  static constexpr long kReadWait = -2;
+  virtual long StartRead(Exchange& ex, char* buf, size_t len) = 0;
 
  protected:
   ~ExchangeOps() = default;
@@ -116,6 +122,20 @@ class Exchange {
   class SleepAwaiter;
   // Resumes after `duration` (an IORING_OP_TIMEOUT): OK, or Cancelled.
   SleepAwaiter Sleep(std::chrono::nanoseconds duration);
+
+  class ReadAwaiter;
+  // The request body's next bytes, into buf[0..len): their count, 0 at its
+  // end. A buffered body (the default) is there already; a streamed one
+  // (RouteOptions::body = BodyMode::kStreamed, any size) resumes when its
+  // next bytes have arrived, and the connection reads the socket no further
+  // ahead than the route's pipe (backpressure: the client is made to wait,
+  // not the server's memory). Not OK when the body fails: OutOfRange (too
+  // large), InvalidArgument (malformed), DeadlineExceeded (too slow),
+  // Cancelled (the client left); the connection answers it (413, 400, 408)
+  // whatever the handler does next.
+  ReadAwaiter ReadBody(char* buf, size_t len);
+  // Why the last ReadBody failed (kNone if none did).
+  http::BodyError body_error() const { return body_error_; }
 
   class WriteAwaiter;
   // Streams `data` as the body's next bytes (the first Write sends the
@@ -155,7 +175,7 @@ class Exchange {
   WorkerCall<std::decay_t<F>> OnWorker(F&& fn);
 
   // ---- the ring's side
-  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite };
+  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite, kRead };
   Pending pending() const { return pending_; }
   // The worker call in flight (Pending::kJob).
   worker::WorkerJob* job() const { return job_; }
@@ -193,6 +213,8 @@ class Exchange {
     pending_ = Pending::kNone;
     cancel_sent_ = false;
     streaming_ = false;
+    body_error_ = http::BodyError::kNone;
+    body_read_ = 0;
     job_ = nullptr;
     request_ = http::Request();
   }
@@ -214,6 +236,8 @@ class Exchange {
   Pending pending_ = Pending::kNone;
   bool cancel_sent_ = false;
   bool streaming_ = false;
+  http::BodyError body_error_ = http::BodyError::kNone;
+  uint64_t body_read_ = 0;  // of a buffered body, what ReadBody gave
   int result_ = 0;
   std::coroutine_handle<> waiter_;
   worker::WorkerJob* job_ = nullptr;
@@ -246,6 +270,44 @@ class Exchange::SleepAwaiter {
 inline Exchange::SleepAwaiter Exchange::Sleep(std::chrono::nanoseconds duration) {
   result_ = 0;
   return SleepAwaiter(*this, duration);
+}
+
+class Exchange::ReadAwaiter {
+ public:
+  ReadAwaiter(Exchange& ex, char* buf, size_t len) : ex_(ex), buf_(buf), len_(len) {}
+  bool await_ready() {
+    if (ex_.cancelled()) return true;
+    got_ = ex_.ops_->StartRead(ex_, buf_, len_);
+    return got_ != ExchangeOps::kReadWait;
+  }
+  void await_suspend(std::coroutine_handle<> h) { ex_.Suspend(Pending::kRead, h); }
+  absl::StatusOr<size_t> await_resume() {
+    if (got_ == ExchangeOps::kReadWait) got_ = ex_.result_;  // what the ring read for us
+    if (ex_.cancelled() && (got_ < 0 || got_ == kUnset)) return ex_.CancelledStatus();
+    if (got_ >= 0) return static_cast<size_t>(got_);
+    switch (ex_.body_error_) {
+      case http::BodyError::kTooLarge:
+        return absl::OutOfRangeError("the request body is too large");
+      case http::BodyError::kMalformed:
+        return absl::InvalidArgumentError("the request body is malformed");
+      case http::BodyError::kTimedOut:
+        return absl::DeadlineExceededError("the request body came too slowly");
+      default:
+        return absl::CancelledError("the client is gone");
+    }
+  }
+
+ private:
+  static constexpr long kUnset = -3;
+  Exchange& ex_;
+  char* buf_;
+  size_t len_;
+  long got_ = kUnset;
+};
+
+inline Exchange::ReadAwaiter Exchange::ReadBody(char* buf, size_t len) {
+  result_ = 0;
+  return ReadAwaiter(*this, buf, len);
 }
 
 class Exchange::WriteAwaiter {

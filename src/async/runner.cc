@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <stdexcept>
 #include <cstring>
 #include <exception>
@@ -46,6 +47,9 @@ struct Runner::Slot : Exchange {
   bool push_ended = false;    // the stream's End() has been taken
   bool in_pushing = false;    // in pushing_
   bool in_push_closed = false;
+  // A ReadBody waiting for bytes: where they go.
+  char* read_buf = nullptr;
+  size_t read_len = 0;
   http::Header headers[kInlineHeaders];
   std::vector<http::Header> more_headers;
 };
@@ -339,7 +343,63 @@ void Runner::Answer(Slot& s) {
   ring_->TaskDone(done, stream);
 }
 
+long Runner::StartRead(Exchange& ex, char* buf, size_t len) {
+  Slot& s = static_cast<Slot&>(ex);
+  if (s.task->request_body == nullptr) {
+    // A buffered body: all here already.
+    const std::string_view body = s.request_.body;
+    const size_t n = std::min<size_t>(len, body.size() - s.body_read_);
+    if (n > 0) std::memcpy(buf, body.data() + s.body_read_, n);
+    s.body_read_ += n;
+    return static_cast<long>(n);
+  }
+  const long n = ReadPipe(s, buf, len);
+  if (n == ExchangeOps::kReadWait) {
+    s.read_buf = buf;
+    s.read_len = len;
+    readers_.push_back(&s);
+  }
+  return n;
+}
+
+long Runner::ReadPipe(Slot& s, char* buf, size_t len) {
+  worker::BodyPipe* pipe = s.task->request_body;
+  for (;;) {
+    if (pipe->aborted()) {
+      // The connection gave its reason before it published the abort.
+      const uint8_t reason = pipe->abort_reason();
+      s.body_error_ = reason != 0 ? static_cast<http::BodyError>(reason)
+                                  : http::BodyError::kClientGone;
+      return -1;
+    }
+    if (len == 0) return 0;
+    const size_t n = pipe->Read(buf, len);
+    if (n > 0) {
+      // The connection may be waiting for room to feed more of the body.
+      if (pipe->TakeNotify()) Notice(s.task, this);
+      return static_cast<long>(n);
+    }
+    if (!pipe->finished()) return ExchangeOps::kReadWait;
+    // Bytes written just before the end are read on the next turn.
+    if (pipe->readable() == 0) return pipe->aborted() ? -1 : 0;
+  }
+}
+
 void Runner::OnBatchEnd() {
+  if (!readers_.empty()) {
+    // Readers whose body has new bytes (the connection fed the pipe during
+    // the batch), or ended, or failed, go on with what they read.
+    size_t kept = 0;
+    for (Slot* s : readers_) {
+      const long n = ReadPipe(*s, s->read_buf, s->read_len);
+      if (n == ExchangeOps::kReadWait) {
+        readers_[kept++] = s;
+      } else {
+        resume_.push_back({s, static_cast<int>(n)});
+      }
+    }
+    readers_.resize(kept);
+  }
   if (!writers_.empty()) {
     // Writers whose staged bytes now fit (the connection sent some of the
     // pipe during the batch) go on; a pipe the client left says so.
@@ -536,6 +596,11 @@ void Runner::CancelPending(Exchange& ex) {
     // Its staged bytes are dropped (the stream is over); it resumes in
     // RunReady, not under the caller.
     writers_.erase(std::find(writers_.begin(), writers_.end(), &s));
+    resume_.push_back({&s, -ECANCELED});
+    return;
+  }
+  if (s.pending() == Exchange::Pending::kRead) {
+    readers_.erase(std::find(readers_.begin(), readers_.end(), &s));
     resume_.push_back({&s, -ECANCELED});
     return;
   }

@@ -134,6 +134,10 @@ class Runner final : private ExchangeOps {
   void CancelPending(Exchange& ex) override;
   WriteStart StartWrite(Exchange& ex, std::string_view data) override;
   std::shared_ptr<PushStream> StartPush(Exchange& ex) override;
+  long StartRead(Exchange& ex, char* buf, size_t len) override;
+  // Reads a streamed request body's pipe without waiting: a count, 0 at
+  // its end, -1 failed (body_error_ set), or kReadWait.
+  long ReadPipe(Slot& s, char* buf, size_t len);
 
   // The stream's response pipe made (the head fixed) if it was not.
   void EnsureStream(Slot& s);
@@ -174,6 +178,7 @@ class Runner final : private ExchangeOps {
   std::vector<Slot*> writers_;  // a Write waits for room in its pipe
   std::vector<Slot*> closing_;  // ended, its stream's last bytes wait for room
   std::vector<Slot*> pushing_;  // push streams to look at after each batch
+  std::vector<Slot*> readers_;  // a ReadBody waits for the body's next bytes
   std::vector<Slot*> push_closed_;  // push streams stopped: their OnClose, their end
   std::unique_ptr<RingInbox> inbox_;
   std::vector<uint64_t> inbox_taken_;

@@ -81,11 +81,6 @@ Registration Router::Async(std::string_view method, std::string_view path,
 absl::Status Router::AddAsync(std::string_view method, std::string_view path,
                               AsyncHandler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("route handler is empty");
-  if (options.body == BodyMode::kStreamed) {
-    return absl::UnimplementedError(absl::StrCat(
-        "ASYNC route ", AbslView(method), " ", AbslView(path),
-        " cannot stream its body yet: buffer it (the default), or use a SLOW route"));
-  }
   if (options.timeout.count() < 0) {
     return absl::InvalidArgumentError("a route's timeout cannot be negative");
   }

@@ -223,8 +223,9 @@ class Router {
     return Add(HandlerKind::kSlow, method, path, std::move(handler), options);
   }
   // An ASYNC route (async/exchange.h): the handler's coroutine runs on the
-  // ring thread and awaits without holding a thread. Its body is buffered
-  // (a streamed one is refused: not built yet).
+  // ring thread and awaits without holding a thread. Its body is buffered,
+  // or with options.body = kStreamed read as it arrives (co_await
+  // Exchange::ReadBody).
   Registration Async(std::string_view method, std::string_view path, AsyncHandler handler,
                      RouteOptions options = {});
   // A FAST route whose body streams into a sink the factory makes per request.

@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <cstdio>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -155,6 +157,22 @@ router::Router MakeRouter() {
                  const http::StopReason why = request.WaitForStop(std::chrono::seconds(30));
                  response.set_body(std::string(http::StopReasonName(why)));
                }).ok());
+  // A streamed upload of any size, read as it comes: its length and a sum.
+  router::RouteOptions streamed;
+  streamed.body = router::BodyMode::kStreamed;
+  streamed.max_body_bytes = 64 << 20;
+  EXPECT_TRUE(r.Async("POST", "/upload", [](Exchange& ex) -> Task<> {
+                 char buf[16384];
+                 uint64_t total = 0, sum = 0;
+                 for (;;) {
+                   absl::StatusOr<size_t> n = co_await ex.ReadBody(buf, sizeof buf);
+                   if (!n.ok()) co_return;  // the connection answers the failure
+                   if (*n == 0) break;
+                   total += *n;
+                   for (size_t i = 0; i < *n; ++i) sum += static_cast<unsigned char>(buf[i]);
+                 }
+                 ex.response().set_body(std::to_string(total) + " " + std::to_string(sum));
+               }, streamed).ok());
   EXPECT_TRUE(r.Async("GET", "/ticks", [](Exchange& ex) -> Task<> {
                  http::StartEventStream(ex.response());
                  hub.Add(ex.Push());
@@ -502,6 +520,70 @@ TEST_F(AsyncServerTest, ASlowHandlerWaitingForItsStopWakesWhenTheClientLeaves) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "the server is draining");
   server_->Wait();
+}
+
+std::string Body(size_t n) {
+  std::string body(n, '\0');
+  for (size_t i = 0; i < n; ++i) body[i] = static_cast<char>('a' + i * 7 % 26);
+  return body;
+}
+
+std::string SumOf(const std::string& body) {
+  uint64_t sum = 0;
+  for (char c : body) sum += static_cast<unsigned char>(c);
+  return std::to_string(body.size()) + " " + std::to_string(sum);
+}
+
+TEST_F(AsyncServerTest, AStreamedUploadIsReadAsItComesOverHttp1AndH2c) {
+  const std::string body = Body(5 << 20);
+  {
+    // Content-Length.
+    TestClient client(server_->port(), 20000);
+    ASSERT_TRUE(client.Send("POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\n\r\n" + body));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->body, SumOf(body));
+  }
+  {
+    // Chunked, in pieces of 100 KB.
+    TestClient client(server_->port(), 20000);
+    std::string req = "POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (size_t at = 0; at < body.size(); at += 100000) {
+      const size_t n = std::min<size_t>(100000, body.size() - at);
+      char size[32];
+      std::snprintf(size, sizeof size, "%zx\r\n", n);
+      req += size + body.substr(at, n) + "\r\n";
+    }
+    req += "0\r\n\r\n";
+    ASSERT_TRUE(client.Send(req));
+    auto r = client.ReadResponse();
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->body, SumOf(body));
+  }
+  testing::H2Client h2(server_->port(), 20000, /*initial_window=*/1 << 20);
+  const std::string small = Body(300000);
+  const int32_t id = h2.Submit("POST", "/upload", {}, small);
+  ASSERT_TRUE(h2.Run());
+  EXPECT_EQ(h2.answer(id).body, SumOf(small));
+  EXPECT_EQ(server_->Stats().workers.completed, 0u);
+}
+
+TEST_F(AsyncServerTest, AnUploadPastTheRoutesLimitIs413) {
+  TestClient client(server_->port(), 20000);
+  std::string req = "POST /upload HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string piece(1 << 20, 'x');
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+  ASSERT_TRUE(client.Send(req));
+  std::optional<testing::HttpResponse> r;
+  for (int i = 0; i < 80; ++i) {  // 80 MiB against a 64 MiB limit
+    if (!client.Send(std::string(size) + piece + "\r\n")) break;
+  }
+  r = client.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->status, 413);
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0; }));
 }
 
 }  // namespace

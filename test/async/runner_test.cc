@@ -704,3 +704,92 @@ TEST_F(RunnerTest, ADrainEndsAPushCleanlyAndAWriteAfterAPushFails) {
 
 }  // namespace
 }  // namespace uring_http::async
+
+namespace uring_http::async {
+namespace {
+
+TEST_F(RunnerTest, ABufferedBodyIsReadAtOnce) {
+  std::string got;
+  const router::Route& route = AddRoute([&got](Exchange& ex) -> Task<> {
+    char buf[3];
+    for (;;) {
+      absl::StatusOr<size_t> n = co_await ex.ReadBody(buf, sizeof buf);
+      if (!n.ok() || *n == 0) break;
+      got.append(buf, *n);
+    }
+  });
+  Runner& r = MakeRunner();
+  const std::string_view head = "POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 7\r\n\r\n";
+  void* memory = std::malloc(sizeof(worker::TaskBuffer) + head.size() + 7);
+  auto* task = new (memory) worker::TaskBuffer();
+  task->head_len = static_cast<uint32_t>(head.size());
+  task->body_len = 7;
+  std::memcpy(task->data(), head.data(), head.size());
+  std::memcpy(task->data() + head.size(), "content", 7);
+  ASSERT_TRUE(r.Start(task, route, 1, 0));
+  r.RunReady();
+  EXPECT_EQ(got, "content");
+  task->~TaskBuffer();
+  std::free(memory);
+}
+
+TEST_F(RunnerTest, AStreamedBodyIsReadAsTheConnectionFeedsIt) {
+  std::string got;
+  absl::Status failed;
+  const router::Route& route = AddRoute([&](Exchange& ex) -> Task<> {
+    char buf[4096];
+    for (;;) {
+      absl::StatusOr<size_t> n = co_await ex.ReadBody(buf, sizeof buf);
+      if (!n.ok()) {
+        failed = n.status();
+        co_return;
+      }
+      if (*n == 0) break;
+      got.append(buf, *n);
+    }
+    ex.response().set_body(std::to_string(got.size()));
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  worker::BodyPipe pipe(1024);
+  t.task->request_body = &pipe;
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_TRUE(got.empty());  // nothing yet: it waits
+  // The connection feeds the pipe; a full pipe asks to hear of room.
+  std::string body(3000, 'b');
+  size_t fed = pipe.Write(body.data(), body.size());
+  EXPECT_EQ(fed, 1024u);
+  EXPECT_TRUE(pipe.ArmWriteNotify(512));
+  r.OnBatchEnd();
+  r.RunReady();  // read all 1024: the connection is told of the room
+  EXPECT_EQ(got.size(), 1024u);
+  EXPECT_EQ(ring.notifies, 1);
+  while (fed < body.size()) {
+    fed += pipe.Write(body.data() + fed, body.size() - fed);
+    r.OnBatchEnd();
+    r.RunReady();
+  }
+  pipe.Finish();
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_EQ(got, body);
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.body_view(), "3000");
+  EXPECT_TRUE(failed.ok());
+
+  // A body that fails (too large) fails the read with its reason.
+  TaskMemory t2(kGet);
+  worker::BodyPipe pipe2(1024);
+  t2.task->request_body = &pipe2;
+  got.clear();
+  ASSERT_TRUE(r.Start(t2.task, route, 2, 0));
+  pipe2.Abort(static_cast<uint8_t>(http::BodyError::kTooLarge));
+  r.OnBatchEnd();
+  r.RunReady();
+  EXPECT_EQ(failed.code(), absl::StatusCode::kOutOfRange) << failed;
+}
+
+}  // namespace
+}  // namespace uring_http::async
