@@ -55,6 +55,7 @@
 #include "src/http/request.h"
 #include "src/http/response.h"
 #include "src/async/push_stream.h"
+#include "src/async/task.h"
 #include "src/http/stop_reason.h"
 #include "src/worker/slow_task.h"
 

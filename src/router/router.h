@@ -51,7 +51,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "src/async/task.h"
 #include "src/http/request.h"
 #include "src/http/path_params.h"
 #include "src/http/response.h"
@@ -62,15 +61,20 @@
 #include "src/router/path_pattern.h"
 #include "src/router/registration.h"
 
+// Named only: ASYNC handlers' types stand above the router (src/async/),
+// which the router does not include. (Task's default argument, void, is
+// task.h's; here it is spelled out.)
 namespace uring_http::async {
-class Exchange;  // src/async/exchange.h
+class Exchange;
+template <typename T>
+class Task;
 }  // namespace uring_http::async
 
 namespace uring_http::router {
 
 using Handler = std::function<void(const http::Request&, http::Response&)>;
 // An ASYNC handler: a coroutine on the ring thread (src/async/exchange.h).
-using AsyncHandler = std::function<async::Task<>(async::Exchange&)>;
+using AsyncHandler = std::function<async::Task<void>(async::Exchange&)>;
 
 // A FAST route's streamed request body, on the ring thread: OnData for each
 // piece as it arrives, then OnEnd to answer, or OnAbort if the body never

@@ -22,6 +22,13 @@
 // (status, fields, a promised length) and later the trailers in a
 // StreamHead, and the ring's codec frames them (HTTP/1 chunks, or HTTP/2
 // frames), so that nothing of a protocol runs on a worker.
+//
+// An ASYNC route's request travels in the same TaskBuffer, but its loop
+// hands it to its coroutine runner (src/async/runner.h) instead of the
+// queue: the handler runs on the ring thread, its answer is published the
+// same way and its completion delivered as if a worker had posted it, so
+// a connection treats both alike. `stop` and `async_exchange` below are
+// how the connection's StopTask reaches either.
 #ifndef URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 #define URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 
