@@ -26,13 +26,14 @@
 // Every await returns a status: OK, or Cancelled when the exchange was
 // stopped (http::StopReason: the client left, or the route's deadline
 // passed) before or while it waited; the ring cancels the kernel's
-// operation then, so the await returns at once. A server drain does not
-// cancel awaits (an exchange in progress may finish, up to
-// --shutdown-timeout, when its client is cut): stop_reason() says
-// kDraining, for a handler that would rather end early.
+// operation then, so the await returns at once. A server drain cancels
+// the awaits of a streaming exchange (its head has gone: a stream would
+// hold the shutdown) and lets the others finish (an answer being made may
+// take up to --shutdown-timeout, when its client is cut): stop_reason()
+// says kDraining either way, for a handler that would rather end early.
 //
 // Thread-safety: the ring thread that runs the handler. OnWorker's
-// function runs on a worker thread.
+// function runs on a worker thread; a PushStream is written from any.
 #ifndef URING_HTTP_SRC_ASYNC_EXCHANGE_H_
 #define URING_HTTP_SRC_ASYNC_EXCHANGE_H_
 

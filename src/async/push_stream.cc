@@ -27,42 +27,41 @@ void RingInbox::Take(std::vector<uint64_t>* out) {
 }
 
 PushStream::Result PushStream::Write(std::string_view data) {
-  bool signal;
-  Result result;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ended_ || closed_.load(std::memory_order_relaxed)) return Result::kClosed;
-    // What the client has not read, as of the ring's last look (which it
-    // repeats while a writer waits for the drain).
-    const size_t buffered = pending_.size() + ring_bytes_;
-    if (buffered > 0 && buffered + data.size() > bound_) {
-      want_drain_ = true;
-      return Result::kDropped;
-    }
-    pending_.append(data);
-    signal = !signalled_;
-    signalled_ = true;
-    if (pending_.size() + ring_bytes_ > bound_ / 2) {
-      want_drain_ = true;
-      result = Result::kBackpressure;
-    } else {
-      result = Result::kSent;
-    }
+  // The post to the ring's inbox is made under the stream's lock: once the
+  // ring has closed the stream (under that lock, before its exchange and
+  // its ring may go), no writer touches the inbox any more. (The ring never
+  // holds the inbox's lock while it takes a stream's.)
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ended_ || closed_.load(std::memory_order_relaxed)) return Result::kClosed;
+  // What the client has not read, as of the ring's last look (which it
+  // repeats while a writer waits for the drain).
+  const size_t buffered = pending_.size() + ring_bytes_;
+  if (buffered > 0 && buffered + data.size() > bound_) {
+    want_drain_ = true;
+    return Result::kDropped;
   }
-  if (signal) inbox_ring_->Post(user_data_);
+  pending_.append(data);
+  Result result = Result::kSent;
+  if (pending_.size() + ring_bytes_ > bound_ / 2) {
+    want_drain_ = true;
+    result = Result::kBackpressure;
+  }
+  // One message per burst: the first write the ring has not taken yet.
+  if (!signalled_) {
+    signalled_ = true;
+    inbox_ring_->Post(user_data_);
+  }
   return result;
 }
 
 bool PushStream::End() {
-  bool signal;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (ended_ || closed_.load(std::memory_order_relaxed)) return false;
-    ended_ = true;
-    signal = !signalled_;
+  std::lock_guard<std::mutex> lock(mu_);  // (the post too: see Write)
+  if (ended_ || closed_.load(std::memory_order_relaxed)) return false;
+  ended_ = true;
+  if (!signalled_) {
     signalled_ = true;
+    inbox_ring_->Post(user_data_);
   }
-  if (signal) inbox_ring_->Post(user_data_);
   return true;
 }
 

@@ -409,6 +409,11 @@ void EventLoop::Run() {
   }
   access_log_.FlushAndWait();
   io_uring_submit(r);
+  // No coroutine starts on this thread after its loop: its frames would
+  // otherwise come from a pool that goes with the loop.
+  if (async_ != nullptr && async::FramePool::Current() == &async_->frames()) {
+    async::FramePool::SetCurrent(nullptr);
+  }
 }
 
 void EventLoop::OnConnectionEvent(Op op, uint32_t slot, const io_uring_cqe* cqe) {
