@@ -63,7 +63,7 @@ void Connection::Flush() {
 
 bool Connection::FlowBlocked() const {
   for (const auto& [id, sp] : streams_) {
-    if (sp->answered && session_->QueuedData(id) > 0) return true;
+    if (sp->answered && session_->AnswerPending(id)) return true;
   }
   return false;
 }

@@ -610,6 +610,13 @@ size_t Session::QueuedData(int32_t stream_id) const {
   return s == nullptr ? 0 : s->queued();
 }
 
+bool Session::AnswerPending(int32_t stream_id) const {
+  const Stream* s = impl_->Find(stream_id);
+  if (s == nullptr || s->reset || !s->has_body) return false;
+  return s->queued() > 0 ||
+         (s->body_ended && nghttp2_session_get_stream_local_close(impl_->session, stream_id) == 0);
+}
+
 void Session::Consume(int32_t stream_id, size_t n) {
   Impl* d = impl_.get();
   Stream* s = d->Find(stream_id);

@@ -174,6 +174,10 @@ class Session {
   // carries END_STREAM.
   bool EndData(int32_t stream_id, const http::HeaderTable* trailers = nullptr);
   size_t QueuedData(int32_t stream_id) const;
+  // The answer still has bytes, or its end, to send: only the client's
+  // windows hold it back once nothing is being written (an empty DATA
+  // frame with END_STREAM waits for an open window as any other).
+  bool AnswerPending(int32_t stream_id) const;
   // Request-body flow control: the connection has taken n body bytes of the
   // stream; only then do the stream's and connection's windows reopen
   // (WINDOW_UPDATE), so a slow handler holds the uploader back. Bytes of a

@@ -103,6 +103,35 @@ TEST(SessionFlowTest, RefusedRequestBodyDoesNotStallTheConnection) {
   EXPECT_EQ(rec.requests[3].body.size(), body.size());
 }
 
+// An answer whose bytes all went out at the edge of the client's window
+// still has its END_STREAM to send, and an empty DATA frame waits for an
+// open window as any other: the connection must see the answer as held by
+// the client (its send timeout runs), not as done (it would arm no timer).
+TEST(SessionFlowTest, EndWaitingForAClosedWindowIsPending) {
+  Recorder rec;
+  Session server(&rec, {});
+  TestClient client;
+  client.auto_consume = false;
+  const nghttp2_settings_entry small = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 4};
+  ASSERT_EQ(nghttp2_submit_settings(client.raw(), NGHTTP2_FLAG_NONE, &small, 1), 0);
+  client.Request(Req("GET", "/a"));
+  ASSERT_TRUE(Pump(server, client));
+  ASSERT_TRUE(server.SubmitResponse(1, 200, http::HeaderTable(), /*has_body=*/true));
+  server.WriteData(1, "abcd");
+  ASSERT_TRUE(Pump(server, client));
+  EXPECT_EQ(client.streams[1].body, "abcd");
+  EXPECT_FALSE(server.AnswerPending(1)) << "a stream whose producer has nothing yet waits for us";
+  ASSERT_TRUE(server.EndData(1));
+  ASSERT_TRUE(Pump(server, client));
+  EXPECT_EQ(server.QueuedData(1), 0u);
+  EXPECT_TRUE(server.AnswerPending(1));
+  EXPECT_FALSE(client.streams[1].closed);
+  client.Consume(1, 4);
+  ASSERT_TRUE(Pump(server, client));
+  EXPECT_TRUE(client.streams[1].closed);
+  EXPECT_FALSE(server.AnswerPending(1));
+}
+
 // One whole exchange: two requests (one with a body and trailers), and
 // responses with bodies (one with trailers) written from the events.
 struct Exchange {
