@@ -55,6 +55,7 @@
 #include "absl/status/statusor.h"
 #include "src/http/request.h"
 #include "src/http/response.h"
+#include "src/async/io_op.h"
 #include "src/async/push_stream.h"
 #include "src/async/task.h"
 #include "src/http/stop_reason.h"
@@ -79,6 +80,9 @@ class ExchangeOps {
   virtual JobStart StartJob(Exchange& ex, worker::WorkerJob* job) = 0;
   // The exchange was stopped while its operation is in flight: cancel it.
   virtual void CancelPending(Exchange& ex) = 0;
+  // A socket operation (io_op.h; *op and its timeout's timespec `ts`, when
+  // op->timeout_ns > 0, valid until it completes).
+  virtual void StartIo(Exchange& ex, const IoOp* op, const __kernel_timespec* ts) = 0;
   // Streams `data` as the response body's next bytes (the first call sends
   // the head): kDone when they are all in the response's pipe, kWait when
   // some had to be staged (Complete follows once they are in), kFailed
@@ -162,6 +166,15 @@ class Exchange {
   // is closed.
   std::shared_ptr<PushStream> Push() { return ops_->StartPush(*this); }
 
+  class IoAwaiter;
+  // One socket operation on the ring (io_op.h): resumes with its result, a
+  // count or a descriptor (>= 0) or -errno; -ETIMEDOUT when its timeout ran
+  // out, -ECANCELED when the exchange was stopped (before it began, or
+  // while it ran: the ring cancels it). An operation that completed
+  // anyway gives its result, so that a socket made is not lost: check
+  // cancelled() after.
+  IoAwaiter Io(const IoOp& op);
+
   template <typename F>
   class WorkerCall;
   // Runs fn() on a worker thread (blocking work: a file system walk, a
@@ -177,7 +190,7 @@ class Exchange {
   WorkerCall<std::decay_t<F>> OnWorker(F&& fn);
 
   // ---- the ring's side
-  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite, kRead };
+  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite, kRead, kIo };
   Pending pending() const { return pending_; }
   // The worker call in flight (Pending::kJob).
   worker::WorkerJob* job() const { return job_; }
@@ -343,6 +356,38 @@ class Exchange::WriteAwaiter {
 inline Exchange::WriteAwaiter Exchange::Write(std::string_view data) {
   result_ = 0;
   return WriteAwaiter(*this, data);
+}
+
+class Exchange::IoAwaiter {
+ public:
+  IoAwaiter(Exchange& ex, const IoOp& op) : ex_(ex), op_(op) {
+    ts_.tv_sec = op.timeout_ns / 1'000'000'000;
+    ts_.tv_nsec = op.timeout_ns % 1'000'000'000;
+  }
+  bool await_ready() const noexcept { return ex_.cancelled(); }
+  void await_suspend(std::coroutine_handle<> h) {
+    started_ = true;
+    ex_.Suspend(Pending::kIo, h);
+    ex_.ops_->StartIo(ex_, &op_, op_.timeout_ns > 0 ? &ts_ : nullptr);
+  }
+  int await_resume() const {
+    if (!started_) return -ECANCELED;
+    // A linked timeout that ran out cancels the operation: -ECANCELED with
+    // no stop of ours is the timeout's.
+    if (ex_.result_ == -ECANCELED && !ex_.cancelled()) return -ETIMEDOUT;
+    return ex_.result_;
+  }
+
+ private:
+  Exchange& ex_;
+  IoOp op_;
+  __kernel_timespec ts_{};
+  bool started_ = false;
+};
+
+inline Exchange::IoAwaiter Exchange::Io(const IoOp& op) {
+  result_ = 0;
+  return IoAwaiter(*this, op);
 }
 
 template <typename F>

@@ -485,6 +485,11 @@ void Runner::StartTimer(Exchange& ex, const __kernel_timespec* ts) {
   ring_->PrepTimeout(ring_->OpUserData(s.index, s.generation), ts);
 }
 
+void Runner::StartIo(Exchange& ex, const IoOp* op, const __kernel_timespec* ts) {
+  const Slot& s = static_cast<const Slot&>(ex);
+  ring_->PrepIo(ring_->OpUserData(s.index, s.generation), *op, ts);
+}
+
 ExchangeOps::JobStart Runner::StartJob(Exchange& ex, worker::WorkerJob* job) {
   const Slot& s = static_cast<const Slot&>(ex);
   if (!ring_->has_workers()) {

@@ -59,6 +59,9 @@ class Runner final : private ExchangeOps {
     virtual uint64_t OpUserData(uint32_t exchange, uint32_t generation) const = 0;
     virtual void PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) = 0;
     virtual void PrepCancel(uint64_t user_data) = 0;
+    // A socket operation (io_op.h), with a linked timeout when `ts` is set
+    // (its own completion is not the exchange's).
+    virtual void PrepIo(uint64_t user_data, const IoOp& op, const __kernel_timespec* ts) = 0;
     // Pushes a worker job whose completion posts user_data; false when the
     // queue is full. Not called without workers.
     virtual bool SubmitJob(worker::WorkerJob* job, uint64_t user_data) = 0;
@@ -132,6 +135,7 @@ class Runner final : private ExchangeOps {
   void StartTimer(Exchange& ex, const __kernel_timespec* ts) override;
   JobStart StartJob(Exchange& ex, worker::WorkerJob* job) override;
   void CancelPending(Exchange& ex) override;
+  void StartIo(Exchange& ex, const IoOp* op, const __kernel_timespec* ts) override;
   WriteStart StartWrite(Exchange& ex, std::string_view data) override;
   std::shared_ptr<PushStream> StartPush(Exchange& ex) override;
   long StartRead(Exchange& ex, char* buf, size_t len) override;

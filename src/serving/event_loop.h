@@ -182,6 +182,7 @@ class EventLoop final : private conn::Transport,
   }
   void PrepTimeout(uint64_t user_data, const __kernel_timespec* ts) override;
   void PrepCancel(uint64_t user_data) override;
+  void PrepIo(uint64_t user_data, const async::IoOp& op, const __kernel_timespec* ts) override;
   bool SubmitJob(worker::WorkerJob* job, uint64_t user_data) override;
   bool has_workers() const override { return workers_ != nullptr; }
   void TaskDone(uint64_t user_data, uint32_t stream) override {

@@ -250,6 +250,38 @@ void EventLoop::PrepCancel(uint64_t user_data) {
   io::PrepCancel(Sqe(), user_data, PackUserData(Op::kIgnore, 0, 0));
 }
 
+void EventLoop::PrepIo(uint64_t user_data, const async::IoOp& op, const __kernel_timespec* ts) {
+  // The operation and its linked timeout must go in one submission (a
+  // link does not cross one): both SQEs are taken before either is filled.
+  ring_->ReserveSqes(ts != nullptr ? 2 : 1);
+  io_uring_sqe* sqe = Sqe();
+  switch (op.kind) {
+    case async::IoOp::Kind::kSocket:
+      io_uring_prep_socket(sqe, op.domain, SOCK_STREAM | SOCK_CLOEXEC, 0, 0);
+      break;
+    case async::IoOp::Kind::kConnect:
+      io_uring_prep_connect(sqe, op.fd, op.addr, op.addrlen);
+      break;
+    case async::IoOp::Kind::kSend:
+      // MSG_NOSIGNAL: an upstream that reset is an EPIPE result, not a
+      // SIGPIPE; no MSG_WAITALL, the client sends what is left itself.
+      io_uring_prep_send(sqe, op.fd, op.buf, op.len, MSG_NOSIGNAL);
+      break;
+    case async::IoOp::Kind::kRecv:
+      io_uring_prep_recv(sqe, op.fd, op.buf, op.len, 0);
+      break;
+  }
+  io_uring_sqe_set_data64(sqe, user_data);
+  if (ts == nullptr) return;
+  // IO_LINK: the timeout below runs while this operation does and cancels
+  // it when the time is up (the operation then completes -ECANCELED);
+  // the timeout's own completion is nobody's.
+  sqe->flags |= IOSQE_IO_LINK;
+  io_uring_sqe* timeout = Sqe();
+  io_uring_prep_link_timeout(timeout, const_cast<__kernel_timespec*>(ts), 0);
+  io_uring_sqe_set_data64(timeout, PackUserData(Op::kIgnore, 0, 0));
+}
+
 bool EventLoop::SubmitJob(worker::WorkerJob* job, uint64_t user_data) {
   job->ring.ring_fd = ring_->fd();
   job->ring.mailbox = mailbox_.get();

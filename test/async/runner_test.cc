@@ -38,6 +38,10 @@ struct FakeRing final : Runner::Ring {
     ops.push_back({user_data, ts->tv_sec * 1'000'000'000 + ts->tv_nsec, nullptr});
   }
   void PrepCancel(uint64_t user_data) override { cancels.push_back(user_data); }
+  void PrepIo(uint64_t user_data, const IoOp& op, const __kernel_timespec* ts) override {
+    io_ops.push_back(op);
+    ops.push_back({user_data, ts == nullptr ? 0 : ts->tv_sec * 1'000'000'000 + ts->tv_nsec, nullptr});
+  }
   bool SubmitJob(worker::WorkerJob* job, uint64_t user_data) override {
     if (queue_full) return false;
     ops.push_back({user_data, -1, job});
@@ -50,6 +54,7 @@ struct FakeRing final : Runner::Ring {
   }
   worker::RingAddress address() const override { return {}; }  // messages go nowhere: the test calls OnInbox
   uint64_t InboxUserData() const override { return 0; }
+  std::vector<IoOp> io_ops;
   void StreamNotify(uint64_t, uint32_t stream) override {
     ++notifies;
     events.push_back("notify " + std::to_string(stream));
@@ -207,6 +212,48 @@ TEST_F(RunnerTest, ATimeoutThatRanOutBeforeItsCancelLandedStillSlept) {
   ring.Complete(r, -ETIME);  // it had already expired: the cancel finds nothing
   r.RunReady();
   EXPECT_TRUE(slept.ok()) << slept;
+}
+
+TEST_F(RunnerTest, ASocketAwaitIsOneSqeItsTimeoutSaysTimedOutAndAStopCancelsIt) {
+  std::vector<int> results;
+  const router::Route& route = AddRoute([&results](Exchange& ex) -> Task<> {
+    char buf[16];
+    IoOp op;
+    op.kind = IoOp::Kind::kRecv;
+    op.fd = 7;
+    op.buf = buf;
+    op.len = sizeof(buf);
+    op.timeout_ns = 2'000'000;
+    int got = co_await ex.Io(op);
+    results.push_back(got);   // its result as the ring gave it
+    got = co_await ex.Io(op);
+    results.push_back(got);   // -ECANCELED with no stop: the linked timeout's
+    op.timeout_ns = 0;
+    got = co_await ex.Io(op);
+    results.push_back(got);   // stopped while it ran
+    got = co_await ex.Io(op);
+    results.push_back(got);   // stopped before: no operation at all
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  ASSERT_EQ(ring.io_ops.size(), 1u);
+  EXPECT_EQ(ring.io_ops[0].fd, 7);
+  EXPECT_EQ(ring.io_ops[0].len, 16u);
+  EXPECT_EQ(ring.ops[0].timeout_ns, 2'000'000);
+  ring.Complete(r, 5);
+  ring.Complete(r, -ECANCELED);
+  ASSERT_EQ(ring.ops.size(), 1u);
+  EXPECT_EQ(ring.ops[0].timeout_ns, 0);
+  r.Stop(t.task, http::StopReason::kClientGone);
+  ASSERT_EQ(ring.cancels.size(), 1u);
+  EXPECT_EQ(ring.cancels[0], ring.ops[0].user_data);
+  ring.Complete(r, -ECANCELED);
+  EXPECT_TRUE(ring.ops.empty());
+  r.RunReady();
+  EXPECT_EQ(results, (std::vector<int>{5, -ETIMEDOUT, -ECANCELED, -ECANCELED}));
+  EXPECT_EQ(ring.io_ops.size(), 3u);
+  ASSERT_EQ(ring.done.size(), 1u);
 }
 
 TEST_F(RunnerTest, ADrainIsReportedButCancelsNothing) {
