@@ -46,6 +46,14 @@
 //   src/async/exchange.h, task.h  ASYNC handlers: async::Task (the
 //                          coroutine type), async::Exchange (request,
 //                          response, Sleep, OnWorker, stop_reason)
+//   src/client/client.h    client::Client (Fetch, Get: co_await from an
+//                          ASYNC handler; FetchBlocking, GetBlocking from
+//                          a SLOW one), ClientOptions, Request, Response,
+//                          ParseUrl
+//   src/client/call.h      client::Call: one upstream exchange streamed
+//                          both ways (a reverse proxy's), RequestHead,
+//                          CallOptions; client/transport.h Transport
+//   src/client/response_parser.h  ResponseHead, ResponseFraming
 //   src/http/stop_reason.h  StopReason: why a handler should stop
 //   src/http/sse.h         server-sent events: Event, AppendEvent,
 //                          EventComment, StartEventStream
@@ -110,6 +118,8 @@
 
 #include "src/async/exchange.h"
 #include "src/async/task.h"
+#include "src/client/call.h"
+#include "src/client/client.h"
 #include "src/http/client_address.h"
 #include "src/http/client_certificate.h"
 #include "src/http/cookies.h"

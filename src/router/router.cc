@@ -57,6 +57,10 @@ Registration Router::SetFallback(HandlerKind kind, Handler handler, RouteOptions
   return Record("fallback route", AddFallback(kind, std::move(handler), std::move(options)));
 }
 
+Registration Router::SetAsyncFallback(AsyncHandler handler, RouteOptions options) {
+  return Record("fallback route", AddAsyncFallback(std::move(handler), std::move(options)));
+}
+
 Registration Router::Static(std::string_view prefix, std::string_view root,
                             StaticOptions options) {
   return Record(absl::StrCat("static ", AbslView(prefix)),
@@ -142,7 +146,7 @@ absl::Status Router::AddStream(std::string_view method, std::string_view path,
 absl::Status Router::AddFallback(HandlerKind kind, Handler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("fallback handler is empty");
   if (kind == HandlerKind::kAsync) {
-    return absl::UnimplementedError("an ASYNC fallback is not supported: use FAST or SLOW");
+    return absl::InvalidArgumentError("an ASYNC fallback is a coroutine: set it with SetAsyncFallback()");
   }
   if (fallback_ != nullptr) return absl::AlreadyExistsError("a fallback route is already set");
   if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
@@ -155,6 +159,23 @@ absl::Status Router::AddFallback(HandlerKind kind, Handler handler, RouteOptions
   fallback_->handler = std::move(handler);
   fallback_->options = options;
   fallback_->id = count_++;
+  return absl::OkStatus();
+}
+
+absl::Status Router::AddAsyncFallback(AsyncHandler handler, RouteOptions options) {
+  if (!handler) return absl::InvalidArgumentError("fallback handler is empty");
+  if (options.timeout.count() < 0) {
+    return absl::InvalidArgumentError("a route's timeout cannot be negative");
+  }
+  if (fallback_ != nullptr) return absl::AlreadyExistsError("a fallback route is already set");
+  fallback_ = std::make_unique<Route>();
+  fallback_->method = "*";
+  fallback_->path = "*";
+  fallback_->kind = HandlerKind::kAsync;
+  fallback_->async = std::move(handler);
+  fallback_->options = std::move(options);
+  fallback_->id = count_++;
+  has_async_ = true;
   return absl::OkStatus();
 }
 

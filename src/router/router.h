@@ -240,6 +240,8 @@ class Router {
                           RouteOptions options);
   // Answers every request no route matches (instead of 404/405), any method.
   Registration SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
+  // The same with an ASYNC handler (a reverse proxy's: examples/proxy).
+  Registration SetAsyncFallback(AsyncHandler handler, RouteOptions options = {});
   // Serves the files under directory `root` for GET and HEAD of paths that
   // start with `prefix` (which must start and end with '/': "/assets/", or
   // "/" for every path) and that no exact route claims; "/assets" (no
@@ -294,6 +296,7 @@ class Router {
   absl::Status AddAsync(std::string_view method, std::string_view path, AsyncHandler handler,
                         RouteOptions options);
   absl::Status AddFallback(HandlerKind kind, Handler handler, RouteOptions options);
+  absl::Status AddAsyncFallback(AsyncHandler handler, RouteOptions options);
   absl::Status AddStatic(std::string_view prefix, std::string_view root, StaticOptions options);
   absl::Status Insert(Route route);
   // Keeps a failure, named by `what`, for registration_error().
