@@ -80,7 +80,7 @@ class ExchangeOps {
   virtual JobStart StartJob(Exchange& ex, worker::WorkerJob* job) = 0;
   // The exchange was stopped while its operation is in flight: cancel it.
   virtual void CancelPending(Exchange& ex) = 0;
-  // A socket operation (io_op.h; *op and its timeout's timespec `ts`, when
+  // A socket or file operation (io_op.h; *op and its timeout's timespec `ts`, when
   // op->timeout_ns > 0, valid until it completes).
   virtual void StartIo(Exchange& ex, const IoOp* op, const __kernel_timespec* ts) = 0;
   // Streams `data` as the response body's next bytes (the first call sends
@@ -167,7 +167,7 @@ class Exchange {
   std::shared_ptr<PushStream> Push() { return ops_->StartPush(*this); }
 
   class IoAwaiter;
-  // One socket operation on the ring (io_op.h): resumes with its result, a
+  // One socket or file operation on the ring (io_op.h): resumes with its result, a
   // count or a descriptor (>= 0) or -errno; -ETIMEDOUT when its timeout ran
   // out, -ECANCELED when the exchange was stopped (before it began, or
   // while it ran: the ring cancels it). An operation that completed

@@ -1,5 +1,6 @@
 #include "src/client/transport.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -88,6 +89,16 @@ int Transport::Blocking(const async::IoOp& op) {
         const int waited = WaitFor(op.fd, POLLIN, op.timeout_ns);
         if (waited != 0) return waited;
       }
+    case Kind::kOpen: {
+      const int fd = open(op.path, O_RDONLY | O_CLOEXEC);
+      return fd >= 0 ? fd : -errno;
+    }
+    case Kind::kRead: {
+      const ssize_t n = pread(op.fd, op.buf, op.len, static_cast<off_t>(op.offset));
+      return n >= 0 ? static_cast<int>(n) : -errno;
+    }
+    case Kind::kClose:
+      return close(op.fd) == 0 ? 0 : -errno;
   }
   return -EINVAL;
 }

@@ -2,6 +2,7 @@
 // SQEs their requests become (receives, sends, closes, deadlines, SLOW
 // tasks, the exchange's metrics and access log). The ring's dispatch and
 // life are in event_loop.cc.
+#include <fcntl.h>
 #include <linux/futex.h>
 #include <netinet/in.h>
 #include <sys/syscall.h>
@@ -269,6 +270,15 @@ void EventLoop::PrepIo(uint64_t user_data, const async::IoOp& op, const __kernel
       break;
     case async::IoOp::Kind::kRecv:
       io_uring_prep_recv(sqe, op.fd, op.buf, op.len, 0);
+      break;
+    case async::IoOp::Kind::kOpen:
+      io_uring_prep_openat(sqe, AT_FDCWD, op.path, O_RDONLY | O_CLOEXEC, 0);
+      break;
+    case async::IoOp::Kind::kRead:
+      io_uring_prep_read(sqe, op.fd, op.buf, static_cast<unsigned>(op.len), op.offset);
+      break;
+    case async::IoOp::Kind::kClose:
+      io_uring_prep_close(sqe, op.fd);
       break;
   }
   io_uring_sqe_set_data64(sqe, user_data);

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <cstdio>
 #include <mutex>
@@ -98,6 +100,31 @@ router::Router MakeRouter() {
                    while (worker_calls_blocked.load() > 0) std::this_thread::sleep_for(1ms);
                  });
                  ex.response().set_body(held.ok() ? "held" : "cancelled");
+               }).ok());
+  // A file opened, read at an offset and closed on the ring.
+  EXPECT_TRUE(r.Async("GET", "/file", [](Exchange& ex) -> Task<> {
+                 const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/async_file.txt";
+                 async::IoOp op;
+                 op.kind = async::IoOp::Kind::kOpen;
+                 op.path = path.c_str();
+                 const int fd = co_await ex.Io(op);
+                 if (fd < 0) {
+                   ex.response().set_body("open failed");
+                   co_return;
+                 }
+                 char buf[64];
+                 op = async::IoOp();
+                 op.kind = async::IoOp::Kind::kRead;
+                 op.fd = fd;
+                 op.buf = buf;
+                 op.len = sizeof(buf);
+                 op.offset = 6;
+                 const int n = co_await ex.Io(op);
+                 op = async::IoOp();
+                 op.kind = async::IoOp::Kind::kClose;
+                 op.fd = fd;
+                 const int closed = co_await ex.Io(op);
+                 ex.response().set_body(n >= 0 && closed == 0 ? std::string(buf, n) : "read failed");
                }).ok());
   EXPECT_TRUE(r.Async("GET", "/nested", [](Exchange& ex) -> Task<> {
                  const int naps = co_await TwoNaps(ex);
@@ -214,6 +241,10 @@ class AsyncServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     worker_calls_blocked = 0;
+    {
+      std::ofstream file(std::string(std::getenv("TEST_TMPDIR")) + "/async_file.txt");
+      file << "hello world";
+    }
     ServerConfig config;
     config.address = "127.0.0.1";
     config.port = 0;
@@ -247,7 +278,7 @@ TEST_F(AsyncServerTest, EachKindOfAwaitAnswersOverOneKeepAliveConnection) {
   TestClient client(server_->port());
   const std::pair<const char*, const char*> cases[] = {
       {"/sleep?ms=5", "slept"}, {"/worker", "elsewhere"}, {"/nested", "naps=2"},
-      {"/sleep?ms=0", "slept"}, {"/mw", "inner"},
+      {"/sleep?ms=0", "slept"}, {"/mw", "inner"}, {"/file", "world"},
   };
   for (const auto& [path, body] : cases) {
     ASSERT_TRUE(client.Send(Get(path)));
