@@ -104,10 +104,13 @@ absl::Status Router::AddRoute(HandlerKind kind, std::string_view method, std::st
   if (kind == HandlerKind::kAsync) {
     return absl::InvalidArgumentError("an ASYNC handler is a coroutine: register it with Async()");
   }
-  if (options.timeout.count() != 0) {
-    return absl::UnimplementedError(
-        "RouteOptions::timeout applies to ASYNC routes only for now (a FAST handler never "
-        "waits; a SLOW one cannot be interrupted, it polls Request::stop_reason())");
+  if (options.timeout.count() < 0) {
+    return absl::InvalidArgumentError("a route's timeout cannot be negative");
+  }
+  if (kind == HandlerKind::kFast && options.timeout.count() != 0) {
+    return absl::InvalidArgumentError(
+        "RouteOptions::timeout does not apply to a FAST route: its handler never waits (use "
+        "SLOW or ASYNC for one that may)");
   }
   if (kind == HandlerKind::kFast && options.body == BodyMode::kStreamed) {
     return absl::InvalidArgumentError(absl::StrCat(

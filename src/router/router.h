@@ -122,10 +122,14 @@ struct RouteOptions {
   // --rate-limit: an empty one is answered 429 with Retry-After. Off
   // unless per_second > 0.
   limits::RateLimit rate_per_client;
-  // ASYNC routes: the most a request may take, from its head to its
-  // answer. When it passes, the handler's await in flight is cancelled
-  // (http::StopReason::kDeadline) and the answer is a 503, whatever the
-  // handler made of it. Checked at the ring's tick (100 ms). 0: none.
+  // ASYNC and SLOW routes: the most a request may take, from its head to
+  // its answer. When it passes, the exchange is stopped
+  // (http::StopReason::kDeadline): an ASYNC handler's await in flight is
+  // cancelled; a SLOW handler, which cannot be interrupted, is told
+  // (Request::stop_reason(), and Request::WaitForStop wakes). Either way
+  // the answer is a 503 whatever the handler made of it, or the stream is
+  // cut if its head has gone. Checked at the ring's tick (100 ms). 0:
+  // none. A FAST route refuses one (its handler never waits).
   std::chrono::milliseconds timeout{0};
 };
 

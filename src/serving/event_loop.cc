@@ -504,6 +504,7 @@ void EventLoop::OnWorkerMessage(Op op, uint32_t slot, uint32_t generation, uint3
     URING_CHECK(Tls(slot));
     tls_->OnJobDone(slot);
   } else if (op == Op::kTaskDone) {
+    if (!slow_deadlines_.empty()) ForgetSlowDeadline(slot, generation, stream);
     slots_[slot].protocol->OnTaskDone(stream);
   } else {
     slots_[slot].protocol->OnStreamNotify(stream);
@@ -589,6 +590,9 @@ void EventLoop::OnTimerTick() {
   // ASYNC routes' deadlines (their awaits are cancelled; the answers
   // are delivered after this batch).
   if (async_ != nullptr) async_->OnTick(internal::SteadyNs());
+  // SLOW routes' deadlines: their handlers are told (they cannot be
+  // interrupted); the worker answers 503 once the handler returns.
+  if (!slow_deadlines_.empty()) CheckSlowDeadlines(internal::SteadyNs());
   timers_.Advance(now, [this](uint32_t slot) {
     if (!slots_[slot].in_use) return;
     if (Tls(slot)) {

@@ -267,6 +267,22 @@ class EventLoop final : private conn::Transport,
   // ASYNC handlers' exchanges (only with ASYNC routes). After the slots:
   // destroyed first, its coroutines may view their connections' tasks.
   std::unique_ptr<async::Runner> async_;
+  // SLOW tasks of routes with a RouteOptions::timeout, while a worker has
+  // them: past `at_ns` (checked at the tick) the task is stopped
+  // (kDeadline), which wakes a handler in Request::WaitForStop and makes
+  // the worker answer 503 (or cut the stream) when the handler returns.
+  // An entry goes at its task's kTaskDone, before the connection may free
+  // or reuse the task.
+  struct SlowDeadline {
+    int64_t at_ns;
+    uint32_t slot;
+    uint32_t generation;
+    uint32_t stream;
+    worker::TaskBuffer* task;
+  };
+  std::vector<SlowDeadline> slow_deadlines_;
+  void CheckSlowDeadlines(int64_t now_ns);
+  void ForgetSlowDeadline(uint32_t slot, uint32_t generation, uint32_t stream);
   uint32_t capacity_ = 0;
   uint32_t file_table_size_ = 0;
   uint32_t free_head_ = 0;

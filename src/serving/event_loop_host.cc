@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "src/base/check.h"
@@ -217,7 +218,40 @@ bool EventLoop::Dispatch(uint32_t slot, worker::TaskBuffer* task, const router::
     internal::Debug(config_, "uring-http: thread %d: worker queue full: 503\n", index_);
     return false;
   }
+  if (route.options.timeout.count() > 0) {
+    const int64_t timeout_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(route.options.timeout).count();
+    slow_deadlines_.push_back(
+        {started_ns + timeout_ns, slot, slots_[slot].generation, task->stream, task});
+  }
   return true;
+}
+
+void EventLoop::CheckSlowDeadlines(int64_t now_ns) {
+  for (size_t i = 0; i < slow_deadlines_.size();) {
+    const SlowDeadline d = slow_deadlines_[i];
+    if (now_ns < d.at_ns) {
+      ++i;
+      continue;
+    }
+    slow_deadlines_[i] = slow_deadlines_.back();
+    slow_deadlines_.pop_back();
+    // The entry would have gone at the task's kTaskDone: its slot and
+    // task are still the ones it names.
+    URING_CHECK(slots_[d.slot].in_use && slots_[d.slot].generation == d.generation);
+    StopTask(d.slot, d.task, http::StopReason::kDeadline);
+  }
+}
+
+void EventLoop::ForgetSlowDeadline(uint32_t slot, uint32_t generation, uint32_t stream) {
+  for (size_t i = 0; i < slow_deadlines_.size(); ++i) {
+    const SlowDeadline& d = slow_deadlines_[i];
+    if (d.slot == slot && d.generation == generation && d.stream == stream) {
+      slow_deadlines_[i] = slow_deadlines_.back();
+      slow_deadlines_.pop_back();
+      return;
+    }
+  }
 }
 
 void EventLoop::StopTask(uint32_t, worker::TaskBuffer* task, http::StopReason why) {

@@ -138,6 +138,14 @@ bool PipeResponseStream::Put(std::string_view bytes) {
 
 bool PipeResponseStream::Write(http::Response& response, std::string_view data) {
   if (broken_) return false;
+  if (static_cast<http::StopReason>(task_->stop.load(std::memory_order_acquire)) ==
+      http::StopReason::kDeadline) {
+    // The route's timeout passed (RouteOptions::timeout): a stream begun
+    // is cut there, not fed on to its end; one not begun never begins
+    // (the worker answers 503).
+    if (started()) Break();
+    return false;
+  }
   if (!started() && (RequestBodyFailed() || !Start(response))) return false;
   if (pipe_->aborted()) return false;
   if (discard_body_ || data.empty()) return true;

@@ -155,6 +155,19 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
       response.set_status(500);
     }
   }
+  if (static_cast<http::StopReason>(buf->stop.load(std::memory_order_acquire)) ==
+      http::StopReason::kDeadline) {
+    // The route's timeout passed while the handler ran (the ring said so:
+    // EventLoop::CheckSlowDeadlines): whatever it made, the answer is a
+    // 503, or the stream is cut if its head has gone.
+    if (stream.started()) {
+      stream.Break();
+    } else {
+      response.Clear();
+      response.set_status(503);
+      pipeline.ErrorPage(503, request, response);
+    }
+  }
   response.AttachStream(nullptr);
   if (stream.started()) {
     stream.Finish(response);
