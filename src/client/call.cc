@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "src/client/tls_client.h"
 #include "src/http/field_syntax.h"
 
 namespace uring_http::client {
@@ -116,12 +117,30 @@ async::Task<absl::Status> Call::Begin(const io::SocketAddress& address, const Re
       head.target.find(' ') != std::string_view::npos || !FieldTextOk(head.authority)) {
     co_return Fail(absl::InvalidArgumentError("malformed request line"));
   }
+  const bool tls = !head.tls_host.empty();
+  if (tls && options_.tls == nullptr) {
+    co_return Fail(absl::FailedPreconditionError("TLS was asked for without a TLS context"));
+  }
+  // A TLS connection is the upstream's for one name: not shared with
+  // plain calls, nor with another name's (its certificate was checked for
+  // this one).
+  std::string key = address.ToString();
+  if (tls) key.append("|tls:").append(head.tls_host);
   if (!head.fresh_connection) {
-    conn_ = Pool::ForThread(options_.client_id).Take(address.ToString(), options_.idle_timeout);
+    conn_ = Pool::ForThread(options_.client_id).Take(key, options_.idle_timeout);
   }
   if (conn_ == nullptr) {
     absl::Status connected = co_await Connect(address);
     if (!connected.ok()) co_return connected;
+    conn_->key = std::move(key);
+    if (tls) {
+      absl::StatusOr<std::unique_ptr<TlsConnection>> started =
+          TlsConnection::Start(*options_.tls, head.tls_host);
+      if (!started.ok()) co_return Fail(started.status());
+      conn_->tls = std::move(*started);
+      absl::Status shaken = co_await Handshake();
+      if (!shaken.ok()) co_return shaken;
+    }
   }
   std::string& out = conn_->out;
   out.clear();
@@ -167,6 +186,110 @@ async::Task<absl::Status> Call::Begin(const io::SocketAddress& address, const Re
 }
 
 async::Task<absl::Status> Call::SendAll(const char* data, size_t len) {
+  if (conn_->tls == nullptr) co_return co_await SendRaw(data, len);
+  TlsConnection& t = *conn_->tls;
+  while (len > 0) {
+    const size_t took = t.session.Encrypt(data, len);
+    if (took == 0 && t.session.output_len() == 0) {
+      co_return Fail(absl::UnavailableError(std::string("upstream TLS: ") + t.session.error()));
+    }
+    data += took;
+    len -= took;
+    absl::Status sent = co_await SendTlsOutput();
+    if (!sent.ok()) co_return sent;
+  }
+  co_return absl::OkStatus();
+}
+
+async::Task<absl::Status> Call::SendTlsOutput() {
+  TlsConnection& t = *conn_->tls;
+  if (t.session.output_len() == 0) co_return absl::OkStatus();
+  absl::Status sent = co_await SendRaw(t.session.output(), t.session.output_len());
+  t.session.ClearOutput();
+  co_return sent;
+}
+
+async::Task<absl::Status> Call::Handshake() {
+  TlsConnection& t = *conn_->tls;
+  char plain[1];
+  size_t plain_len = 0;
+  // The ClientHello (no input yet), then each flight of the server's.
+  tls::TlsSession::Status st = t.session.Feed(nullptr, 0, plain, 0, &plain_len);
+  for (;;) {
+    absl::Status sent = co_await SendTlsOutput();
+    if (!sent.ok()) co_return sent;
+    if (st == tls::TlsSession::Status::kFailed) {
+      co_return Fail(absl::UnavailableError("upstream TLS handshake: " + t.HandshakeError()));
+    }
+    if (t.session.handshake_done()) break;
+    const int64_t timeout = TimeoutNs(options_.read_timeout);
+    if (timeout == 0) co_return Fail(absl::DeadlineExceededError("the call's deadline passed"));
+    async::IoOp op;
+    op.kind = async::IoOp::Kind::kRecv;
+    op.fd = conn_->fd;
+    op.buf = t.in.data();
+    op.len = t.in.size();
+    op.timeout_ns = timeout;
+    const int res = co_await transport_.Do(op);
+    if (res < 0) co_return IoFailure("TLS handshake", res);
+    if (res == 0) co_return Fail(absl::UnavailableError("upstream closed during the TLS handshake"));
+    // Plaintext cannot come before our request: room for none.
+    st = t.session.Feed(t.in.data(), static_cast<size_t>(res), plain, 0, &plain_len);
+    if (st == tls::TlsSession::Status::kPlainFull) st = tls::TlsSession::Status::kNeedMore;
+  }
+  co_return absl::OkStatus();
+}
+
+async::Task<int> Call::Receive(char* buf, size_t len) {
+  if (conn_->tls == nullptr) {
+    const int64_t timeout = TimeoutNs(options_.read_timeout);
+    if (timeout == 0) co_return -ETIMEDOUT;
+    async::IoOp op;
+    op.kind = async::IoOp::Kind::kRecv;
+    op.fd = conn_->fd;
+    op.buf = buf;
+    op.len = len;
+    op.timeout_ns = timeout;
+    co_return co_await transport_.Do(op);
+  }
+  TlsConnection& t = *conn_->tls;
+  for (;;) {
+    size_t plain = 0;
+    tls::TlsSession::Status st;
+    if (t.more_plain) {
+      // The last Feed filled the room: the session goes on with the input
+      // it still holds.
+      st = t.session.Feed(nullptr, 0, buf, len, &plain);
+    } else {
+      const int64_t timeout = TimeoutNs(options_.read_timeout);
+      if (timeout == 0) co_return -ETIMEDOUT;
+      async::IoOp op;
+      op.kind = async::IoOp::Kind::kRecv;
+      op.fd = conn_->fd;
+      op.buf = t.in.data();
+      op.len = t.in.size();
+      op.timeout_ns = timeout;
+      const int res = co_await transport_.Do(op);
+      if (res <= 0) co_return res;  // an upstream that closes without close_notify: its end
+      st = t.session.Feed(t.in.data(), static_cast<size_t>(res), buf, len, &plain);
+    }
+    t.more_plain = st == tls::TlsSession::Status::kPlainFull;
+    // A key update or an alert of ours goes out now.
+    if (t.session.output_len() > 0) {
+      absl::Status sent = co_await SendTlsOutput();
+      if (!sent.ok()) co_return -EPIPE;
+    }
+    if (plain > 0) co_return static_cast<int>(plain);
+    if (st == tls::TlsSession::Status::kPeerClosed) co_return 0;
+    if (st == tls::TlsSession::Status::kFailed) {
+      tls_error_ = t.session.error();
+      co_return -EPROTO;
+    }
+    // A record with no plaintext (a session ticket): read on.
+  }
+}
+
+async::Task<absl::Status> Call::SendRaw(const char* data, size_t len) {
   while (len > 0) {
     const int64_t timeout = TimeoutNs(options_.read_timeout);
     if (timeout == 0) co_return Fail(absl::DeadlineExceededError("the call's deadline passed"));
@@ -243,15 +366,8 @@ async::Task<absl::StatusOr<size_t>> Call::Fill() {
       c.in.resize(std::min(most, c.in.size() * 2));
     }
   }
-  const int64_t timeout = TimeoutNs(options_.read_timeout);
-  if (timeout == 0) co_return Fail(absl::DeadlineExceededError("the call's deadline passed"));
-  async::IoOp op;
-  op.kind = async::IoOp::Kind::kRecv;
-  op.fd = c.fd;
-  op.buf = c.in.data() + c.end;
-  op.len = c.in.size() - c.end;
-  op.timeout_ns = timeout;
-  const int res = co_await transport_.Do(op);
+  const int res = co_await Receive(c.in.data() + c.end, c.in.size() - c.end);
+  if (res == -EPROTO) co_return Fail(absl::UnavailableError("upstream TLS: " + tls_error_));
   if (res < 0) {
     if (c.reused && !got_bytes_ && res != -ETIMEDOUT && res != -ECANCELED) stale_ = true;
     co_return IoFailure("read", res);

@@ -58,6 +58,8 @@
 
 namespace uring_http::client {
 
+class TlsClientContext;  // tls_client.h
+
 struct CallOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::chrono::milliseconds read_timeout{30000};  // each send and receive
@@ -65,6 +67,8 @@ struct CallOptions {
   size_t max_idle = 32;                           // kept per upstream
   ResponseLimits limits;
   uint64_t client_id = 0;                         // its pool
+  // For https upstreams (RequestHead::tls_host); null: TLS refused.
+  const TlsClientContext* tls = nullptr;
 };
 
 struct RequestHead {
@@ -80,6 +84,9 @@ struct RequestHead {
   // `length`, whose rest WriteBody sends.
   std::string_view body_now;
   bool fresh_connection = false;  // do not take a kept one (a retry)
+  // Not empty: the connection speaks TLS, to this host (SNI, and the name
+  // the certificate must carry).
+  std::string_view tls_host;
 };
 
 class Call {
@@ -111,6 +118,14 @@ class Call {
  private:
   async::Task<absl::Status> Connect(const io::SocketAddress& address);
   async::Task<absl::Status> SendAll(const char* data, size_t len);
+  async::Task<absl::Status> SendRaw(const char* data, size_t len);
+  // The TLS handshake on a new connection.
+  async::Task<absl::Status> Handshake();
+  // What the TLS session wrote (handshake flights, records) to the peer.
+  async::Task<absl::Status> SendTlsOutput();
+  // Plaintext into buf[0..len): the count, 0 at the peer's end, or -errno
+  // (-EPROTO: the TLS session failed, tls_error_ says why).
+  async::Task<int> Receive(char* buf, size_t len);
   // More bytes into the connection's buffer: the count, 0 at the peer's
   // end, or the error.
   async::Task<absl::StatusOr<size_t>> Fill();
@@ -131,6 +146,7 @@ class Call {
   bool stale_ = false;
   bool got_bytes_ = false;
   bool sent_any_ = false;
+  std::string tls_error_;
   ResponseHead head_;
   bool head_read_ = false;
   bool body_done_ = false;

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "src/client/pool.h"
+#include "src/client/tls_client.h"
 #include "src/http/field_syntax.h"
 
 namespace uring_http::client {
@@ -31,12 +32,16 @@ bool IdempotentMethod(std::string_view m) {
 }
 
 absl::StatusOr<Url> ParseUrl(std::string_view url) {
-  constexpr std::string_view kHttp = "http://";
+  Url out;
   if (url.starts_with("https://")) {
-    return absl::UnimplementedError("https:// is not supported by the client yet (plain HTTP only)");
+    out.tls = true;
+    out.port = 443;
+    url.remove_prefix(8);
+  } else if (url.starts_with("http://")) {
+    url.remove_prefix(7);
+  } else {
+    return absl::InvalidArgumentError("not an http:// or https:// URL");
   }
-  if (!url.starts_with(kHttp)) return absl::InvalidArgumentError("not an http:// URL");
-  url.remove_prefix(kHttp.size());
   const size_t slash = url.find_first_of("/?#");
   std::string_view authority = url.substr(0, slash);
   std::string_view target = slash == std::string_view::npos ? std::string_view() : url.substr(slash);
@@ -44,7 +49,6 @@ absl::StatusOr<Url> ParseUrl(std::string_view url) {
   if (authority.find('@') != std::string_view::npos) {
     return absl::InvalidArgumentError("user information in a URL is not supported");
   }
-  Url out;
   std::string_view host = authority;
   std::string_view port;
   if (authority.starts_with("[")) {
@@ -90,7 +94,17 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
   call_options_.max_idle = options_.max_idle_per_upstream;
   call_options_.limits = options_.limits;
   call_options_.client_id = next_client_id.fetch_add(1, std::memory_order_relaxed);
+  absl::StatusOr<std::unique_ptr<TlsClientContext>> tls =
+      TlsClientContext::Create(options_.tls_verify, options_.tls_ca_file);
+  if (tls.ok()) {
+    tls_ = std::move(*tls);
+    call_options_.tls = tls_.get();
+  } else {
+    tls_status_ = tls.status();
+  }
 }
+
+Client::~Client() = default;
 
 size_t Client::idle_connections(const io::SocketAddress& address) const {
   return Pool::ForThread(call_options_.client_id).idle(address.ToString());
@@ -123,6 +137,7 @@ async::Task<absl::StatusOr<Response>> Client::FetchWith(Transport transport, Req
 async::Task<absl::StatusOr<Response>> Client::Fetch(Transport& transport, Request request) {
   absl::StatusOr<Url> url = ParseUrl(request.url);
   if (!url.ok()) co_return url.status();
+  if (url->tls && !tls_status_.ok()) co_return tls_status_;
   absl::StatusOr<std::vector<io::SocketAddress>> addresses =
       co_await transport.Resolve(url->host, url->port, options_.dns_ttl);
   if (!addresses.ok()) co_return addresses.status();
@@ -136,6 +151,7 @@ async::Task<absl::StatusOr<Response>> Client::Fetch(Transport& transport, Reques
   head.method = request.method;
   head.target = url->target;
   head.authority = url->authority;
+  if (url->tls) head.tls_host = url->host;
   head.fields = fields.data();
   head.num_fields = fields.size();
   const bool has_body = !request.body.empty() || (request.method != "GET" && request.method != "HEAD" &&

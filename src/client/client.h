@@ -13,8 +13,8 @@
 // From a SLOW handler (or any thread), the same call blocking:
 // api.GetBlocking(url), api.FetchBlocking(request).
 //
-// What it does: http:// URLs (https:// is refused: Unimplemented, not yet
-// built); numeric addresses at once, host names by getaddrinfo (so
+// What it does: http:// and https:// URLs (TLS through the server's own
+// OpenSSL session, verified by default: tls_client.h); numeric addresses at once, host names by getaddrinfo (so
 // /etc/hosts, then DNS) on a worker, cached for dns_ttl; a keep-alive pool
 // per upstream per thread (pool.h); connect, read (each send and receive)
 // and total timeouts; a failure on a kept connection before any byte of
@@ -30,6 +30,7 @@
 #define URING_HTTP_SRC_CLIENT_CLIENT_H_
 
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -54,6 +55,11 @@ struct ClientOptions {
   uint64_t max_response_body = 64 * 1024 * 1024;
   std::chrono::seconds dns_ttl{60};
   ResponseLimits limits;
+  // https:// upstreams: their certificate chain verified (against
+  // tls_ca_file, or the system's trust store when empty) and their name
+  // against the URL's host. Turning it off is for tests and known hosts.
+  bool tls_verify = true;
+  std::string tls_ca_file;
 };
 
 struct Request {
@@ -71,19 +77,21 @@ struct Response {
   std::string_view header(std::string_view name) const;
 };
 
-// "http://host[:port][/target]": the pieces a call needs.
+// "http[s]://host[:port][/target]": the pieces a call needs.
 struct Url {
+  bool tls = false;       // https://
   std::string host;       // without brackets
-  uint16_t port = 80;
+  uint16_t port = 80;     // 443 for https://
   std::string authority;  // as the Host field: "host[:port]"
   std::string target;     // "/..." ("/" when none)
 };
-// InvalidArgument for anything else; Unimplemented for https://.
+// InvalidArgument for anything else.
 absl::StatusOr<Url> ParseUrl(std::string_view url);
 
 class Client {
  public:
   explicit Client(ClientOptions options = {});
+  ~Client();
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
@@ -107,6 +115,8 @@ class Client {
 
   ClientOptions options_;
   CallOptions call_options_;
+  std::unique_ptr<TlsClientContext> tls_;
+  absl::Status tls_status_;  // why https:// cannot be used, if it cannot
 };
 
 // RFC 9110 9.2.2: GET, HEAD, OPTIONS, TRACE, PUT, DELETE.

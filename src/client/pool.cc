@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "src/client/tls_client.h"
+
 namespace uring_http::client {
 
 Connection::~Connection() {

@@ -26,6 +26,8 @@
 
 namespace uring_http::client {
 
+struct TlsConnection;  // tls_client.h (kept out of the public headers: OpenSSL)
+
 struct Connection {
   Connection() = default;
   ~Connection();
@@ -42,6 +44,7 @@ struct Connection {
   size_t end = 0;
   std::string out;                    // the request head (and a small body)
   std::vector<http::Header> headers;  // the response's fields
+  std::unique_ptr<TlsConnection> tls;  // https: its session (null: plain)
 };
 
 class Pool {

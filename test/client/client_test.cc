@@ -242,7 +242,11 @@ TEST(ClientTest, UrlsTheClientTakesAndRefuses) {
   EXPECT_EQ(u->port, 80);
   EXPECT_EQ(u->target, "/");
   EXPECT_EQ(ParseUrl("http://h?q=1")->target, "/?q=1");
-  EXPECT_TRUE(absl::IsUnimplemented(ParseUrl("https://example.com/").status()));
+  u = ParseUrl("https://example.com/x");
+  ASSERT_TRUE(u.ok());
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_FALSE(ParseUrl("http://example.com/")->tls);
   for (const char* bad : {"ftp://x/", "http://", "http://:80/", "http://h:0/", "http://h:99999/",
                           "http://h:8x/", "http://u@h/", "http://h/a b", "http://[::1/"}) {
     EXPECT_FALSE(ParseUrl(bad).ok()) << bad;
