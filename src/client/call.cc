@@ -186,7 +186,10 @@ async::Task<absl::Status> Call::Begin(const io::SocketAddress& address, const Re
 }
 
 async::Task<absl::Status> Call::SendAll(const char* data, size_t len) {
-  if (conn_->tls == nullptr) co_return co_await SendRaw(data, len);
+  if (conn_->tls == nullptr) {
+    absl::Status sent = co_await SendRaw(data, len);
+    co_return sent;
+  }
   TlsConnection& t = *conn_->tls;
   while (len > 0) {
     const size_t took = t.session.Encrypt(data, len);
