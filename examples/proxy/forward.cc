@@ -197,9 +197,10 @@ async::Task<> Forwarder::Handle(async::Exchange& ex) {
     if (has_body) {
       // Streamed: each piece goes upstream before the next is read, so
       // neither side runs ahead of the other.
-      auto buffer = std::make_unique<char[]>(16 * 1024);
+      constexpr size_t kPiece = 64 * 1024;
+      auto buffer = std::make_unique<char[]>(kPiece);
       for (;;) {
-        absl::StatusOr<size_t> got = co_await ex.ReadBody(buffer.get(), 16 * 1024);
+        absl::StatusOr<size_t> got = co_await ex.ReadBody(buffer.get(), kPiece);
         if (!got.ok()) co_return;  // the connection answers it (400, 408, 413)
         if (*got == 0) break;
         absl::Status sent = co_await call.WriteBody(std::string_view(buffer.get(), *got));

@@ -16,7 +16,11 @@
 namespace uring_http::client {
 namespace {
 
+// A connection's receive buffer: enough for most heads; grown once a body
+// of more than that is read (and kept, in the pool, for the next), so a
+// large body takes a quarter of the receives.
 constexpr size_t kReadPiece = 16 * 1024;
+constexpr size_t kBodyPiece = 64 * 1024;
 
 bool IsFramingField(std::string_view name) {
   using http::field_syntax::EqualsIgnoreCase;
@@ -420,12 +424,19 @@ async::Task<absl::StatusOr<const ResponseHead*>> Call::ReadHead(bool head_reques
       until_close_ = true;
       break;
   }
+
   co_return &head_;
 }
 
 async::Task<absl::StatusOr<std::string_view>> Call::ReadBody() {
   if (!failed_.ok()) co_return failed_;
   if (!head_read_) co_return Fail(absl::FailedPreconditionError("the head was not read"));
+  if (!body_done_ && conn_->in.size() < kBodyPiece &&
+      (head_.framing != ResponseFraming::kContentLength || head_.content_length > kReadPiece)) {
+    // Here, not in ReadHead: growing may move the head's bytes, whose
+    // views are the caller's until its first ReadBody.
+    conn_->in.resize(kBodyPiece);
+  }
   for (;;) {
     if (!until_close_ && decoder_.done()) body_done_ = true;
     if (body_done_) co_return std::string_view();
