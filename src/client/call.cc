@@ -229,15 +229,7 @@ async::Task<absl::Status> Call::Handshake() {
       co_return Fail(absl::UnavailableError("upstream TLS handshake: " + t.HandshakeError()));
     }
     if (t.session.handshake_done()) break;
-    const int64_t timeout = TimeoutNs(options_.read_timeout);
-    if (timeout == 0) co_return Fail(absl::DeadlineExceededError("the call's deadline passed"));
-    async::IoOp op;
-    op.kind = async::IoOp::Kind::kRecv;
-    op.fd = conn_->fd;
-    op.buf = t.in.data();
-    op.len = t.in.size();
-    op.timeout_ns = timeout;
-    const int res = co_await transport_.Do(op);
+    const int res = co_await RecvRaw(t.in.data(), t.in.size());
     if (res < 0) co_return IoFailure("TLS handshake", res);
     if (res == 0) co_return Fail(absl::UnavailableError("upstream closed during the TLS handshake"));
     // Plaintext cannot come before our request: room for none.
@@ -247,17 +239,23 @@ async::Task<absl::Status> Call::Handshake() {
   co_return absl::OkStatus();
 }
 
+async::Task<int> Call::RecvRaw(char* buf, size_t len) {
+  const int64_t timeout = TimeoutNs(options_.read_timeout);
+  if (timeout == 0) co_return -ETIMEDOUT;  // the call's deadline has passed
+  async::IoOp op;
+  op.kind = async::IoOp::Kind::kRecv;
+  op.fd = conn_->fd;
+  op.buf = buf;
+  op.len = len;
+  op.timeout_ns = timeout;
+  const int res = co_await transport_.Do(op);
+  co_return res;
+}
+
 async::Task<int> Call::Receive(char* buf, size_t len) {
   if (conn_->tls == nullptr) {
-    const int64_t timeout = TimeoutNs(options_.read_timeout);
-    if (timeout == 0) co_return -ETIMEDOUT;
-    async::IoOp op;
-    op.kind = async::IoOp::Kind::kRecv;
-    op.fd = conn_->fd;
-    op.buf = buf;
-    op.len = len;
-    op.timeout_ns = timeout;
-    co_return co_await transport_.Do(op);
+    const int res = co_await RecvRaw(buf, len);
+    co_return res;
   }
   TlsConnection& t = *conn_->tls;
   for (;;) {
@@ -268,15 +266,7 @@ async::Task<int> Call::Receive(char* buf, size_t len) {
       // it still holds.
       st = t.session.Feed(nullptr, 0, buf, len, &plain);
     } else {
-      const int64_t timeout = TimeoutNs(options_.read_timeout);
-      if (timeout == 0) co_return -ETIMEDOUT;
-      async::IoOp op;
-      op.kind = async::IoOp::Kind::kRecv;
-      op.fd = conn_->fd;
-      op.buf = t.in.data();
-      op.len = t.in.size();
-      op.timeout_ns = timeout;
-      const int res = co_await transport_.Do(op);
+      const int res = co_await RecvRaw(t.in.data(), t.in.size());
       if (res <= 0) co_return res;  // an upstream that closes without close_notify: its end
       st = t.session.Feed(t.in.data(), static_cast<size_t>(res), buf, len, &plain);
     }

@@ -126,6 +126,9 @@ class Call {
   // Plaintext into buf[0..len): the count, 0 at the peer's end, or -errno
   // (-EPROTO: the TLS session failed, tls_error_ says why).
   async::Task<int> Receive(char* buf, size_t len);
+  // One receive of ciphertext or plaintext, with the read timeout cut to
+  // the deadline: the count, 0 at the end, or -errno.
+  async::Task<int> RecvRaw(char* buf, size_t len);
   // More bytes into the connection's buffer: the count, 0 at the peer's
   // end, or the error.
   async::Task<absl::StatusOr<size_t>> Fill();

@@ -18,6 +18,13 @@ bool KnownOpcode(uint8_t op) {
   return op <= 0x2 || (op >= 0x8 && op <= 0xA);
 }
 
+// No event: `consumed` bytes taken, more wanted (or, from StartFrame, go on).
+FrameParser::Event NeedMore(size_t consumed) {
+  FrameParser::Event e;
+  e.consumed = consumed;
+  return e;
+}
+
 }  // namespace
 
 FrameParser::Event FrameParser::Fail(uint16_t code, const char* why, size_t consumed) {
@@ -40,7 +47,7 @@ FrameParser::Event FrameParser::Feed(char* data, size_t len) {
       // arrive split anywhere).
       size_t need = header_len_ < 2 ? 2 : HeaderLength(header_);
       while (header_len_ < need) {
-        if (pos == len) return Event{.consumed = pos};
+        if (pos == len) return NeedMore(pos);
         header_[header_len_++] = static_cast<uint8_t>(data[pos++]);
         if (header_len_ == 2) need = HeaderLength(header_);
       }
@@ -57,9 +64,9 @@ FrameParser::Event FrameParser::Feed(char* data, size_t len) {
       payload_left_ -= take;
       pos += take;
       if (payload_left_ == 0) return EndControl(pos);
-      return Event{.consumed = pos};
+      return NeedMore(pos);
     }
-    if (take == 0) return Event{.consumed = pos};
+    if (take == 0) return NeedMore(pos);
     Unmask(data + pos, take, mask_, payload_seen_);
     Event e;
     e.kind = Kind::kData;
@@ -143,11 +150,11 @@ FrameParser::Event FrameParser::StartFrame(size_t consumed) {
   if (IsControl(opcode)) {
     control_len_ = 0;
     if (length == 0) return EndControl(consumed);
-    return Event{.consumed = consumed};
+    return NeedMore(consumed);
   }
   if (length == 0) {
     in_payload_ = false;
-    if (!fin) return Event{.consumed = consumed};  // nothing to give: go on
+    if (!fin) return NeedMore(consumed);  // nothing to give: go on
     Event e;
     e.kind = Kind::kData;
     e.consumed = consumed;
@@ -157,7 +164,7 @@ FrameParser::Event FrameParser::StartFrame(size_t consumed) {
     in_message_ = false;
     return e;
   }
-  return Event{.consumed = consumed};
+  return NeedMore(consumed);
 }
 
 FrameParser::Event FrameParser::EndControl(size_t consumed) {

@@ -57,7 +57,7 @@ bool Utf8Validator::Feed(std::string_view bytes) {
       case kAfterF4: hi = 0x8F; next = kTwoMore; break;
       default: next = kReject; break;
     }
-    state = (b >= lo && b <= hi) ? next : kReject;
+    state = (b >= lo && b <= hi) ? next : static_cast<uint8_t>(kReject);
     if (state == kReject) break;
   }
   state_ = state;

@@ -36,7 +36,7 @@ TEST(Utf8ValidatorTest, ValidText) {
 }
 
 TEST(Utf8ValidatorTest, InvalidText) {
-  for (const std::string bad : {
+  for (const std::string& bad : {
            std::string("\x80"),                  // a continuation first
            std::string("\xBF"),
            std::string("\xC0\xAF"),              // overlong '/'
