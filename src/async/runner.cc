@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 
+#include "src/async/runner_slot.h"
 #include "src/base/check.h"
 #include "src/exchange/run_handler.h"
 #include "src/router/failure_log.h"
@@ -15,44 +16,9 @@
 namespace uring_http::async {
 
 namespace {
-// Header lines an exchange keeps room for in itself; a request with more
-// (up to --max-headers) gets a heap array for that exchange slot, kept.
-constexpr size_t kInlineHeaders = 32;
 // Exchanges made per slab when the pool grows.
 constexpr uint32_t kSlabExchanges = 64;
 }  // namespace
-
-struct Runner::Slot : Exchange {
-  Runner* runner = nullptr;
-  uint32_t index = 0;
-  uint32_t generation = 0;
-  Slot* next_free = nullptr;
-  worker::TaskBuffer* task = nullptr;
-  const router::Route* route = nullptr;
-  uint64_t done_user_data = 0;
-  Task<> coroutine;
-  size_t befores_ran = 0;
-  bool answered_before = false;  // a middleware's before answered
-  bool in_ready = false;
-  bool closing = false;          // ended; its stream's end is being written
-  int64_t deadline_ns = 0;       // 0: none
-  // A streamed response (the first Write made it), never blocking.
-  std::optional<worker::PipeResponseStream> stream;
-  // A body written from any thread (Exchange::Push), and the ring's side
-  // of it: the bytes taken from its writers (this buffer and the stream's
-  // trade places, so neither allocates once warm).
-  std::shared_ptr<PushStream> push;
-  std::string push_taken;
-  bool handler_done = false;  // the coroutine has ended (Finish ran)
-  bool push_ended = false;    // the stream's End() has been taken
-  bool in_pushing = false;    // in pushing_
-  bool in_push_closed = false;
-  // A ReadBody waiting for bytes: where they go.
-  char* read_buf = nullptr;
-  size_t read_len = 0;
-  http::Header headers[kInlineHeaders];
-  std::vector<http::Header> more_headers;
-};
 
 Runner::Runner(Ring* ring, const router::Pipeline* pipeline, const Options& options)
     : ring_(ring),
@@ -232,10 +198,6 @@ void Runner::RunReady() {
   running_ready_.clear();
 }
 
-void Runner::Notice(worker::TaskBuffer* task, void* runner) {
-  static_cast<Runner*>(runner)->notices_.push_back({task->notify_user_data, task->stream});
-}
-
 void Runner::Finish(Slot& s) {
   worker::TaskBuffer* task = s.task;
   const router::Route& route = *s.route;
@@ -306,16 +268,6 @@ void Runner::Finish(Slot& s) {
   Answer(s);
 }
 
-bool Runner::EndStream(Slot& s) {
-  if (!s.closing) {
-    s.closing = true;
-    s.stream->FinishBody(s.task->response);
-  }
-  if (!s.stream->Flush()) return false;
-  s.stream->Close();
-  return true;
-}
-
 void Runner::Answer(Slot& s) {
   worker::TaskBuffer* task = s.task;
   // Publishes the answer as a worker would (slow_task.h).
@@ -341,48 +293,6 @@ void Runner::Answer(Slot& s) {
   stats_.active.Sub();
   stats_.frame_slabs.Set(frames_.stats().slabs + frames_.stats().oversized);
   ring_->TaskDone(done, stream);
-}
-
-long Runner::StartRead(Exchange& ex, char* buf, size_t len) {
-  Slot& s = static_cast<Slot&>(ex);
-  if (s.task->request_body == nullptr) {
-    // A buffered body: all here already.
-    const std::string_view body = s.request_.body;
-    const size_t n = std::min<size_t>(len, body.size() - s.body_read_);
-    if (n > 0) std::memcpy(buf, body.data() + s.body_read_, n);
-    s.body_read_ += n;
-    return static_cast<long>(n);
-  }
-  const long n = ReadPipe(s, buf, len);
-  if (n == ExchangeOps::kReadWait) {
-    s.read_buf = buf;
-    s.read_len = len;
-    readers_.push_back(&s);
-  }
-  return n;
-}
-
-long Runner::ReadPipe(Slot& s, char* buf, size_t len) {
-  worker::BodyPipe* pipe = s.task->request_body;
-  for (;;) {
-    if (pipe->aborted()) {
-      // The connection gave its reason before it published the abort.
-      const uint8_t reason = pipe->abort_reason();
-      s.body_error_ = reason != 0 ? static_cast<http::BodyError>(reason)
-                                  : http::BodyError::kClientGone;
-      return -1;
-    }
-    if (len == 0) return 0;
-    const size_t n = pipe->Read(buf, len);
-    if (n > 0) {
-      // The connection may be waiting for room to feed more of the body.
-      if (pipe->TakeNotify()) Notice(s.task, this);
-      return static_cast<long>(n);
-    }
-    if (!pipe->finished()) return ExchangeOps::kReadWait;
-    // Bytes written just before the end are read on the next turn.
-    if (pipe->readable() == 0) return pipe->aborted() ? -1 : 0;
-  }
 }
 
 void Runner::OnBatchEnd() {
@@ -503,96 +413,6 @@ ExchangeOps::JobStart Runner::StartJob(Exchange& ex, worker::WorkerJob* job) {
   if (!ring_->SubmitJob(job, ring_->OpUserData(s.index, s.generation))) return JobStart::kRefused;
   stats_.worker_calls.Add();
   return JobStart::kQueued;
-}
-
-Runner::WriteStart Runner::StartWrite(Exchange& ex, std::string_view data) {
-  Slot& s = static_cast<Slot&>(ex);
-  if (s.push != nullptr) return WriteStart::kFailed;  // the body is the push's
-  EnsureStream(s);
-  if (!s.stream->Write(*s.response_, data)) return WriteStart::kFailed;
-  s.streaming_ = true;
-  if (s.stream->staged() == 0) return WriteStart::kDone;
-  writers_.push_back(&s);
-  return WriteStart::kWait;
-}
-
-void Runner::EnsureStream(Slot& s) {
-  if (s.stream.has_value()) return;
-  s.stream.emplace(s.task, options_.compression,
-                   exchange::GzipAccepted(options_.compression, s.request_),
-                   worker::PipeResponseStream::Mode::kStaging, &Notice, this,
-                   options_.stream_pipe_bytes);
-}
-
-std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex) {
-  Slot& s = static_cast<Slot&>(ex);
-  if (s.push != nullptr) return s.push;
-  // The stream's key in the inbox: the exchange and its generation, so a
-  // message that comes after the exchange was reused is recognised.
-  s.push = std::make_shared<PushStream>(inbox_.get(),
-                                        (uint64_t{s.index} << 32) | s.generation,
-                                        options_.stream_pipe_bytes);
-  const bool written_before = s.stream.has_value() && s.stream->started();
-  EnsureStream(s);
-  // An empty write sends the head now.
-  if (written_before || s.cancelled() || !s.stream->Write(*s.response_, {})) {
-    s.push->Close(s.stop_reason());
-    return s.push;
-  }
-  s.streaming_ = true;
-  return s.push;
-}
-
-void Runner::OnInbox() {
-  inbox_->Take(&inbox_taken_);
-  for (const uint64_t key : inbox_taken_) {
-    const uint32_t index = static_cast<uint32_t>(key >> 32);
-    if (index >= slots_.size()) continue;
-    Slot& s = *slots_[index];
-    // A stream whose exchange has ended (its writers lost the race with
-    // the end) or been reused: nothing to do.
-    if (s.generation != static_cast<uint32_t>(key) || s.task == nullptr || s.push == nullptr) {
-      continue;
-    }
-    PumpPush(s);
-  }
-}
-
-void Runner::PumpPush(Slot& s) {
-  PushStream& push = *s.push;
-  if (push.closed() || s.closing) return;  // StopSlot's path ends it
-  worker::PipeResponseStream& stream = *s.stream;
-  if (stream.aborted()) {
-    // The connection let go of the pipe (its StopTask is on its way).
-    return StopSlot(s, http::StopReason::kClientGone);
-  }
-  // What waited for room first; the writers' next bytes only behind it,
-  // so that what the ring holds stays within one bound.
-  if (stream.Flush()) {
-    if (push.Take(&s.push_taken)) s.push_ended = true;
-    if (!s.push_taken.empty() && !stream.Write(*s.response_, s.push_taken)) {
-      // (Only an aborted pipe refuses bytes here.)
-      return StopSlot(s, http::StopReason::kClientGone);
-    }
-  }
-  const PushStream::Drain drain = push.Held(stream.unsent());
-  if (drain == PushStream::Drain::kDue) push.NotifyDrain();
-  if (s.push_ended && s.handler_done && stream.staged() == 0) {
-    // Ended by its writer, everything in the pipe: the body's end.
-    push.Close(http::StopReason::kNone);
-    if (EndStream(s)) {
-      Answer(s);
-    } else {
-      closing_.push_back(&s);
-    }
-    return;
-  }
-  if ((stream.staged() > 0 || drain == PushStream::Drain::kWaiting ||
-       (s.push_ended && s.handler_done)) &&
-      !s.in_pushing) {
-    s.in_pushing = true;
-    pushing_.push_back(&s);
-  }
 }
 
 void Runner::CancelPending(Exchange& ex) {

@@ -1,0 +1,58 @@
+// Runner::Slot: one exchange of the runner's pool, with what the ring keeps
+// for it (its task, its route, its coroutine, its streams). Shared by the
+// runner's two files: runner.cc (exchanges' life: start, stop, finish,
+// answer) and runner_streams.cc (what goes through pipes: Write, Push,
+// ReadBody). Not for anyone else.
+#ifndef URING_HTTP_SRC_ASYNC_RUNNER_SLOT_H_
+#define URING_HTTP_SRC_ASYNC_RUNNER_SLOT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/async/runner.h"
+
+namespace uring_http::async {
+
+// Header lines an exchange keeps room for in itself; a request with more
+// (up to --max-headers) gets a heap array for that exchange slot, kept.
+inline constexpr size_t kInlineHeaders = 32;
+
+struct Runner::Slot : Exchange {
+  Runner* runner = nullptr;
+  uint32_t index = 0;
+  uint32_t generation = 0;
+  Slot* next_free = nullptr;
+  worker::TaskBuffer* task = nullptr;
+  const router::Route* route = nullptr;
+  uint64_t done_user_data = 0;
+  Task<> coroutine;
+  size_t befores_ran = 0;
+  bool answered_before = false;  // a middleware's before answered
+  bool in_ready = false;
+  bool closing = false;          // ended; its stream's end is being written
+  int64_t deadline_ns = 0;       // 0: none
+  // A streamed response (the first Write made it), never blocking.
+  std::optional<worker::PipeResponseStream> stream;
+  // A body written from any thread (Exchange::Push), and the ring's side
+  // of it: the bytes taken from its writers (this buffer and the stream's
+  // trade places, so neither allocates once warm).
+  std::shared_ptr<PushStream> push;
+  std::string push_taken;
+  bool handler_done = false;  // the coroutine has ended (Finish ran)
+  bool push_ended = false;    // the stream's End() has been taken
+  bool in_pushing = false;    // in pushing_
+  bool in_push_closed = false;
+  // A ReadBody waiting for bytes: where they go.
+  char* read_buf = nullptr;
+  size_t read_len = 0;
+  http::Header headers[kInlineHeaders];
+  std::vector<http::Header> more_headers;
+};
+
+}  // namespace uring_http::async
+
+#endif  // URING_HTTP_SRC_ASYNC_RUNNER_SLOT_H_
