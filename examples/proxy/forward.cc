@@ -166,6 +166,7 @@ async::Task<> Forwarder::Handle(async::Exchange& ex) {
   size_t turn = 0;
   absl::Status last = absl::UnavailableError("no upstream");
   bool fresh = false;
+  size_t at = 0;  // of the upstream's addresses, the one tried
   Upstream* u = upstreams_->Pick(&tried, &turn);
   while (u != nullptr) {
     absl::StatusOr<std::vector<uring_http::io::SocketAddress>> addresses =
@@ -174,21 +175,29 @@ async::Task<> Forwarder::Handle(async::Exchange& ex) {
       last = addresses.ok() ? absl::UnavailableError("no address for " + u->authority) : addresses.status();
       upstreams_->MarkFailed(*u);
       u = upstreams_->Pick(&tried, &turn);
+      at = 0;
       continue;
     }
+    if (at >= addresses->size()) at = 0;
     if (request.host.empty()) head.authority = u->authority;  // an HTTP/1.0 client's request
     else head.authority = request.host;
+    head.tls_host = u->tls ? std::string_view(u->host) : std::string_view();
     head.fresh_connection = fresh;
     client::Call call(client_.call_options(), transport);
-    absl::Status begun = co_await call.Begin(addresses->front(), head);
+    absl::Status begun = co_await call.Begin((*addresses)[at], head);
     if (!begun.ok()) {
       last = begun;
       if (ex.cancelled()) co_return;
       if (!call.sent_any() && absl::IsUnavailable(begun)) {
-        // Not reached: nothing was sent, the next one may take it.
-        if (!call.reused()) upstreams_->MarkFailed(*u);
-        fresh = call.reused();  // a dead kept connection: the same one, fresh
-        if (!fresh) u = upstreams_->Pick(&tried, &turn);
+        // Not reached, nothing sent: a dead kept connection is tried again
+        // fresh; else the name's next address (localhost: ::1, then
+        // 127.0.0.1), then the next upstream.
+        fresh = call.reused();
+        if (fresh) continue;
+        if (++at < addresses->size()) continue;
+        upstreams_->MarkFailed(*u);
+        u = upstreams_->Pick(&tried, &turn);
+        at = 0;
         continue;
       }
       Fail(ex, begun);

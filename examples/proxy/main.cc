@@ -10,7 +10,10 @@
 // alive, per ring.
 //
 // Flags: the server's (--help), and
-//   --upstream=HOST:PORT            repeatable; HOST a literal or a name
+//   --upstream=[https://]HOST:PORT  repeatable; HOST a literal or a name;
+//                                   https: TLS, verified for HOST
+//   --upstream-ca-file=FILE         CAs for https upstreams (default: the system's)
+//   --upstream-insecure             do not verify them (tests, known hosts)
 //   --upstream-connect-timeout=5s
 //   --upstream-read-timeout=60s     each send and receive (then 504)
 //   --upstream-fail-timeout=10s     how long an unreachable one is skipped
@@ -45,6 +48,13 @@ int main(int argc, char** argv) {
             "Longest an upstream may take to accept or send the next bytes (then 504)");
   std::chrono::milliseconds fail_timeout{10000};
   flags.Add("upstream-fail-timeout", &fail_timeout, "How long an unreachable upstream is skipped");
+  bool no_tls_verify = false;
+  flags.Add("upstream-insecure", &no_tls_verify,
+            "Do not verify https:// upstreams' certificates and names (tests, known hosts only)");
+  std::string ca_file;
+  flags.Add("upstream-ca-file", &ca_file,
+            "CA certificates (PEM) for https:// upstreams (default: the system's store)")
+      .Value("FILE");
   uint32_t keepalive = 32;
   flags.Add("upstream-keepalive", &keepalive, "Idle connections kept per upstream per ring",
             uint32_t{0}, uint32_t{100000});
@@ -61,6 +71,8 @@ int main(int argc, char** argv) {
   client_options.read_timeout = read_timeout;
   client_options.total_timeout = std::chrono::milliseconds(0);  // bodies of any length
   client_options.max_idle_per_upstream = keepalive;
+  client_options.tls_verify = !no_tls_verify;
+  client_options.tls_ca_file = ca_file;
   proxy::Forwarder forwarder(upstreams->get(), client_options);
 
   router::Router router;

@@ -19,11 +19,21 @@ absl::StatusOr<std::unique_ptr<Upstreams>> Upstreams::Parse(const std::vector<st
   if (specs.size() > kMaxUpstreams) return absl::InvalidArgumentError("more than 64 --upstream");
   auto out = std::make_unique<Upstreams>();
   out->fail_timeout_ = fail_timeout;
-  for (const std::string& spec : specs) {
-    const size_t colon = spec.rfind(':');
-    auto bad = [&spec](const char* why) {
-      return absl::InvalidArgumentError("--upstream=" + spec + ": " + why + " (expected HOST:PORT)");
+  for (const std::string& given : specs) {
+    auto bad = [&given](const char* why) {
+      return absl::InvalidArgumentError("--upstream=" + given + ": " + why +
+                                        " (expected [https://]HOST:PORT)");
     };
+    std::string spec = given;
+    bool tls = false;
+    if (spec.starts_with("https://")) {
+      tls = true;
+      spec.erase(0, 8);
+    } else if (spec.starts_with("http://")) {
+      spec.erase(0, 7);
+    }
+    if (spec.ends_with("/")) spec.pop_back();
+    const size_t colon = spec.rfind(':');
     if (colon == std::string::npos || colon == 0) return bad("no port");
     std::string_view host(spec.data(), colon);
     if (host.starts_with("[")) {
@@ -38,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Upstreams>> Upstreams::Parse(const std::vector<st
     const auto [end, ec] = std::from_chars(first, last, port);
     if (ec != std::errc() || end != last || port == 0 || port > 65535) return bad("malformed port");
     auto u = std::make_unique<Upstream>();
+    u->tls = tls;
     u->host = std::string(host);
     u->port = static_cast<uint16_t>(port);
     u->authority = spec;

@@ -1,4 +1,5 @@
-// Upstreams: the proxy's servers (--upstream=HOST:PORT, repeatable), taken
+// Upstreams: the proxy's servers (--upstream=HOST:PORT, or
+// https://HOST:PORT for one spoken to over TLS; repeatable), taken
 // in turn (round-robin); one that could not be reached is skipped for
 // --upstream-fail-timeout, unless every one is down (then they are all
 // tried again rather than none).
@@ -20,6 +21,7 @@
 namespace proxy {
 
 struct Upstream {
+  bool tls = false;       // https://: TLS, verified for `host`
   std::string host;       // a literal or a name (resolved by the client)
   uint16_t port = 0;
   std::string authority;  // "host:port", for logs
@@ -29,8 +31,8 @@ struct Upstream {
 
 class Upstreams {
  public:
-  // Each "HOST:PORT" ("[::1]:8080" for an IPv6 literal); InvalidArgument
-  // naming the one that is not.
+  // Each "HOST:PORT" ("[::1]:8080" for an IPv6 literal), optionally after
+  // "http://" or "https://"; InvalidArgument naming the one that is not.
   static absl::StatusOr<std::unique_ptr<Upstreams>> Parse(const std::vector<std::string>& specs,
                                                           std::chrono::milliseconds fail_timeout);
 
