@@ -22,6 +22,8 @@
 //   GET /test/stream?bytes=N&chunk=M  N bytes written on a worker in M-byte
 //                      writes (default 16384): chunked, or close-delimited
 //                      for HTTP/1.0
+//   GET /test/ws       a WebSocket (RFC 6455) that echoes each text and
+//                      binary message: what outside suites (Autobahn) drive
 //   GET/HEAD anything else: with --root=DIR, the files under DIR (hidden
 //                      ones only with --static-dotfiles=allow)
 //
@@ -187,6 +189,13 @@ int main(int argc, char** argv) {
                    if (!wrote.ok()) co_return;
                  }
                });
+
+  // Echo on the ring: the message is sent back from the receive buffer it
+  // arrived in (or the connection's assembly buffer).
+  uring_http::ws::Behavior echo;
+  echo.message = [](uring_http::ws::WebSocket& socket, std::string_view message,
+                    uring_http::ws::MessageKind kind) { (void)socket.Send(message, kind); };
+  router.WebSocket("/test/ws", std::move(echo));
 
   // The body is built per request, as a handler's would be; N is capped so a
   // client cannot make the server allocate without bound.

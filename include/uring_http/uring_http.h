@@ -149,5 +149,6 @@
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"
 #include "src/tls/tls_settings.h"
+#include "src/ws/websocket.h"
 
 #endif  // URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_

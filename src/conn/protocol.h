@@ -18,10 +18,15 @@
 #include "src/http/client_certificate.h"
 #include "src/http/header.h"
 
+// Named only: what an accepted WebSocket handshake hands on (src/ws).
+namespace uring_http::ws {
+struct Accepted;
+}  // namespace uring_http::ws
+
 namespace uring_http::conn {
 
 // The protocols a slot can speak.
-enum class ProtocolId : uint8_t { kHttp1, kHttp2 };
+enum class ProtocolId : uint8_t { kHttp1, kHttp2, kWebSocket };
 
 // What a protocol hands to the next one on its socket (HTTP/1 to HTTP/2 on
 // an h2c preface; later an Upgrade): the bytes it read and did not use,
@@ -40,6 +45,8 @@ struct UpgradeRequest {
 struct Handoff {
   std::string_view bytes;
   const UpgradeRequest* upgrade = nullptr;
+  // A WebSocket handshake HTTP/1 accepted: the connection sends its 101.
+  const ws::Accepted* websocket = nullptr;
   bool recv_armed = false;  // a multishot receive is armed
   bool recv_bulk = false;   // ... into the bulk buffers
   bool peer_eof = false;    // the peer's FIN has arrived

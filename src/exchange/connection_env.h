@@ -149,6 +149,14 @@ struct ConnectionConfig : conn::TransportConfig {
   // A file body at least this large is spliced (file -> pipe -> socket)
   // rather than read into buffers and sent (0: never).
   uint64_t splice_min_bytes = 0;
+  // WebSocket routes (--ws-*; a route's ws::Behavior may set its own): a
+  // larger message closes with 1009; the bytes queued for a client past
+  // which sends are refused; nothing received for this long closes with
+  // 1001; a ping after this long without a frame (0: none).
+  uint64_t ws_max_message = 16 * 1024 * 1024;
+  size_t ws_max_backpressure = 1024 * 1024;
+  uint32_t ws_idle_timeout_ms = 120'000;
+  uint32_t ws_ping_interval_ms = 30'000;
 };
 
 using Counter = base::Counter;
@@ -179,6 +187,20 @@ struct ConnectionStats : conn::TransportStats {
   // http2::ErrorKind: floods of each frame, protocol errors, ...).
   static constexpr size_t kHttp2ErrorKinds = 12;
   Counter http2_errors[kHttp2ErrorKinds];
+  // WebSockets: opened and closed (open = the difference), messages and
+  // bytes each way (bytes as framed), sends refused past the bound,
+  // connections failed for a protocol error, and closes by code (indexed
+  // by ws::CloseCodeBucket).
+  Counter ws_opened;
+  Counter ws_closed;
+  Counter ws_messages_in;
+  Counter ws_messages_out;
+  Counter ws_bytes_in;
+  Counter ws_bytes_out;
+  Counter ws_backpressure_drops;
+  Counter ws_errors;
+  static constexpr size_t kWsCloseCodes = 8;
+  Counter ws_closes[kWsCloseCodes];
 };
 
 // Everything the connections of one loop share. The loop updates now_tick

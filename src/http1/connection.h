@@ -354,6 +354,17 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   // may have it (requests.cc says when).
   static bool H2cUpgradeAsked(const http::Request& request);
 
+  // ---- a WebSocket route's request (websocket_upgrade.cc)
+  // A handshake is accepted (101 by the WebSocket connection the socket
+  // goes to, with what followed the request) or refused (400, 426 with the
+  // version we speak, the route's status); any other request is answered
+  // 426. `rest`: the bytes read past the head.
+  void AnswerWebSocketRoute(http::Request& request, const router::Route& route,
+                            std::string_view rest);
+  // A refusal with the fields only this layer may write (Upgrade,
+  // Connection: Upgrade), which Response refuses from handlers.
+  void RespondUpgradeRequired(std::string_view why);
+
   // ---- the PROXY header (requests.cc)
   // Reads the header from data[0..len) (after what is staged). Returns
   // true once it is read, with data/len left at the bytes after it (none

@@ -302,6 +302,19 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
     return;
   }
   if (env_->limits != nullptr && !Admit(request, limit)) return;
+  if (route->websocket != nullptr) {
+    if (has_body) {
+      // A handshake has no body; one that brings one is not a handshake
+      // whose bytes can be told from the frames after it.
+      stats.bad_requests.Add();
+      linger_ = true;
+      AnswerError(400, /*close=*/true, &request);
+      return;
+    }
+    *used = len;
+    AnswerWebSocketRoute(request, *route, unparsed_);
+    return;
+  }
   if (route->sink != nullptr && pipeline.Active(route->options.middleware)) {
     // A streamed body's befores run before it is read; an early answer
     // leaves it unread, as a 404 does. (What a before wrote into a response

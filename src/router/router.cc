@@ -98,6 +98,40 @@ absl::Status Router::AddAsync(std::string_view method, std::string_view path,
   return Insert(std::move(route));
 }
 
+Registration Router::WebSocket(std::string_view path, ws::Behavior behavior,
+                               RouteOptions options) {
+  return Record(absl::StrCat("WebSocket ", AbslView(path)),
+                AddWebSocket(path, std::move(behavior), std::move(options)));
+}
+
+absl::Status Router::AddWebSocket(std::string_view path, ws::Behavior behavior,
+                                  RouteOptions options) {
+  if (!behavior.message && !behavior.open) {
+    return absl::InvalidArgumentError("a WebSocket route needs an open or a message callback");
+  }
+  if (options.timeout.count() != 0 || options.body != BodyMode::kBuffered) {
+    return absl::InvalidArgumentError(
+        "a WebSocket route takes no timeout and no request body (its limits are ws::Behavior's)");
+  }
+  Route route;
+  route.method = "GET";
+  route.path = std::string(path);
+  route.kind = HandlerKind::kFast;
+  route.handler = [](const http::Request&, http::Response& response) {
+    // Not a handshake (HTTP/1 upgrades those before the handler), or over
+    // HTTP/2, where the Upgrade field is not sent (RFC 9113 8.2.2).
+    response.set_status(426);
+    (void)response.AddHeader("Upgrade", "websocket");
+    (void)response.AddHeader("Connection", "Upgrade");
+    (void)response.AddHeader("Sec-WebSocket-Version", "13");
+    response.set_content_type("text/plain");
+    response.set_static_body("426 Upgrade Required: this is a WebSocket endpoint (RFC 6455)\n");
+  };
+  route.websocket = std::make_shared<const ws::Behavior>(std::move(behavior));
+  route.options = std::move(options);
+  return Insert(std::move(route));
+}
+
 absl::Status Router::AddRoute(HandlerKind kind, std::string_view method, std::string_view path,
                               Handler handler, RouteOptions options) {
   if (!handler) return absl::InvalidArgumentError("route handler is empty");

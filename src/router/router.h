@@ -60,6 +60,7 @@
 #include "src/router/middleware.h"
 #include "src/router/path_pattern.h"
 #include "src/router/registration.h"
+#include "src/ws/websocket.h"
 
 // Named only: ASYNC handlers' types stand above the router (src/async/),
 // which the router does not include. (Task's default argument, void, is
@@ -187,6 +188,9 @@ struct Route {
   uint32_t id = 0;  // 0..size()-1 in registration order (metrics index)
   // Set for a Static() mount: no handler, the server serves its files.
   const FileMount* mount = nullptr;
+  // A WebSocket route (Router::WebSocket): HTTP/1 upgrades a handshake for
+  // it; `handler` answers any other request (over HTTP/2) with 426.
+  std::shared_ptr<const ws::Behavior> websocket;
 
   // For the failure log (failure_log.h).
   RouteName name() const { return {method, path}; }
@@ -242,6 +246,12 @@ class Router {
   // The same with the route's middleware (options.body is ignored).
   Registration FastStream(std::string_view method, std::string_view path, BodySinkFactory sink,
                           RouteOptions options);
+  // A WebSocket endpoint (RFC 6455; src/ws/websocket.h): a GET with a
+  // valid handshake becomes a WebSocket on its ring; any other request to
+  // the path is answered 426 (Upgrade Required). Over HTTP/2 (no RFC 8441
+  // extended CONNECT) it is answered 426 too.
+  Registration WebSocket(std::string_view path, ws::Behavior behavior,
+                         RouteOptions options = {});
   // Answers every request no route matches (instead of 404/405), any method.
   Registration SetFallback(HandlerKind kind, Handler handler, RouteOptions options = {});
   // The same with an ASYNC handler (a reverse proxy's: examples/proxy).
@@ -299,6 +309,7 @@ class Router {
                          RouteOptions options);
   absl::Status AddAsync(std::string_view method, std::string_view path, AsyncHandler handler,
                         RouteOptions options);
+  absl::Status AddWebSocket(std::string_view path, ws::Behavior behavior, RouteOptions options);
   absl::Status AddFallback(HandlerKind kind, Handler handler, RouteOptions options);
   absl::Status AddAsyncFallback(AsyncHandler handler, RouteOptions options);
   absl::Status AddStatic(std::string_view prefix, std::string_view root, StaticOptions options);

@@ -161,6 +161,16 @@ struct ServerConfig {
   uint32_t http2_connection_window = 1u << 20;
   uint32_t http2_max_frame = 16384;
 
+  // WebSocket routes (src/ws/; a route's ws::Behavior may set its own): a
+  // larger message closes its connection with 1009; past this many bytes
+  // queued for a client, sends are refused (ws::SendResult) and its
+  // receive pauses at half; nothing received for this long closes with
+  // 1001; a ping after this long without a frame (0: never).
+  uint64_t ws_max_message = 16 * 1024 * 1024;
+  uint64_t ws_max_backpressure = 1024 * 1024;
+  uint32_t ws_idle_timeout_ms = 120'000;
+  uint32_t ws_ping_interval_ms = 30'000;
+
   // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty
   // certificates: plain HTTP.
   tls::TlsSettings tls;

@@ -40,6 +40,7 @@
 #include "src/exchange/connection_env.h"
 #include "src/http1/stream_state.h"
 #include "src/http2/connection.h"
+#include "src/ws/connection.h"
 #include "src/io/arena.h"
 #include "src/io/buffer_ring.h"
 #include "src/io/ring.h"
@@ -121,6 +122,8 @@ class EventLoop final : private conn::Transport,
     http1::Connection http1;
     // Made on the slot's first HTTP/2 connection and kept for the next.
     std::unique_ptr<http2::Connection> http2;
+    // Made on the slot's first WebSocket and kept for the next.
+    std::unique_ptr<ws::Connection> ws;
     // The HTTP/1 connection handed its socket on during the event being
     // handled: it is released after it (MaybeFree), not under its own call.
     bool http1_handed_off = false;
@@ -159,6 +162,7 @@ class EventLoop final : private conn::Transport,
   void ExchangeDone(uint32_t slot, const Exchange& exchange) override;
   void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) override;
   // The slot speaks HTTP/2 from now on (an h2c preface, or ALPN h2).
+  void StartWebSocket(uint32_t slot, const conn::Handoff& handoff);
   void StartHttp2(uint32_t slot, const conn::Handoff& handoff);
   void OnAlpnH2(uint32_t slot);
   void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {

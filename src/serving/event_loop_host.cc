@@ -337,9 +337,21 @@ bool EventLoop::SubmitJob(worker::WorkerJob* job, uint64_t user_data) {
 }
 
 void EventLoop::HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) {
-  // Only HTTP/1 hands off, and only to HTTP/2 (an h2c preface) for now.
+  // Only HTTP/1 hands off: to HTTP/2 (an h2c preface or Upgrade, never
+  // over TLS, where ALPN chooses), or to a WebSocket after its handshake.
+  if (next == conn::ProtocolId::kWebSocket) return StartWebSocket(slot, handoff);
   URING_CHECK(next == conn::ProtocolId::kHttp2 && !Tls(slot));
   StartHttp2(slot, handoff);
+}
+
+void EventLoop::StartWebSocket(uint32_t slot, const conn::Handoff& handoff) {
+  Slot& s = slots_[slot];
+  URING_CHECK(s.protocol == &s.http1);
+  if (s.ws == nullptr) s.ws = std::make_unique<ws::Connection>();
+  s.protocol = s.ws.get();
+  s.http1_handed_off = true;
+  if (Tls(slot)) tls_->Rebind(slot, s.protocol);
+  s.ws->Open(&env_, slot, handoff);
 }
 
 void EventLoop::StartHttp2(uint32_t slot, const conn::Handoff& handoff) {

@@ -114,6 +114,10 @@ exchange::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const
   c.http2_stream_window = config.http2_stream_window;
   c.http2_connection_window = config.http2_connection_window;
   c.http2_max_frame = config.http2_max_frame;
+  c.ws_max_message = config.ws_max_message;
+  c.ws_max_backpressure = static_cast<size_t>(config.ws_max_backpressure);
+  c.ws_idle_timeout_ms = config.ws_idle_timeout_ms;
+  c.ws_ping_interval_ms = config.ws_ping_interval_ms;
   return c;
 }
 

@@ -1,6 +1,7 @@
 // ServerCore::RenderMetrics: the Prometheus text exposition format (version
 // 0.0.4). Counters live per accept thread, written only by that thread, and
 // are summed here, on whichever thread serves GET /metrics.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -191,6 +192,54 @@ std::string ServerCore::RenderMetrics() const {
       absl::StrAppend(&out, "uring_http_http2_connection_errors_total{reason=\"",
                       http2::ErrorKindName(static_cast<http2::ErrorKind>(i)), "\"} ",
                       http2_errors[i], "\n");
+    }
+  }
+  {
+    // WebSockets (src/ws), summed over the loops; shown once a route has
+    // had one.
+    const exchange::ConnectionStats* c0 = nullptr;
+    uint64_t ws[8] = {};
+    uint64_t closes[exchange::ConnectionStats::kWsCloseCodes] = {};
+    for (const auto& loop : loops_) {
+      const exchange::ConnectionStats& c = loop->stats().conn;
+      c0 = &c;
+      const base::Counter* counters[8] = {&c.ws_opened,       &c.ws_closed,     &c.ws_messages_in,
+                                          &c.ws_messages_out, &c.ws_bytes_in,   &c.ws_bytes_out,
+                                          &c.ws_backpressure_drops, &c.ws_errors};
+      for (size_t i = 0; i < 8; ++i) ws[i] += counters[i]->Get();
+      for (size_t i = 0; i < exchange::ConnectionStats::kWsCloseCodes; ++i) {
+        closes[i] += c.ws_closes[i].Get();
+      }
+    }
+    if (c0 != nullptr && ws[0] > 0) {
+      const Simple wss[] = {
+          {"uring_http_websockets_open", "gauge", "WebSocket connections open now.",
+           ws[0] - std::min(ws[0], ws[1])},
+          {"uring_http_websockets_total", "counter", "WebSocket connections opened (101).", ws[0]},
+          {"uring_http_websocket_messages_received_total", "counter",
+           "WebSocket messages received from clients.", ws[2]},
+          {"uring_http_websocket_messages_sent_total", "counter",
+           "WebSocket messages queued to clients.", ws[3]},
+          {"uring_http_websocket_received_bytes_total", "counter",
+           "WebSocket bytes received (frames as sent).", ws[4]},
+          {"uring_http_websocket_sent_bytes_total", "counter",
+           "WebSocket bytes queued to send (frames).", ws[5]},
+          {"uring_http_websocket_backpressure_drops_total", "counter",
+           "WebSocket sends refused because the client had not read enough.", ws[6]},
+          {"uring_http_websocket_protocol_errors_total", "counter",
+           "WebSocket connections failed for a client's protocol error (1002, 1007, 1009).",
+           ws[7]},
+      };
+      for (const Simple& m : wss) {
+        Family(out, m.name, m.type, m.help);
+        Sample(out, m.name, m.value);
+      }
+      Family(out, "uring_http_websocket_closes_total", "counter",
+             "WebSocket connections ended, by the close code that ended them (1006: none).");
+      for (size_t i = 0; i < exchange::ConnectionStats::kWsCloseCodes; ++i) {
+        absl::StrAppend(&out, "uring_http_websocket_closes_total{code=\"",
+                        ws::CloseCodeBucketName(i), "\"} ", closes[i], "\n");
+      }
     }
   }
   if (config_.tls.enabled()) {

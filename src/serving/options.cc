@@ -211,6 +211,17 @@ Flags ServerFlags(Options& options) {
   f.AddSize("http2-max-frame", &c.http2_max_frame,
             "HTTP/2: the largest frame payload a client may send (SETTINGS_MAX_FRAME_SIZE)",
             16384, (uint64_t{1} << 24) - 1);
+  f.AddSize("ws-max-message", &c.ws_max_message,
+            "WebSocket: the largest message a client may send (more closes with 1009)", 1,
+            uint64_t{1} << 32);
+  f.AddSize("ws-max-backpressure", &c.ws_max_backpressure,
+            "WebSocket: bytes queued for a client past which sends are refused (its reads "
+            "pause at half)",
+            1024, uint64_t{1} << 32);
+  DurationMs(f, "ws-idle-timeout", &c.ws_idle_timeout_ms,
+             "WebSocket: nothing received for this long (close 1001); 0: never");
+  DurationMs(f, "ws-ping-interval", &c.ws_ping_interval_ms,
+             "WebSocket: a ping after this long without a frame from the client; 0: never");
   f.Add("verbose", &c.verbose, "Debug output on stderr").Short('v');
   FilePath(f, "access-log", &c.access_log_path,
            "Access log in Common Log Format (written through the rings, never blocking them)");

@@ -1,0 +1,544 @@
+#include "src/ws/connection.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "src/base/check.h"
+
+namespace uring_http::ws {
+
+static_assert(kCloseCodeBuckets == exchange::ConnectionStats::kWsCloseCodes);
+
+size_t CloseCodeBucket(uint16_t code) {
+  switch (code) {
+    case close_code::kNormal: return 0;
+    case close_code::kGoingAway: return 1;
+    case close_code::kProtocolError: return 2;
+    case close_code::kAbnormal: return 3;
+    case close_code::kInvalidPayload: return 4;
+    case close_code::kTooBig: return 5;
+    case close_code::kNoStatus: return 6;
+    default: return 7;
+  }
+}
+
+const char* CloseCodeBucketName(size_t bucket) {
+  static constexpr const char* kNames[kCloseCodeBuckets] = {
+      "1000", "1001", "1002", "1006", "1007", "1009", "1005", "other"};
+  return bucket < kCloseCodeBuckets ? kNames[bucket] : "other";
+}
+
+std::string SwitchingProtocols(std::string_view accept, std::string_view protocol) {
+  std::string head =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: ";
+  head.append(accept);
+  head.append("\r\n");
+  if (!protocol.empty()) {
+    head.append("Sec-WebSocket-Protocol: ");
+    head.append(protocol);
+    head.append("\r\n");
+  }
+  head.append("\r\n");
+  return head;
+}
+
+uint64_t Connection::After(uint32_t ms) const {
+  if (ms == 0) return 0;
+  const uint32_t tick = env_->config->tick_ms;
+  return env_->now_tick + (ms + tick - 1) / tick + 1;
+}
+
+void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff) {
+  URING_CHECK(handoff.websocket != nullptr && handoff.websocket->behavior != nullptr);
+  const Accepted& accepted = *handoff.websocket;
+  env_ = env;
+  slot_ = slot;
+  behavior_ = accepted.behavior;
+  const exchange::ConnectionConfig& config = *env->config;
+  const Behavior& b = *behavior_;
+  max_message_ = b.max_message != 0 ? b.max_message : config.ws_max_message;
+  max_backpressure_ = b.max_backpressure != 0 ? b.max_backpressure : config.ws_max_backpressure;
+  idle_timeout_ms_ = b.idle_timeout_ms != 0 ? b.idle_timeout_ms : config.ws_idle_timeout_ms;
+  ping_interval_ms_ = b.ping_interval_ms != 0 ? b.ping_interval_ms : config.ws_ping_interval_ms;
+  FrameParser::Options options;
+  options.max_message = max_message_;
+  parser_.emplace(options);
+  out_.Init(env->chunks);
+  recv_armed_ = handoff.recv_armed;
+  peer_eof_ = handoff.peer_eof;
+  if (accepted.upgrade != nullptr) {
+    protocol_ = std::move(accepted.upgrade->protocol);
+    user_ = std::move(accepted.upgrade->user);
+  }
+  const std::string head = SwitchingProtocols(accepted.accept, protocol_);
+  URING_CHECK(out_.Append(head));
+  last_rx_tick_ = env_->now_tick;
+  env_->stats->ws_opened.Add();
+  ++in_event_;
+  opened_ = true;
+  if (behavior_->open) behavior_->open(*this);
+  // What the client sent after its handshake (it may not wait for the
+  // 101) is HTTP/1's receive buffer, ours to unmask during this call.
+  if (!handoff.bytes.empty() && phase_ == Phase::kOpen) {
+    Feed(const_cast<char*>(handoff.bytes.data()), handoff.bytes.size());
+  }
+  --in_event_;
+  Sync();
+}
+
+// ---------------------------------------------------------------- receiving
+
+void Connection::OnRecv(const char* data, size_t len, bool ended) {
+  if (ended) recv_armed_ = false;
+  if (phase_ == Phase::kOpen || phase_ == Phase::kClosing) {
+    last_rx_tick_ = env_->now_tick;
+    ping_sent_ = false;
+    env_->stats->ws_bytes_in.Add(len);
+    // The loop's provided buffer (or the TLS layer's plaintext): memory we
+    // own until the call returns, so the payload is unmasked where it lies.
+    ++in_event_;
+    Feed(const_cast<char*>(data), len);
+    --in_event_;
+  }
+  // kLingering: dropped, the connection has ended.
+  Sync();
+}
+
+void Connection::Feed(char* data, size_t len) {
+  while (len > 0 && !close_received_ && !fail_ && !fatal_) {
+    const FrameParser::Event e = parser_->Feed(data, len);
+    URING_CHECK(e.consumed <= len);
+    data += e.consumed;
+    len -= e.consumed;
+    switch (e.kind) {
+      case FrameParser::Kind::kNeedMore:
+        URING_CHECK(len == 0);  // the parser takes all it is given
+        break;
+      case FrameParser::Kind::kData:
+        OnData(e);
+        break;
+      case FrameParser::Kind::kControl:
+        OnControl(e);
+        break;
+      case FrameParser::Kind::kError:
+        Fail(e.close_code, e.error);
+        return;
+    }
+  }
+}
+
+void Connection::OnData(const FrameParser::Event& e) {
+  const bool first = !message_begun_;
+  message_begun_ = true;
+  if (first) message_kind_ = e.opcode == Opcode::kBinary ? MessageKind::kBinary : MessageKind::kText;
+  if (message_kind_ == MessageKind::kText) {
+    // Checked as it arrives: a bad byte fails the connection now, not at
+    // the message's end (Autobahn 6.4: "fail fast").
+    if (!utf8_.Feed(e.data) || (e.message_end && !utf8_.complete())) {
+      return Fail(close_code::kInvalidPayload, "text that is not UTF-8");
+    }
+  }
+  if (e.message_end && first) {
+    // The message's one piece: it arrived whole in this receive, and the
+    // route reads it there.
+    Deliver(e.data, message_kind_);
+  } else {
+    message_.append(e.data);
+    if (e.message_end) {
+      Deliver(message_, message_kind_);
+      // A large message's memory is not kept by a connection that may now
+      // idle for hours.
+      if (message_.capacity() > 64 * 1024) {
+        std::string().swap(message_);
+      } else {
+        message_.clear();
+      }
+    }
+  }
+  if (e.message_end) {
+    utf8_.Reset();
+    message_begun_ = false;
+  }
+}
+
+void Connection::Deliver(std::string_view message, MessageKind kind) {
+  env_->stats->ws_messages_in.Add();
+  if (phase_ != Phase::kOpen) return;  // we are closing: the client's data is dropped
+  if (behavior_->message) behavior_->message(*this, message, kind);
+}
+
+void Connection::OnControl(const FrameParser::Event& e) {
+  switch (e.opcode) {
+    case Opcode::kPing:
+      // Answered with its payload, unless our close has gone: nothing
+      // follows a close (RFC 6455 5.5.1).
+      if (!close_queued_) QueueFrame(Opcode::kPong, e.data);
+      return;
+    case Opcode::kPong:
+      return;  // a live client: OnRecv noted it
+    case Opcode::kClose:
+      close_received_ = true;
+      if (!close_queued_) {
+        // The client closes: its code is echoed (none when it sent none),
+        // and the route hears its code and reason.
+        close_code_ = e.close_code;
+        close_reason_.assign(e.data);
+        if (e.close_code == close_code::kNoStatus) {
+          QueueClose(0, {});
+        } else {
+          QueueClose(e.close_code, {});
+        }
+        close_code_ = e.close_code;
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void Connection::Fail(uint16_t code, const char* why) {
+  (void)why;
+  env_->stats->ws_errors.Add();
+  if (!close_queued_) {
+    QueueClose(code, {});
+    close_code_ = code;
+  }
+  fail_ = true;
+}
+
+// ---------------------------------------------------------------- sending
+
+bool Connection::QueueFrame(Opcode opcode, std::string_view payload) {
+  char* p = out_.Reserve(kMaxServerFrameHeader + payload.size());
+  if (p == nullptr) return false;
+  const size_t h = WriteFrameHeader(p, opcode, /*fin=*/true, /*rsv1=*/false, payload.size());
+  if (!payload.empty()) std::memcpy(p + h, payload.data(), payload.size());
+  out_.Commit(h + payload.size());
+  env_->stats->ws_bytes_out.Add(h + payload.size());
+  return true;
+}
+
+SendResult Connection::Send(std::string_view message, MessageKind kind) {
+  if (phase_ != Phase::kOpen || close_queued_ || fatal_) return SendResult::kClosed;
+  if (out_.pending() > bound()) {
+    // A client that reads nothing holds at most the bound and one message.
+    want_drain_ = true;
+    env_->stats->ws_backpressure_drops.Add();
+    return SendResult::kDropped;
+  }
+  if (!QueueFrame(kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText, message)) {
+    want_drain_ = true;  // the queue's segments are all taken: as full
+    env_->stats->ws_backpressure_drops.Add();
+    return SendResult::kDropped;
+  }
+  env_->stats->ws_messages_out.Add();
+  if (in_event_ == 0) Sync();
+  if (out_.pending() > bound()) {
+    want_drain_ = true;
+    return SendResult::kBackpressure;
+  }
+  return SendResult::kQueued;
+}
+
+void Connection::Close(uint16_t code, std::string_view reason) {
+  if (phase_ != Phase::kOpen || close_queued_) return;
+  // Only what a peer may receive (1000, or the application's 3000-4999);
+  // anything else is sent as 1000. A reason is cut to fit a control frame.
+  if (code != close_code::kNormal && !(code >= 3000 && code <= 4999)) code = close_code::kNormal;
+  CloseWith(code, reason);
+}
+
+void Connection::CloseWith(uint16_t code, std::string_view reason) {
+  if (phase_ != Phase::kOpen || close_queued_) return;
+  reason = reason.substr(0, kMaxControlPayload - 2);
+  close_code_ = code;
+  close_reason_.assign(reason);
+  QueueClose(code, reason);
+  if (in_event_ == 0) Sync();
+}
+
+void Connection::QueueClose(uint16_t code, std::string_view reason) {
+  if (close_queued_) return;
+  close_queued_ = true;
+  if (phase_ == Phase::kOpen) phase_ = Phase::kClosing;
+  close_deadline_ = After(env_->config->linger_timeout_ms);
+  // Our close goes even past the bound: its segment may be the one left.
+  if (code == 0) {
+    (void)QueueFrame(Opcode::kClose, {});
+  } else {
+    (void)QueueFrame(Opcode::kClose, ClosePayload(code, reason));
+  }
+}
+
+void Connection::Flush() {
+  if (send_inflight_ || fatal_) return;
+  bool zero_copy = false;
+  const unsigned n = out_.PrepareSend(/*zc_min_bytes=*/0, &zero_copy);
+  if (n == 0) return;
+  send_inflight_ = true;
+  send_deadline_ = After(env_->config->send_timeout_ms);
+  env_->transport->Send(slot_, out_.send_iov(), n, /*zero_copy=*/false, out_.send_msghdr(),
+                        /*dont_wait=*/false);
+}
+
+void Connection::OnSend(int res, bool notification_follows) {
+  send_inflight_ = false;
+  if (res < 0) {
+    out_.OnSent(0, notification_follows);
+    fatal_ = true;  // the client is gone: nothing more can go
+    peer_eof_ = true;
+  } else {
+    out_.OnSent(static_cast<size_t>(res), notification_follows);
+  }
+  MaybeDrain();
+  Sync();
+}
+
+void Connection::OnSendNotification(bool) {
+  out_.OnNotification();
+  Sync();
+}
+
+void Connection::MaybeDrain() {
+  if (!want_drain_ || out_.pending() > bound() / 2 || phase_ != Phase::kOpen || close_queued_) {
+    return;
+  }
+  want_drain_ = false;
+  if (behavior_->drain) {
+    ++in_event_;
+    behavior_->drain(*this);
+    --in_event_;
+  }
+}
+
+// ---------------------------------------------------------------- life
+
+void Connection::Sync() {
+  if (phase_ == Phase::kCloseSubmitted || phase_ == Phase::kClosed) return;
+  if (phase_ == Phase::kLingering) {
+    if (!recv_armed_ && !recv_starved_ && !peer_eof_) {
+      recv_armed_ = true;
+      env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+    }
+    return;
+  }
+  Flush();
+  if (fatal_) return StartClose();
+  const bool output_left = send_inflight_ || !out_.empty();
+  if (peer_eof_ && !close_received_) {
+    // The client's FIN without its close: it went (1006). What we queued
+    // still goes (it may read on), then the close.
+    if (!close_queued_) close_code_ = close_code::kAbnormal;
+    if (!output_left) return StartClose();
+  }
+  if (close_queued_ && !output_left && (close_received_ || fail_)) {
+    // Both closes exchanged, or ours ends it: the server closes the TCP
+    // connection first (RFC 6455 7.1.1), with a lingering read so that
+    // what the client still sends does not turn our close into a reset.
+    return StartLinger();
+  }
+  // Reading: until the client's close, unless its answers wait unread.
+  const bool over = out_.pending() > bound() / 2;
+  if (over && !recv_paused_ && recv_armed_ && phase_ == Phase::kOpen) {
+    recv_paused_ = true;
+    env_->transport->CancelRecv(slot_);
+  } else if (!over) {
+    recv_paused_ = false;
+  }
+  if (!recv_armed_ && !recv_starved_ && !recv_paused_ && !peer_eof_ && !close_received_ &&
+      !fail_) {
+    recv_armed_ = true;
+    env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+  }
+  uint64_t deadline = 0;
+  if (output_left) {
+    deadline = send_deadline_;  // no progress on our output: the client stopped reading
+  } else if (phase_ == Phase::kClosing) {
+    deadline = close_deadline_;
+  } else {
+    const uint32_t tick = env_->config->tick_ms;
+    auto at = [&](uint32_t ms) { return last_rx_tick_ + (ms + tick - 1) / tick + 1; };
+    if (idle_timeout_ms_ != 0) deadline = at(idle_timeout_ms_);
+    if (ping_interval_ms_ != 0 && !ping_sent_ && (deadline == 0 || at(ping_interval_ms_) < deadline)) {
+      deadline = at(ping_interval_ms_);
+    }
+    if (env_->draining) deadline = env_->now_tick + 1;
+  }
+  if (close_queued_ && close_deadline_ != 0 && (deadline == 0 || close_deadline_ < deadline)) {
+    deadline = close_deadline_;
+  }
+  if (deadline != armed_deadline_) {
+    armed_deadline_ = deadline;
+    env_->transport->SetDeadline(slot_, deadline);
+  }
+}
+
+void Connection::OnDeadline() {
+  if (phase_ == Phase::kLingering) {
+    if (armed_deadline_ != 0 && env_->now_tick >= armed_deadline_) FinishLinger();
+    return;
+  }
+  if (phase_ != Phase::kOpen && phase_ != Phase::kClosing) return;
+  if (armed_deadline_ == 0 || env_->now_tick < armed_deadline_) return Sync();
+  armed_deadline_ = 0;
+  const bool output_left = send_inflight_ || !out_.empty();
+  if ((output_left && env_->now_tick >= send_deadline_) ||
+      (close_queued_ && close_deadline_ != 0 && env_->now_tick >= close_deadline_)) {
+    // The client reads nothing, or never answered our close.
+    env_->stats->timeouts.Add();
+    if (!close_queued_) close_code_ = close_code::kAbnormal;
+    fatal_ = true;
+    return StartClose();
+  }
+  if (phase_ == Phase::kOpen) {
+    const uint32_t tick = env_->config->tick_ms;
+    auto at = [&](uint32_t ms) { return last_rx_tick_ + (ms + tick - 1) / tick + 1; };
+    if (env_->draining) {
+      ++in_event_;
+      CloseWith(close_code::kGoingAway, "server shutting down");
+      --in_event_;
+    } else if (idle_timeout_ms_ != 0 && env_->now_tick >= at(idle_timeout_ms_)) {
+      env_->stats->timeouts.Add();
+      close_code_ = close_code::kGoingAway;
+      QueueClose(close_code::kGoingAway, "idle");
+    } else if (ping_interval_ms_ != 0 && !ping_sent_ && env_->now_tick >= at(ping_interval_ms_)) {
+      // Quiet for a while: a ping, which a live client answers (and which
+      // keeps NAT and proxies from forgetting the connection).
+      ping_sent_ = true;
+      QueueFrame(Opcode::kPing, {});
+    }
+  }
+  Sync();
+}
+
+void Connection::OnRecvEnd(int res) {
+  recv_armed_ = false;
+  if (phase_ == Phase::kLingering) {
+    if (res == -ENOBUFS) {
+      recv_starved_ = true;
+      return;
+    }
+    if (res == -ECANCELED) return Sync();  // a pause's cancel: read on
+    return FinishLinger();  // the client's FIN (or its reset): done
+  }
+  if (res == 0) {
+    peer_eof_ = true;
+  } else if (res == -ENOBUFS) {
+    recv_starved_ = true;
+  } else if (res < 0 && res != -ECANCELED) {
+    peer_eof_ = true;
+    fatal_ = true;
+  }
+  Sync();
+}
+
+void Connection::OnBuffersAvailable() {
+  recv_starved_ = false;
+  Sync();
+}
+
+void Connection::OnDrain() {
+  if (phase_ != Phase::kOpen) return;
+  ++in_event_;
+  CloseWith(close_code::kGoingAway, "server shutting down");
+  --in_event_;
+  Sync();
+}
+
+void Connection::Abort() {
+  if (phase_ == Phase::kLingering) return FinishLinger();
+  if (phase_ != Phase::kOpen && phase_ != Phase::kClosing) return;
+  if (!close_queued_) close_code_ = close_code::kAbnormal;
+  fatal_ = true;
+  StartClose();
+}
+
+void Connection::NotifyClosed() {
+  if (!opened_ || notified_) return;
+  notified_ = true;
+  env_->stats->ws_closed.Add();
+  env_->stats->ws_closes[CloseCodeBucket(close_code_)].Add();
+  if (behavior_->close) {
+    ++in_event_;
+    behavior_->close(*this, close_code_, close_reason_);
+    --in_event_;
+  }
+}
+
+void Connection::StartLinger() {
+  phase_ = Phase::kLingering;
+  NotifyClosed();
+  shutdown_inflight_ = true;
+  env_->transport->ShutdownWrite(slot_);
+  if (peer_eof_) return FinishLinger();  // its FIN is here: nothing to wait for
+  armed_deadline_ = After(env_->config->linger_timeout_ms);
+  env_->transport->SetDeadline(slot_, armed_deadline_);
+  if (armed_deadline_ == 0) return FinishLinger();
+  Sync();  // the lingering read
+}
+
+void Connection::OnShutdownDone() {
+  shutdown_inflight_ = false;
+  if (linger_done_) {
+    linger_done_ = false;
+    phase_ = Phase::kCloseSubmitted;
+    env_->transport->Close(slot_, recv_armed_, send_inflight_);
+  }
+}
+
+void Connection::FinishLinger() {
+  if (phase_ != Phase::kLingering) return;
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = 0;
+    env_->transport->SetDeadline(slot_, 0);
+  }
+  if (shutdown_inflight_) {
+    linger_done_ = true;  // the close follows the shutdown's completion
+    return;
+  }
+  phase_ = Phase::kCloseSubmitted;
+  env_->transport->Close(slot_, recv_armed_, send_inflight_);
+}
+
+void Connection::StartClose() {
+  if (phase_ != Phase::kOpen && phase_ != Phase::kClosing) return;
+  NotifyClosed();
+  phase_ = Phase::kCloseSubmitted;
+  out_.DiscardUnsent();
+  if (armed_deadline_ != 0) {
+    armed_deadline_ = 0;
+    env_->transport->SetDeadline(slot_, 0);
+  }
+  env_->transport->Close(slot_, recv_armed_, send_inflight_);
+}
+
+void Connection::OnClosed() {
+  // The close cancelled what was armed; their completions may still come
+  // (Freeable waits for them).
+  phase_ = Phase::kClosed;
+}
+
+void Connection::Release() {
+  out_.DiscardUnsent();
+  URING_CHECK(out_.idle());
+  parser_.reset();
+  utf8_.Reset();
+  std::string().swap(message_);
+  std::string().swap(protocol_);
+  std::string().swap(close_reason_);
+  user_.reset();
+  behavior_ = nullptr;
+  phase_ = Phase::kOpen;
+  recv_armed_ = recv_starved_ = recv_paused_ = peer_eof_ = fatal_ = false;
+  send_inflight_ = shutdown_inflight_ = linger_done_ = false;
+  close_queued_ = close_received_ = fail_ = opened_ = notified_ = want_drain_ = false;
+  ping_sent_ = message_begun_ = false;
+  close_code_ = close_code::kAbnormal;
+  in_event_ = 0;
+  last_rx_tick_ = send_deadline_ = close_deadline_ = armed_deadline_ = 0;
+}
+
+}  // namespace uring_http::ws

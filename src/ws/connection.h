@@ -1,0 +1,182 @@
+// ws::Connection: a WebSocket on its ring, the protocol a slot speaks after
+// HTTP/1 answered a handshake with 101 (http1 hands the socket over with
+// the bytes it read past the request: conn::Handoff).
+//
+// Its life, as a state machine (Phase):
+//   kOpen         messages both ways; the route's callbacks run.
+//   kClosing      our close frame is queued (the route closed, an error,
+//                 idle, the drain): nothing more is sent, and we read until
+//                 the client's close answers it (or the linger time is up).
+//   kLingering    our FIN is sent once the output is out (the server closes
+//                 the TCP connection first, RFC 6455 7.1.1); reads are
+//                 dropped until the client's FIN or the linger time.
+//   kCloseSubmitted, kClosed  the socket is being closed, then is.
+// A client's close answered (its code echoed) goes from kOpen straight to
+// kLingering once the answer is out.
+//
+// Receiving: frames are parsed in the receive buffer, unmasked in place; a
+// message that arrives whole in one receive reaches the route without a
+// copy, one that spans receives is assembled in the connection's buffer
+// (bounded by max_message). Text is checked as UTF-8 as it arrives, so a bad
+// byte fails the connection at once (1007). Past half the output bound the
+// receive pauses (the client's sends wait in its socket) until the client
+// has read what it was sent: an echo never drops a message to a client that
+// reads.
+//
+// Thread-safety: owned by its loop's ring thread.
+#ifndef URING_HTTP_SRC_WS_CONNECTION_H_
+#define URING_HTTP_SRC_WS_CONNECTION_H_
+
+#include <any>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "src/conn/protocol.h"
+#include "src/exchange/connection_env.h"
+#include "src/http1/output_queue.h"
+#include "src/ws/frame.h"
+#include "src/ws/frame_parser.h"
+#include "src/ws/utf8_validator.h"
+#include "src/ws/websocket.h"
+
+namespace uring_http::ws {
+
+// What a handshake that was accepted hands to the connection with its
+// socket (conn::Handoff::websocket). Valid during the handoff only.
+struct Accepted {
+  const Behavior* behavior = nullptr;
+  std::string_view accept;     // Sec-WebSocket-Accept
+  Upgrade* upgrade = nullptr;  // the chosen protocol and user state (taken)
+};
+
+// Closes counted by code (ConnectionStats::ws_closes): 1000, 1001, 1002,
+// 1006, 1007, 1009, 1005, the rest.
+inline constexpr size_t kCloseCodeBuckets = 8;
+size_t CloseCodeBucket(uint16_t code);
+const char* CloseCodeBucketName(size_t bucket);
+
+// The 101 that accepts a handshake.
+std::string SwitchingProtocols(std::string_view accept, std::string_view protocol);
+
+class Connection final : public conn::Protocol, public WebSocket {
+ public:
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection() = default;
+
+  void Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::Handoff& handoff);
+
+  // ---- conn::Protocol
+  void OnRecv(const char* data, size_t len, bool ended) override;
+  void OnRecvEnd(int res) override;
+  void OnBuffersAvailable() override;
+  void OnSend(int res, bool notification_follows) override;
+  void OnSendNotification(bool copied) override;
+  void OnShutdownDone() override;
+  void OnClosed() override;
+  void OnWritable(int res) override {}
+  void OnDeadline() override;
+  void OnDrain() override;
+  void OnBatchEnd() override {}
+  void Abort() override;
+  void SetProxiedClient(const http::ClientAddress&) override {}
+  void SetClientCertificate(std::shared_ptr<const http::ClientCertificate>) override {}
+  void OnTaskDone(uint32_t) override {}
+  void OnStreamNotify(uint32_t) override {}
+  void OnFileStat(int) override {}
+  void OnFileOpen(int) override {}
+  void OnFileRead(int) override {}
+  void OnFileSplice(int) override {}
+  bool Freeable() const override {
+    return phase_ == Phase::kClosed && !recv_armed_ && !send_inflight_ && !shutdown_inflight_ &&
+           !out_.notification_pending();
+  }
+  void Release() override;
+
+  // ---- WebSocket
+  SendResult Send(std::string_view message, MessageKind kind) override;
+  void Close(uint16_t code, std::string_view reason) override;
+  size_t buffered() const override { return out_.pending(); }
+  std::string_view protocol() const override { return protocol_; }
+  std::any& user() override { return user_; }
+
+ private:
+  enum class Phase : uint8_t { kOpen, kClosing, kLingering, kCloseSubmitted, kClosed };
+
+  // Parses what arrived (data is ours to unmask in place).
+  void Feed(char* data, size_t len);
+  void OnData(const FrameParser::Event& e);
+  void OnControl(const FrameParser::Event& e);
+  void Deliver(std::string_view message, MessageKind kind);
+  // Fails the connection (RFC 6455 7.1.7): our close with `code`, then the
+  // TCP close without waiting for the client's.
+  void Fail(uint16_t code, const char* why);
+  // Close() with any code of ours (1001 for the drain), not only the
+  // application's.
+  void CloseWith(uint16_t code, std::string_view reason);
+  // Queues our close frame (once) and stops sending anything else.
+  void QueueClose(uint16_t code, std::string_view reason);
+  bool QueueFrame(Opcode opcode, std::string_view payload);
+
+  // After every event: sends, arms the receive, moves the phase on, sets
+  // the deadline.
+  void Sync();
+  void Flush();
+  void StartLinger();
+  void FinishLinger();
+  void StartClose();
+  // The route's `close`, once, with the code that ended the connection.
+  void NotifyClosed();
+  void MaybeDrain();
+  uint64_t After(uint32_t ms) const;
+  size_t bound() const { return max_backpressure_; }
+
+  exchange::ConnectionEnv* env_ = nullptr;
+  uint32_t slot_ = 0;
+  const Behavior* behavior_ = nullptr;
+  std::optional<FrameParser> parser_;
+  Utf8Validator utf8_;
+  http1::OutputQueue out_;
+  std::string message_;   // a message spanning receives, assembled
+  std::string protocol_;
+  std::any user_;
+  // The limits, the route's or the server's.
+  uint64_t max_message_ = 0;
+  size_t max_backpressure_ = 0;
+  uint32_t idle_timeout_ms_ = 0;
+  uint32_t ping_interval_ms_ = 0;
+
+  Phase phase_ = Phase::kOpen;
+  bool recv_armed_ = false;
+  bool recv_starved_ = false;   // -ENOBUFS: armed again on OnBuffersAvailable
+  bool recv_paused_ = false;    // past half the output bound: not armed again
+  bool peer_eof_ = false;
+  bool fatal_ = false;          // the socket failed: close at once
+  bool send_inflight_ = false;
+  bool shutdown_inflight_ = false;
+  bool linger_done_ = false;    // the linger ended while the shutdown was in flight
+  bool close_queued_ = false;   // our close frame is in the output
+  bool close_received_ = false; // the client's close arrived
+  bool fail_ = false;           // ours ends it: no wait for the client's close
+  bool opened_ = false;         // `open` was called: `close` is owed
+  bool notified_ = false;       // `close` was called
+  bool want_drain_ = false;     // a send saw the bound: `drain` is owed
+  bool ping_sent_ = false;      // since the last frame received
+  bool message_begun_ = false;  // a piece of the message being read has come
+  MessageKind message_kind_ = MessageKind::kText;
+  uint16_t close_code_ = close_code::kAbnormal;  // what `close` is told
+  std::string close_reason_;
+  int in_event_ = 0;            // inside an event: Sync runs at its end
+  uint64_t last_rx_tick_ = 0;
+  uint64_t send_deadline_ = 0;
+  uint64_t close_deadline_ = 0;  // kClosing: the client's close is due
+  uint64_t armed_deadline_ = 0;
+};
+
+}  // namespace uring_http::ws
+
+#endif  // URING_HTTP_SRC_WS_CONNECTION_H_

@@ -1,0 +1,364 @@
+"""GET /test/ws, the shipped server's WebSocket echo (RFC 6455), end to end
+over raw sockets with a client that frames by hand, so that it can break
+each rule on purpose:
+
+- the handshake: 101 with the right Sec-WebSocket-Accept; a plain GET and
+  a version other than 13 are 426 naming Upgrade: websocket and version 13;
+  a bad key, a POST, a missing Connection: Upgrade are 400, and the
+  connection goes on as HTTP/1.1 after them; HTTP/2 gets 426;
+- messages: text and binary echoed, empty ones, 125/126/65535/65536-byte
+  lengths (each length encoding), fragmented messages with pings between
+  the fragments, a message split across many TCP segments, the frames sent
+  right after the handshake in the same segment;
+- failures: invalid UTF-8 (1007, also in the middle of a fragmented
+  message), reserved bits, unknown opcodes, unmasked frames, fragmented
+  or oversized control frames, continuation without a message (1002), a
+  message over --ws-max-message (1009), an invalid close code (1002);
+- the closing handshake: 1000 and 3000-4999 echoed, an empty close answered
+  empty, a reason kept; the server closes the TCP connection after it;
+- timers: a ping after --ws-ping-interval, a close 1001 after
+  --ws-idle-timeout, a close 1001 when the server drains;
+- /metrics counts the sockets, messages and closes by code.
+
+Usage: websocket_test.py PATH_TO_SERVER
+"""
+import base64
+import hashlib
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+
+GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def frame(op, payload=b"", fin=True, mask=True, rsv=0, length=None):
+    b0 = (0x80 if fin else 0) | (rsv << 4) | op
+    n = len(payload) if length is None else length
+    m = 0x80 if mask else 0
+    if n < 126:
+        head = bytes([b0, m | n])
+    elif n < 65536:
+        head = bytes([b0, m | 126]) + struct.pack(">H", n)
+    else:
+        head = bytes([b0, m | 127]) + struct.pack(">Q", n)
+    if not mask:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(c ^ key[i % 4] for i, c in enumerate(payload))
+
+
+def close_payload(code, reason=b""):
+    return struct.pack(">H", code) + reason
+
+
+class Client:
+    def __init__(self, port, path="/test/ws", extra=""):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.key = base64.b64encode(os.urandom(16)).decode()
+        self.request = ("GET %s HTTP/1.1\r\nHost: test\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                        "Sec-WebSocket-Version: 13\r\n%s\r\n" % (path, self.key, extra)).encode()
+        self.buf = b""
+
+    def handshake(self, then=b""):
+        self.sock.sendall(self.request + then)
+        status, headers = self.read_head()
+        assert status == 101, (status, headers)
+        expected = base64.b64encode(hashlib.sha1(self.key.encode() + GUID).digest()).decode()
+        assert headers["sec-websocket-accept"] == expected, headers
+        assert headers["upgrade"].lower() == "websocket", headers
+        assert headers["connection"].lower() == "upgrade", headers
+        return self
+
+    def read_head(self):
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            assert chunk, "closed before the head ended: %r" % self.buf
+            self.buf += chunk
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+        return int(lines[0].split()[1]), headers
+
+    def read_body(self, n):
+        self.read(n)
+        body, self.buf = self.buf[:n], self.buf[n:]
+        return body
+
+    def read(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError("closed with %d of %d bytes" % (len(self.buf), n))
+            self.buf += chunk
+
+    def take(self, n):
+        self.read(n)
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def next_frame(self):
+        """(fin, opcode, payload) of the server's next frame; it must be unmasked."""
+        b0, b1 = self.take(2)
+        assert b1 & 0x80 == 0, "a server frame is never masked"
+        assert b0 & 0x70 == 0, "no reserved bit without an extension"
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack(">H", self.take(2))[0]
+        elif n == 127:
+            n = struct.unpack(">Q", self.take(8))[0]
+        return bool(b0 & 0x80), b0 & 0x0F, self.take(n)
+
+    def expect_close(self, code):
+        """The server's close frame with `code` (None: an empty one), then its FIN."""
+        fin, op, payload = self.next_frame()
+        while op == 0xA or op == 0x9:  # a ping of the server's own may come first
+            fin, op, payload = self.next_frame()
+        assert op == 0x8, (op, payload)
+        if code is None:
+            assert payload == b"", payload
+        else:
+            assert len(payload) >= 2 and struct.unpack(">H", payload[:2])[0] == code, payload
+        return payload[2:]
+
+    def expect_eof(self):
+        self.sock.settimeout(10)
+        while True:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                raise AssertionError("the server reset the connection instead of closing it")
+            if not chunk:
+                return
+            self.buf += chunk
+            assert len(self.buf) < 1 << 20, "data after the close"
+
+    def close(self):
+        self.sock.close()
+
+
+def http_get(port, request):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(request)
+    c = Client.__new__(Client)
+    c.sock, c.buf = s, b""
+    status, headers = c.read_head()
+    body = c.read_body(int(headers.get("content-length", "0")))
+    return c, status, headers, body
+
+
+def handshake_refusals(port):
+    # A plain GET: 426, with the upgrade named; the connection goes on.
+    c, status, headers, body = http_get(port, b"GET /test/ws HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert status == 426, status
+    assert headers["upgrade"] == "websocket" and headers["sec-websocket-version"] == "13", headers
+    c.send(b"GET /test/fast HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert c.read_head()[0] == 200
+    c.close()
+    # Version 8: 426 with the version we speak (RFC 6455 4.4).
+    key = base64.b64encode(os.urandom(16)).decode()
+    c, status, headers, _ = http_get(port, (
+        "GET /test/ws HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 8\r\n\r\n" % key).encode())
+    assert status == 426 and headers["sec-websocket-version"] == "13", (status, headers)
+    c.close()
+    # 400s: a key that is not 16 bytes, no Connection: Upgrade, two versions.
+    for fields in ["Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: c2hvcnQ=\r\n"
+                   "Sec-WebSocket-Version: 13\r\n",
+                   "Upgrade: websocket\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n" % key,
+                   "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Version: 13\r\n" % key]:
+        c, status, _, _ = http_get(port, ("GET /test/ws HTTP/1.1\r\nHost: t\r\n%s\r\n" % fields).encode())
+        assert status == 400, (status, fields)
+        c.send(b"GET /test/fast HTTP/1.1\r\nHost: t\r\n\r\n")
+        assert c.read_head()[0] == 200, "the connection goes on after a refused handshake"
+        c.close()
+    # A handshake with a body: 400, and the connection closes.
+    c, status, _, _ = http_get(port, (
+        "GET /test/ws HTTP/1.1\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\nContent-Length: 2\r\n\r\nab" % key).encode())
+    assert status == 400, status
+    c.close()
+    # Another method: 405.
+    c, status, _, _ = http_get(port, b"POST /test/ws HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+    assert status == 405, status
+    c.close()
+    # HTTP/1.0 cannot upgrade: 400.
+    c, status, _, _ = http_get(port, (
+        "GET /test/ws HTTP/1.0\r\nHost: t\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n" % key).encode())
+    assert status == 400, status
+    c.close()
+
+
+def echoes(port):
+    c = Client(port).handshake()
+    for op, payload in [(1, b"hello"), (2, bytes(range(256))), (1, b""), (2, b""),
+                        (1, "h\u00e9llo \u2603 \U0001F600".encode()),
+                        (2, b"x" * 125), (2, b"y" * 126), (2, b"z" * 65535), (2, b"w" * 65536),
+                        (2, os.urandom(1 << 20))]:
+        c.send(frame(op, payload))
+        fin, rop, got = c.next_frame()
+        assert fin and rop == op and got == payload, (op, len(payload), rop, len(got))
+    # Fragmented, with a ping between the fragments: the pong comes first
+    # (same payload), then the whole message.
+    c.send(frame(1, b"fra", fin=False) + frame(9, b"are you there") + frame(0, b"gme", fin=False) +
+           frame(0, b"nted"))
+    assert c.next_frame() == (True, 0xA, b"are you there")
+    assert c.next_frame() == (True, 1, b"fragmented")
+    # One message cut into single bytes on the wire.
+    data = frame(2, b"byte by byte " * 20)
+    for i in range(len(data)):
+        c.send(data[i:i + 1])
+        if i % 16 == 0:
+            time.sleep(0.001)
+    assert c.next_frame() == (True, 2, b"byte by byte " * 20)
+    # Many messages in one segment: each echoed, in order.
+    c.send(b"".join(frame(1, b"m%d" % i) for i in range(200)))
+    for i in range(200):
+        assert c.next_frame() == (True, 1, b"m%d" % i)
+    # A pong from the client is ignored; the close is echoed.
+    c.send(frame(0xA, b"unsolicited") + frame(8, close_payload(1000, b"bye")))
+    assert c.expect_close(1000) == b""
+    c.expect_eof()
+    c.close()
+    # Frames in the same segment as the handshake.
+    c = Client(port).handshake(then=frame(1, b"early") + frame(8, close_payload(3001)))
+    assert c.next_frame() == (True, 1, b"early")
+    c.expect_close(3001)
+    c.expect_eof()
+    c.close()
+    # An empty close is answered empty; 4999 echoed.
+    c = Client(port).handshake()
+    c.send(frame(8))
+    c.expect_close(None)
+    c.expect_eof()
+    c = Client(port).handshake()
+    c.send(frame(8, close_payload(4999, b"app")))
+    c.expect_close(4999)
+    c.expect_eof()
+
+
+def failures(port):
+    cases = [
+        ("invalid UTF-8", frame(1, b"\xff"), 1007),
+        ("UTF-8 cut at the message's end", frame(1, b"\xe2\x82"), 1007),
+        ("a surrogate in UTF-8", frame(1, b"\xed\xa0\x80"), 1007),
+        ("invalid UTF-8 inside a fragmented message",
+         frame(1, b"ok", fin=False) + frame(0, b"\xc0\xaf", fin=False), 1007),
+        ("RSV1 without an extension", frame(1, b"x", rsv=4), 1002),
+        ("RSV2", frame(1, b"x", rsv=2), 1002),
+        ("opcode 3", frame(3, b"x"), 1002),
+        ("opcode 11", frame(11, b""), 1002),
+        ("an unmasked frame", frame(1, b"x", mask=False), 1002),
+        ("a fragmented ping", frame(9, b"x", fin=False), 1002),
+        ("a ping of 126 bytes", frame(9, b"p" * 126), 1002),
+        ("a continuation without a message", frame(0, b"x"), 1002),
+        ("a new message inside a fragmented one", frame(1, b"a", fin=False) + frame(1, b"b"), 1002),
+        ("close code 1005 sent", frame(8, close_payload(1005)), 1002),
+        ("close code 999", frame(8, close_payload(999)), 1002),
+        ("close code 2999", frame(8, close_payload(2999)), 1002),
+        ("a close of one byte", frame(8, b"\x03"), 1002),
+        ("a close reason that is not UTF-8", frame(8, close_payload(1000, b"\xff")), 1007),
+        ("a message over --ws-max-message", frame(2, b"", length=2 << 20), 1009),
+    ]
+    for name, data, code in cases:
+        c = Client(port).handshake()
+        c.send(data)
+        try:
+            c.expect_close(code)
+            c.expect_eof()
+        except Exception as e:
+            raise AssertionError("%s: %s" % (name, e))
+        c.close()
+    # Over the limit only in total: fragments of 1 MiB each.
+    c = Client(port).handshake()
+    c.send(frame(2, b"a" * (1 << 20), fin=False))
+    c.send(frame(0, b"b" * (1 << 20), fin=False))
+    c.expect_close(1009)
+    c.expect_eof()
+
+
+def metrics(port):
+    _, status, _, body = http_get(port, b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n")
+    assert status == 200
+    text = body.decode()
+    values = {}
+    for line in text.splitlines():
+        m = re.match(r"(uring_http_websocket\S*) (\d+)", line)
+        if m:
+            values[m.group(1)] = int(m.group(2))
+    assert values.get('uring_http_websockets_total', 0) >= 20, values
+    assert values.get('uring_http_websocket_closes_total{code="1007"}', 0) >= 5, values
+    assert values.get('uring_http_websocket_closes_total{code="1002"}', 0) >= 10, values
+    assert values.get('uring_http_websocket_closes_total{code="1000"}', 0) >= 1, values
+    assert values.get('uring_http_websocket_messages_received_total', 0) >= 200, values
+
+
+def timers(binary):
+    server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "1",
+                               "--ws-ping-interval=300ms", "--ws-idle-timeout=1s",
+                               "--shutdown-timeout=5s"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
+        # A quiet client gets a ping, then (not answering) a close 1001.
+        c = Client(port).handshake()
+        start = time.monotonic()
+        assert c.next_frame() == (True, 0x9, b"")
+        assert 0.2 < time.monotonic() - start < 2.0
+        c.expect_close(1001)
+        assert 0.8 < time.monotonic() - start < 3.0, time.monotonic() - start
+        c.send(frame(8, close_payload(1001)))
+        c.expect_eof()
+        # A client that answers the pings stays.
+        c = Client(port).handshake()
+        deadline = time.monotonic() + 2.5
+        while time.monotonic() < deadline:
+            fin, op, payload = c.next_frame()
+            assert op == 0x9, op
+            c.send(frame(0xA, payload))
+        # The server drains: a close 1001 to the open socket.
+        server.send_signal(signal.SIGTERM)
+        c.expect_close(1001)
+        c.send(frame(8, close_payload(1001)))
+        c.expect_eof()
+        assert server.wait(timeout=10) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+def main():
+    binary = sys.argv[1]
+    server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "1",
+                               "--ws-max-message=1500000"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
+        handshake_refusals(port)
+        echoes(port)
+        failures(port)
+        metrics(port)
+        assert server.poll() is None, "the server died"
+    finally:
+        server.kill()
+        server.wait()
+    timers(binary)
+    print("websocket_test: ok")
+
+
+if __name__ == "__main__":
+    main()
