@@ -57,7 +57,8 @@
 //   src/http/stop_reason.h  StopReason: why a handler should stop
 //   src/http/sse.h         server-sent events: Event, AppendEvent,
 //                          EventComment, StartEventStream
-//   src/router/router.h    Router (Fast, Slow, Async, FastStream, SetFallback,
+//   src/router/router.h    Router (Fast, Slow, Async, FastStream, WebSocket,
+//                          SetFallback,
 //                          Static, Use, SetErrorHandler,
 //                          SetDefaultErrorHandler, RedirectTrailingSlash),
 //                          Registration, Handler,
@@ -73,6 +74,12 @@
 //   src/http/parser.h      ParseLimits
 //   src/http/response.h    Response (status, headers, bodies, Write, Stream,
 //                          AddTrailer), BodyOutput, ReasonPhrase
+//   src/ws/websocket.h     WebSocket routes (Router::WebSocket): Behavior
+//                          (upgrade, open, message, drain, close, limits),
+//                          WebSocket (Send, Close, buffered, protocol,
+//                          user, sender), Upgrade, MessageKind, SendResult
+//   src/ws/sender.h        Sender (a socket's sends from any thread),
+//                          Topics (pub/sub fan-out), Frame, MakeFrame
 //   src/router/registration.h  Registration (what registering returns)
 //   src/http/response_helpers.h  Redirect, CacheControl/SetCacheControl,
 //                          SetContentDisposition, SetCookie/SetCookieOptions,
@@ -149,6 +156,7 @@
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"
 #include "src/tls/tls_settings.h"
+#include "src/ws/sender.h"
 #include "src/ws/websocket.h"
 
 #endif  // URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "src/base/counter.h"
@@ -45,6 +46,9 @@ class StreamStatePool;  // HTTP/1's per-loop stream states (ConnectionEnv::strea
 namespace uring_http::worker {
 struct TaskBuffer;
 }  // namespace uring_http::worker
+namespace uring_http::ws {
+class Sender;  // a WebSocket's sends from any thread (src/ws/sender.h)
+}  // namespace uring_http::ws
 
 namespace uring_http::exchange {
 
@@ -107,6 +111,15 @@ class ConnectionHost {
   // returning. The connection has nothing in flight; it is then closed as
   // far as it knows, and released without touching the socket.
   virtual void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) = 0;
+
+  // A WebSocket's sender (ws::Sender), whose sends from any thread reach
+  // this loop's ring and come back to the slot's protocol. Null where
+  // there is no ring to reach (a unit test's host).
+  virtual std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound) {
+    (void)slot;
+    (void)bound;
+    return nullptr;
+  }
 
  protected:
   ~ConnectionHost() = default;

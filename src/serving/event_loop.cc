@@ -64,6 +64,11 @@ EventLoop::~EventLoop() {
     (void)tls_.release();
     arena_.Leak();
   }
+  // WebSocket senders outlive their sockets: none posts to this loop's
+  // inbox (or its mailbox) once the loop is gone.
+  for (uint32_t i = 0; slots_ != nullptr && i < capacity_; ++i) {
+    if (slots_[i].ws != nullptr) slots_[i].ws->ShutSender();
+  }
   // Coroutines first: their frames may view their connections' tasks.
   async_.reset();
   slots_.reset();
@@ -366,6 +371,9 @@ void EventLoop::Run() {
         case Op::kAsyncInbox:
           async_->OnInbox();
           break;
+        case Op::kWsInbox:
+          OnWsInbox();
+          break;
         case Op::kTimerTick:
           OnTimerTick();
           break;
@@ -580,6 +588,8 @@ void EventLoop::OnTimerTick() {
       OnStop();
     } else if (UserDataOp(ud) == Op::kAsyncInbox) {
       async_->OnInbox();
+    } else if (UserDataOp(ud) == Op::kWsInbox) {
+      OnWsInbox();
     } else if (UserDataOp(ud) == Op::kAsync) {
       // An ASYNC handler's worker call (its res is not used).
       async_->OnCompletion(UserDataSlot(ud), UserDataGeneration(ud), static_cast<int>(stream));

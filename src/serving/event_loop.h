@@ -163,6 +163,9 @@ class EventLoop final : private conn::Transport,
   void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) override;
   // The slot speaks HTTP/2 from now on (an h2c preface, or ALPN h2).
   void StartWebSocket(uint32_t slot, const conn::Handoff& handoff);
+  std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound) override;
+  // The inbox's message: WebSocket senders have sends for their sockets.
+  void OnWsInbox();
   void StartHttp2(uint32_t slot, const conn::Handoff& handoff);
   void OnAlpnH2(uint32_t slot);
   void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
@@ -271,6 +274,9 @@ class EventLoop final : private conn::Transport,
   // ASYNC handlers' exchanges (only with ASYNC routes). After the slots:
   // destroyed first, its coroutines may view their connections' tasks.
   std::unique_ptr<async::Runner> async_;
+  // Where WebSocket senders post (ws/sender.h): one MSG_RING per burst.
+  std::unique_ptr<async::RingInbox> ws_inbox_;
+  std::vector<uint64_t> ws_inbox_taken_;
   // SLOW tasks of routes with a RouteOptions::timeout, while a worker has
   // them: past `at_ns` (checked at the tick) the task is stopped
   // (kDeadline), which wakes a handler in Request::WaitForStop and makes

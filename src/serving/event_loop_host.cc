@@ -344,6 +344,33 @@ void EventLoop::HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handof
   StartHttp2(slot, handoff);
 }
 
+std::shared_ptr<ws::Sender> EventLoop::MakeSender(uint32_t slot, size_t bound) {
+  if (ws_inbox_ == nullptr) {
+    ws_inbox_ = std::make_unique<async::RingInbox>(address(), PackUserData(Op::kWsInbox, 0, 0));
+  }
+  return std::make_shared<ws::Sender>(ws_inbox_.get(),
+                                      PackUserData(Op::kWsInbox, slot, slots_[slot].generation),
+                                      bound);
+}
+
+void EventLoop::OnWsInbox() {
+  if (ws_inbox_ == nullptr) return;
+  ws_inbox_->Take(&ws_inbox_taken_);
+  for (const uint64_t token : ws_inbox_taken_) {
+    // The socket may have ended since (its sender is shut, and its slot
+    // perhaps reused: the generation tells).
+    const uint32_t slot = UserDataSlot(token);
+    if (slot >= capacity_) continue;
+    Slot& s = slots_[slot];
+    if (!s.in_use || s.generation != UserDataGeneration(token) || s.ws == nullptr ||
+        s.protocol != s.ws.get()) {
+      continue;
+    }
+    s.ws->OnPosted();
+    MaybeFree(slot);
+  }
+}
+
 void EventLoop::StartWebSocket(uint32_t slot, const conn::Handoff& handoff) {
   Slot& s = slots_[slot];
   URING_CHECK(s.protocol == &s.http1);

@@ -34,6 +34,7 @@ enum class Op : uint8_t {
   kTlsJob,      // MSG_RING from a worker: a TLS handshake step it ran is done
   kAsync,       // an ASYNC exchange's await (slot: the exchange; async/runner.h)
   kAsyncInbox,  // MSG_RING from any thread: push streams have bytes (async/push_stream.h)
+  kWsInbox,     // MSG_RING from any thread: WebSocket senders have sends (ws/sender.h)
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

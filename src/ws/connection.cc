@@ -245,9 +245,10 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
 
 void Connection::Close(uint16_t code, std::string_view reason) {
   if (phase_ != Phase::kOpen || close_queued_) return;
-  // Only what a peer may receive (1000, or the application's 3000-4999);
-  // anything else is sent as 1000. A reason is cut to fit a control frame.
-  if (code != close_code::kNormal && !(code >= 3000 && code <= 4999)) code = close_code::kNormal;
+  // Only a code a peer may receive (RFC 6455 7.4: 1000-1003, 1007-1014,
+  // the application's 3000-4999); anything else is sent as 1000. A reason
+  // is cut to fit a control frame.
+  if (!CloseCodeValid(code)) code = close_code::kNormal;
   CloseWith(code, reason);
 }
 
@@ -295,6 +296,47 @@ void Connection::OnSend(int res, bool notification_follows) {
   }
   MaybeDrain();
   Sync();
+}
+
+std::shared_ptr<Sender> Connection::sender() {
+  if (sender_ == nullptr) {
+    sender_ = env_->host->MakeSender(slot_, max_backpressure_);
+    if (sender_ != nullptr && phase_ != Phase::kOpen) sender_->Shut();
+  }
+  return sender_;
+}
+
+void Connection::OnPosted() {
+  if (sender_ == nullptr) return;
+  sender_->Take(&taken_);
+  ++in_event_;
+  for (const Frame& f : taken_.frames) {
+    // Taken already (the sender counted it against the bound): copied into
+    // the output as the ring's own sends are.
+    if (phase_ != Phase::kOpen || close_queued_ || fatal_) break;
+    char* p = out_.Reserve(f->size());
+    if (p == nullptr) {
+      env_->stats->ws_backpressure_drops.Add();  // every segment taken: as full
+      continue;
+    }
+    std::memcpy(p, f->data(), f->size());
+    out_.Commit(f->size());
+    env_->stats->ws_messages_out.Add();
+    env_->stats->ws_bytes_out.Add(f->size());
+  }
+  taken_.frames.clear();
+  if (taken_.close) Close(taken_.code, taken_.reason);
+  --in_event_;
+  Sync();
+}
+
+void Connection::UpdateSender() {
+  if (sender_ == nullptr) return;
+  if (phase_ == Phase::kOpen && !close_queued_) {
+    sender_->Held(out_.pending());
+  } else if (!sender_->closed()) {
+    sender_->Shut();
+  }
 }
 
 void Connection::OnSendNotification(bool) {
@@ -374,6 +416,7 @@ void Connection::Sync() {
     armed_deadline_ = deadline;
     env_->transport->SetDeadline(slot_, deadline);
   }
+  UpdateSender();
 }
 
 void Connection::OnDeadline() {
@@ -457,6 +500,7 @@ void Connection::Abort() {
 }
 
 void Connection::NotifyClosed() {
+  if (sender_ != nullptr) sender_->Shut();  // the socket has ended
   if (!opened_ || notified_) return;
   notified_ = true;
   env_->stats->ws_closed.Add();
@@ -530,6 +574,9 @@ void Connection::Release() {
   std::string().swap(protocol_);
   std::string().swap(close_reason_);
   user_.reset();
+  if (sender_ != nullptr) sender_->Shut();
+  sender_.reset();
+  taken_ = Sender::Taken();
   behavior_ = nullptr;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = recv_paused_ = peer_eof_ = fatal_ = false;

@@ -39,6 +39,7 @@
 #include "src/http1/output_queue.h"
 #include "src/ws/frame.h"
 #include "src/ws/frame_parser.h"
+#include "src/ws/sender.h"
 #include "src/ws/utf8_validator.h"
 #include "src/ws/websocket.h"
 
@@ -103,6 +104,14 @@ class Connection final : public conn::Protocol, public WebSocket {
   size_t buffered() const override { return out_.pending(); }
   std::string_view protocol() const override { return protocol_; }
   std::any& user() override { return user_; }
+  std::shared_ptr<Sender> sender() override;
+
+  // The loop: the sender has sends (or a close) for the socket.
+  void OnPosted();
+  // The loop is going away: the sender's sends are kClosed from now on.
+  void ShutSender() {
+    if (sender_ != nullptr) sender_->Shut();
+  }
 
  private:
   enum class Phase : uint8_t { kOpen, kClosing, kLingering, kCloseSubmitted, kClosed };
@@ -132,6 +141,9 @@ class Connection final : public conn::Protocol, public WebSocket {
   // The route's `close`, once, with the code that ended the connection.
   void NotifyClosed();
   void MaybeDrain();
+  // The sender learns what the ring holds; once the socket ends, it is
+  // shut (its sends are kClosed, nothing more is posted).
+  void UpdateSender();
   uint64_t After(uint32_t ms) const;
   size_t bound() const { return max_backpressure_; }
 
@@ -144,6 +156,8 @@ class Connection final : public conn::Protocol, public WebSocket {
   std::string message_;   // a message spanning receives, assembled
   std::string protocol_;
   std::any user_;
+  std::shared_ptr<Sender> sender_;  // made on first use
+  Sender::Taken taken_;             // what the sender gave, its memory reused
   // The limits, the route's or the server's.
   uint64_t max_message_ = 0;
   size_t max_backpressure_ = 0;

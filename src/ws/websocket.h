@@ -26,11 +26,14 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <memory>
 #include <string_view>
 
 #include "src/http/request.h"
 
 namespace uring_http::ws {
+
+class Sender;  // sender.h: sends from any thread
 
 enum class MessageKind : uint8_t { kText, kBinary };
 
@@ -59,8 +62,9 @@ class WebSocket {
   // A message to the client. Text must be UTF-8 (it is not checked: the
   // client would close with 1007).
   virtual SendResult Send(std::string_view message, MessageKind kind = MessageKind::kText) = 0;
-  // Starts the closing handshake (code 1000, or 3000-4999 for the
-  // application's own; a reason of at most 123 bytes). Nothing more is
+  // Starts the closing handshake (1000, another code RFC 6455 7.4 lets an
+  // endpoint send such as 1003 or 1008, or 3000-4999 for the application's
+  // own; anything else is sent as 1000; a reason of at most 123 bytes). Nothing more is
   // sent after it; `close` is called once the connection has ended.
   virtual void Close(uint16_t code = 1000, std::string_view reason = {}) = 0;
   // Bytes queued that the client has not read yet.
@@ -70,6 +74,9 @@ class WebSocket {
   // What the route's `upgrade` stored for this connection (e.g. the user
   // its token named); empty when it stored nothing.
   virtual std::any& user() = 0;
+  // The socket's sends from any thread, and its subscriptions to topics
+  // (sender.h). Made on first use; every call gives the same one.
+  virtual std::shared_ptr<Sender> sender() = 0;
 
  protected:
   ~WebSocket() = default;
