@@ -170,6 +170,7 @@ struct ConnectionConfig : conn::TransportConfig {
   size_t ws_max_backpressure = 1024 * 1024;
   uint32_t ws_idle_timeout_ms = 120'000;
   uint32_t ws_ping_interval_ms = 30'000;
+  ws::Compression ws_deflate = ws::Compression::kOff;  // --ws-deflate
 };
 
 using Counter = base::Counter;

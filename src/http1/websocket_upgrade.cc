@@ -71,6 +71,30 @@ void Connection::AnswerWebSocketRoute(http::Request& request, const router::Rout
   accepted.behavior = &behavior;
   accepted.accept = accept;
   accepted.upgrade = &upgrade;
+  const ws::Compression compression = behavior.compression == ws::Compression::kDefault
+                                          ? env_->config->ws_deflate
+                                          : behavior.compression;
+  if (compression == ws::Compression::kShared || compression == ws::Compression::kDedicated) {
+    // Every Sec-WebSocket-Extensions field, as one list of offers.
+    std::string offers;
+    for (std::string_view value : request.HeaderValues("sec-websocket-extensions")) {
+      if (!offers.empty()) offers.append(", ");
+      offers.append(value);
+    }
+    ws::DeflateLimits ours;
+    if (compression == ws::Compression::kShared) {
+      // No context either way: the thread's zlib streams serve every socket.
+      ours.context_takeover = false;
+      ours.client_context_takeover = false;
+    } else {
+      ours.max_window_bits = ws::kDedicatedWindowBits;
+      ours.client_max_window_bits = ws::kDedicatedWindowBits;
+    }
+    if (!offers.empty()) {
+      accepted.deflate = ws::NegotiateDeflate(offers, ours);
+      accepted.dedicated = compression == ws::Compression::kDedicated;
+    }
+  }
   // The exchange ends with the 101 (metrics, the access log); nothing of
   // HTTP/1 follows it, so it is not finished as an answer would be (that
   // would read the next request from what are now frames).

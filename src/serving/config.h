@@ -18,6 +18,7 @@
 #include "src/limits/rate_limit.h"
 #include "src/metrics/registry.h"
 #include "src/tls/tls_settings.h"
+#include "src/ws/websocket.h"
 
 namespace uring_http::serving {
 
@@ -170,6 +171,9 @@ struct ServerConfig {
   uint64_t ws_max_backpressure = 1024 * 1024;
   uint32_t ws_idle_timeout_ms = 120'000;
   uint32_t ws_ping_interval_ms = 30'000;
+  // permessage-deflate for routes that leave it to the server
+  // (ws::Behavior::compression): off, shared or dedicated (websocket.h).
+  ws::Compression ws_deflate = ws::Compression::kOff;
 
   // HTTPS on the listeners (--tls-cert/--tls-key; src/tls/). Empty
   // certificates: plain HTTP.

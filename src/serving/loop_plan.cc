@@ -118,6 +118,7 @@ exchange::ConnectionConfig ConnectionConfigFor(const ServerConfig& config, const
   c.ws_max_backpressure = static_cast<size_t>(config.ws_max_backpressure);
   c.ws_idle_timeout_ms = config.ws_idle_timeout_ms;
   c.ws_ping_interval_ms = config.ws_ping_interval_ms;
+  c.ws_deflate = config.ws_deflate;
   return c;
 }
 

@@ -222,6 +222,13 @@ Flags ServerFlags(Options& options) {
              "WebSocket: nothing received for this long (close 1001); 0: never");
   DurationMs(f, "ws-ping-interval", &c.ws_ping_interval_ms,
              "WebSocket: a ping after this long without a frame from the client; 0: never");
+  Choice(f, "ws-deflate", &c.ws_deflate,
+         {{"off", ws::Compression::kOff},
+          {"shared", ws::Compression::kShared},
+          {"dedicated", ws::Compression::kDedicated}},
+         "WebSocket permessage-deflate when a client offers it: off; shared (the ring "
+         "thread's compressor, no context kept, no memory per socket); dedicated (each "
+         "socket's own with context in a 4 KiB window, 50-80 KiB per busy socket)");
   f.Add("verbose", &c.verbose, "Debug output on stderr").Short('v');
   FilePath(f, "access-log", &c.access_log_path,
            "Access log in Common Log Format (written through the rings, never blocking them)");

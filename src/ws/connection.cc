@@ -30,7 +30,8 @@ const char* CloseCodeBucketName(size_t bucket) {
   return bucket < kCloseCodeBuckets ? kNames[bucket] : "other";
 }
 
-std::string SwitchingProtocols(std::string_view accept, std::string_view protocol) {
+std::string SwitchingProtocols(std::string_view accept, std::string_view protocol,
+                               std::string_view extensions) {
   std::string head =
       "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
       "Sec-WebSocket-Accept: ";
@@ -39,6 +40,11 @@ std::string SwitchingProtocols(std::string_view accept, std::string_view protoco
   if (!protocol.empty()) {
     head.append("Sec-WebSocket-Protocol: ");
     head.append(protocol);
+    head.append("\r\n");
+  }
+  if (!extensions.empty()) {
+    head.append("Sec-WebSocket-Extensions: ");
+    head.append(extensions);
     head.append("\r\n");
   }
   head.append("\r\n");
@@ -65,6 +71,12 @@ void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::H
   ping_interval_ms_ = b.ping_interval_ms != 0 ? b.ping_interval_ms : config.ws_ping_interval_ms;
   FrameParser::Options options;
   options.max_message = max_message_;
+  if (accepted.deflate.has_value()) {
+    deflate_ = *accepted.deflate;
+    deflate_on_ = true;
+    dedicated_ = accepted.dedicated;
+    options.deflate = true;  // RSV1 marks a compressed message
+  }
   parser_.emplace(options);
   out_.Init(env->chunks);
   recv_armed_ = handoff.recv_armed;
@@ -73,7 +85,8 @@ void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::H
     protocol_ = std::move(accepted.upgrade->protocol);
     user_ = std::move(accepted.upgrade->user);
   }
-  const std::string head = SwitchingProtocols(accepted.accept, protocol_);
+  const std::string head = SwitchingProtocols(
+      accepted.accept, protocol_, deflate_on_ ? DeflateResponse(deflate_) : std::string());
   URING_CHECK(out_.Append(head));
   last_rx_tick_ = env_->now_tick;
   env_->stats->ws_opened.Add();
@@ -133,7 +146,11 @@ void Connection::Feed(char* data, size_t len) {
 void Connection::OnData(const FrameParser::Event& e) {
   const bool first = !message_begun_;
   message_begun_ = true;
-  if (first) message_kind_ = e.opcode == Opcode::kBinary ? MessageKind::kBinary : MessageKind::kText;
+  if (first) {
+    message_kind_ = e.opcode == Opcode::kBinary ? MessageKind::kBinary : MessageKind::kText;
+    message_compressed_ = e.compressed;
+  }
+  if (message_compressed_) return OnCompressedData(e, first);
   if (message_kind_ == MessageKind::kText) {
     // Checked as it arrives: a bad byte fails the connection now, not at
     // the message's end (Autobahn 6.4: "fail fast").
@@ -162,6 +179,46 @@ void Connection::OnData(const FrameParser::Event& e) {
     utf8_.Reset();
     message_begun_ = false;
   }
+}
+
+void Connection::OnCompressedData(const FrameParser::Event& e, bool first) {
+  // Inflated whole at the message's end (bounded by max_message: a small
+  // message that would inflate to gigabytes stops at the bound), then
+  // checked as UTF-8 if text.
+  std::string_view compressed = e.data;
+  if (!(e.message_end && first)) {
+    message_.append(e.data);
+    if (!e.message_end) return;
+    compressed = message_;
+  }
+  message_begun_ = false;
+  Inflater* inflater = &ThreadInflater();
+  if (dedicated_ && !deflate_.client_no_context_takeover) {
+    if (inflater_ == nullptr) {
+      inflater_ = std::make_unique<Inflater>(/*context_takeover=*/true,
+                                             deflate_.client_max_window_bits);
+    }
+    inflater = inflater_.get();
+  }
+  thread_local std::string inflated;
+  const Inflater::Result r = inflater->Inflate(compressed, max_message_, &inflated);
+  if (message_.capacity() > 64 * 1024) {
+    std::string().swap(message_);
+  } else {
+    message_.clear();
+  }
+  if (r == Inflater::Result::kTooBig) return Fail(close_code::kTooBig, "message over the size limit");
+  if (r != Inflater::Result::kOk) return Fail(close_code::kInvalidPayload, "not DEFLATE");
+  if (message_kind_ == MessageKind::kText) {
+    utf8_.Reset();
+    if (!utf8_.Feed(inflated) || !utf8_.complete()) {
+      utf8_.Reset();
+      return Fail(close_code::kInvalidPayload, "text that is not UTF-8");
+    }
+    utf8_.Reset();
+  }
+  Deliver(inflated, message_kind_);
+  if (inflated.capacity() > 1024 * 1024) std::string().swap(inflated);
 }
 
 void Connection::Deliver(std::string_view message, MessageKind kind) {
@@ -211,10 +268,10 @@ void Connection::Fail(uint16_t code, const char* why) {
 
 // ---------------------------------------------------------------- sending
 
-bool Connection::QueueFrame(Opcode opcode, std::string_view payload) {
+bool Connection::QueueFrame(Opcode opcode, std::string_view payload, bool compressed) {
   char* p = out_.Reserve(kMaxServerFrameHeader + payload.size());
   if (p == nullptr) return false;
-  const size_t h = WriteFrameHeader(p, opcode, /*fin=*/true, /*rsv1=*/false, payload.size());
+  const size_t h = WriteFrameHeader(p, opcode, /*fin=*/true, compressed, payload.size());
   if (!payload.empty()) std::memcpy(p + h, payload.data(), payload.size());
   out_.Commit(h + payload.size());
   env_->stats->ws_bytes_out.Add(h + payload.size());
@@ -229,7 +286,34 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
     env_->stats->ws_backpressure_drops.Add();
     return SendResult::kDropped;
   }
-  if (!QueueFrame(kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText, message)) {
+  const Opcode opcode = kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText;
+  bool queued;
+  if (deflate_on_ && message.size() >= kDeflateMinBytes) {
+    // Compressed (RSV1) into the thread's scratch, then framed from there.
+    Deflater* deflater = &ThreadDeflater();
+    if (dedicated_ && !deflate_.server_no_context_takeover) {
+      if (deflater_ == nullptr) {
+        deflater_ = std::make_unique<Deflater>(deflate_.server_max_window_bits, kDedicatedMemLevel,
+                                               /*context_takeover=*/true);
+      }
+      deflater = deflater_.get();
+    }
+    thread_local std::string compressed;
+    compressed.clear();
+    if (deflater->Compress(message, &compressed)) {
+      queued = QueueFrame(opcode, compressed, /*compressed=*/true);
+    } else if (deflater == deflater_.get()) {
+      // The dedicated context is lost: the client's would no longer match.
+      CloseWith(close_code::kInternalError, "compression failed");
+      return SendResult::kClosed;
+    } else {
+      queued = QueueFrame(opcode, message);
+    }
+    if (compressed.capacity() > 1024 * 1024) std::string().swap(compressed);
+  } else {
+    queued = QueueFrame(opcode, message);
+  }
+  if (!queued) {
     want_drain_ = true;  // the queue's segments are all taken: as full
     env_->stats->ws_backpressure_drops.Add();
     return SendResult::kDropped;
@@ -574,6 +658,10 @@ void Connection::Release() {
   std::string().swap(protocol_);
   std::string().swap(close_reason_);
   user_.reset();
+  deflater_.reset();
+  inflater_.reset();
+  deflate_on_ = dedicated_ = message_compressed_ = false;
+  deflate_ = DeflateParams();
   if (sender_ != nullptr) sender_->Shut();
   sender_.reset();
   taken_ = Sender::Taken();

@@ -37,8 +37,10 @@
 #include "src/conn/protocol.h"
 #include "src/exchange/connection_env.h"
 #include "src/http1/output_queue.h"
+#include "src/ws/deflate.h"
 #include "src/ws/frame.h"
 #include "src/ws/frame_parser.h"
+#include "src/ws/handshake.h"
 #include "src/ws/sender.h"
 #include "src/ws/utf8_validator.h"
 #include "src/ws/websocket.h"
@@ -51,7 +53,20 @@ struct Accepted {
   const Behavior* behavior = nullptr;
   std::string_view accept;     // Sec-WebSocket-Accept
   Upgrade* upgrade = nullptr;  // the chosen protocol and user state (taken)
+  // permessage-deflate as agreed (deflate.h): with the ring thread's
+  // shared zlib state, or the socket's own (`dedicated`).
+  std::optional<DeflateParams> deflate;
+  bool dedicated = false;
 };
+
+// Messages shorter than this go uncompressed (RFC 7692 lets each message
+// choose): their DEFLATE would be no smaller.
+inline constexpr size_t kDeflateMinBytes = 64;
+// The dedicated compressor: a 4 KiB window (its memory twice that, 16 KiB)
+// and a 16 KiB hash table (1 << (5 + 9)); the client is asked for the same
+// window when it lets us ask (client_max_window_bits offered).
+inline constexpr int kDedicatedWindowBits = 12;
+inline constexpr int kDedicatedMemLevel = 5;
 
 // Closes counted by code (ConnectionStats::ws_closes): 1000, 1001, 1002,
 // 1006, 1007, 1009, 1005, the rest.
@@ -60,7 +75,8 @@ size_t CloseCodeBucket(uint16_t code);
 const char* CloseCodeBucketName(size_t bucket);
 
 // The 101 that accepts a handshake.
-std::string SwitchingProtocols(std::string_view accept, std::string_view protocol);
+std::string SwitchingProtocols(std::string_view accept, std::string_view protocol,
+                               std::string_view extensions = {});
 
 class Connection final : public conn::Protocol, public WebSocket {
  public:
@@ -129,7 +145,8 @@ class Connection final : public conn::Protocol, public WebSocket {
   void CloseWith(uint16_t code, std::string_view reason);
   // Queues our close frame (once) and stops sending anything else.
   void QueueClose(uint16_t code, std::string_view reason);
-  bool QueueFrame(Opcode opcode, std::string_view payload);
+  bool QueueFrame(Opcode opcode, std::string_view payload, bool compressed = false);
+  void OnCompressedData(const FrameParser::Event& e, bool first);
 
   // After every event: sends, arms the receive, moves the phase on, sets
   // the deadline.
@@ -157,6 +174,14 @@ class Connection final : public conn::Protocol, public WebSocket {
   std::string protocol_;
   std::any user_;
   std::shared_ptr<Sender> sender_;  // made on first use
+  // permessage-deflate, when agreed; a dedicated socket's zlib state is
+  // made on its first compressed message each way.
+  DeflateParams deflate_;
+  bool deflate_on_ = false;
+  bool dedicated_ = false;
+  bool message_compressed_ = false;  // the message being read has RSV1
+  std::unique_ptr<Deflater> deflater_;
+  std::unique_ptr<Inflater> inflater_;
   Sender::Taken taken_;             // what the sender gave, its memory reused
   // The limits, the route's or the server's.
   uint64_t max_message_ = 0;

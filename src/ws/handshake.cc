@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
@@ -165,6 +166,11 @@ std::optional<DeflateParams> NegotiateDeflate(std::string_view offers, const Def
     if (bits < 9) continue;
     p.server_max_window_bits = bits;
     if (!ours.context_takeover) p.server_no_context_takeover = true;
+    if (!ours.client_context_takeover) p.client_no_context_takeover = true;
+    if (seen_cmwb && ours.client_max_window_bits < p.client_max_window_bits) {
+      p.client_max_window_bits = std::max(ours.client_max_window_bits, 9);
+      p.client_window_asked = true;
+    }
     return p;
   }
   return std::nullopt;
@@ -176,6 +182,9 @@ std::string DeflateResponse(const DeflateParams& agreed) {
   if (agreed.client_no_context_takeover) out += "; client_no_context_takeover";
   if (agreed.server_max_window_bits < 15) {
     out += "; server_max_window_bits=" + std::to_string(agreed.server_max_window_bits);
+  }
+  if (agreed.client_window_asked) {
+    out += "; client_max_window_bits=" + std::to_string(agreed.client_max_window_bits);
   }
   return out;
 }

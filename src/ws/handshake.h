@@ -44,12 +44,19 @@ struct DeflateParams {
   bool client_no_context_takeover = false;
   int server_max_window_bits = 15;  // our compressor's window (8 is used as 9: zlib)
   int client_max_window_bits = 15;  // the client's, which we inflate with
+  bool client_window_asked = false;  // we asked for that smaller window
 };
 
 struct DeflateLimits {
   bool enabled = true;
   int max_window_bits = 15;      // our compressor's largest window (9..15)
   bool context_takeover = true;  // false: we never keep a context between messages
+  // The client's side: false asks it to keep no context between messages
+  // (client_no_context_takeover, which a server may ask for unoffered,
+  // RFC 7692 7.1.1.2); a smaller window is asked for only of a client that
+  // offered client_max_window_bits (7.1.2.2).
+  bool client_context_takeover = true;
+  int client_max_window_bits = 15;
 };
 
 // The agreed parameters for the Sec-WebSocket-Extensions fields' values

@@ -37,6 +37,20 @@ class Sender;  // sender.h: sends from any thread
 
 enum class MessageKind : uint8_t { kText, kBinary };
 
+// permessage-deflate (RFC 7692) for a route's sockets, when the client
+// offers it (every browser does):
+enum class Compression : uint8_t {
+  kDefault,    // the server's --ws-deflate
+  kOff,        // never: the offer is declined
+  kShared,     // the ring thread's compressor, no context kept between
+               // messages: no zlib memory per socket
+  kDedicated,  // each socket's own, with context (better ratios on
+               // repetitive messages) in a 4 KiB window: zlib's memory,
+               // made on the socket's first compressed message each way,
+               // is about 38 KiB to compress and 11 KiB to inflate (40 KiB
+               // when the client cannot be asked for a smaller window)
+};
+
 // What a send did (as uWebSockets' send):
 enum class SendResult : uint8_t {
   kQueued,        // taken (and perhaps already on its way)
@@ -110,6 +124,7 @@ struct Behavior {
   // once, for every connection `open` was called for.
   std::function<void(WebSocket&, uint16_t code, std::string_view reason)> close;
 
+  Compression compression = Compression::kDefault;
   // Limits (0: the server's --ws-* setting).
   uint64_t max_message = 0;       // a larger message closes with 1009
   size_t max_backpressure = 0;    // bytes queued for the client (see SendResult)

@@ -18,6 +18,12 @@ each rule on purpose:
   empty, a reason kept; the server closes the TCP connection after it;
 - timers: a ping after --ws-ping-interval, a close 1001 after
   --ws-idle-timeout, a close 1001 when the server drains;
+- permessage-deflate (RFC 7692) with --ws-deflate=shared and dedicated:
+  the parameters agreed, messages compressed both ways (fragmented ones
+  too, and the context kept between messages where agreed), small ones
+  sent plain, a zip bomb stopped at --ws-max-message (1009), bytes that
+  are not DEFLATE and compressed text that is not UTF-8 (1007), RSV1 on a
+  continuation (1002), and no extension when the client offers none;
 - /metrics counts the sockets, messages and closes by code.
 
 Usage: websocket_test.py PATH_TO_SERVER
@@ -30,6 +36,7 @@ import socket
 import subprocess
 import sys
 import time
+import zlib
 
 from ws_client import Client, close_payload, frame
 
@@ -227,6 +234,95 @@ def timers(binary):
             server.wait()
 
 
+def compress(data, compressor):
+    out = compressor.compress(data) + compressor.flush(zlib.Z_SYNC_FLUSH)
+    assert out.endswith(b"\x00\x00\xff\xff")
+    return out[:-4]
+
+
+def read_compressed(c):
+    """The server's next frame: (rsv1, opcode, payload)."""
+    b0, b1 = c.take(2)
+    assert b1 & 0x80 == 0
+    n = b1 & 0x7F
+    if n == 126:
+        n = int.from_bytes(c.take(2), "big")
+    elif n == 127:
+        n = int.from_bytes(c.take(8), "big")
+    return bool(b0 & 0x40), b0 & 0x0F, c.take(n)
+
+
+def deflate(binary):
+    for mode in ["shared", "dedicated"]:
+        server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1",
+                                   "--ws-deflate=" + mode, "--ws-max-message=4MiB"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
+            # No offer: no extension, and RSV1 is then a protocol error.
+            c = Client(port).handshake()
+            c.send(frame(1, b"x", rsv=4))
+            c.expect_close(1002)
+            c.close()
+            for offer, expected in [
+                    ("permessage-deflate; client_max_window_bits",
+                     {"shared": "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                      "dedicated": "permessage-deflate; server_max_window_bits=12; client_max_window_bits=12"}),
+                    ("x-webkit-deflate-frame, permessage-deflate",
+                     {"shared": "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
+                      "dedicated": "permessage-deflate; server_max_window_bits=12"})]:
+                c = Client(port, extra="Sec-WebSocket-Extensions: %s\r\n" % offer)
+                c.sock.sendall(c.request)
+                status, headers = c.read_head()
+                assert status == 101, status
+                ext = headers.get("sec-websocket-extensions")
+                assert ext == expected[mode], (mode, offer, ext)
+                client_takeover = "client_no_context_takeover" not in ext
+                server_takeover = "server_no_context_takeover" not in ext
+                m = re.search(r"client_max_window_bits=(\d+)", ext)
+                bits = int(m.group(1)) if m else 15
+                compressor = zlib.compressobj(6, zlib.DEFLATED, -bits)
+                decompressor = zlib.decompressobj(-15)
+                for i in range(6):
+                    message = (b"the same words again %d " % i) * 40
+                    if not client_takeover:
+                        compressor = zlib.compressobj(6, zlib.DEFLATED, -bits)
+                    payload = compress(message, compressor)
+                    if i % 2:
+                        # Fragmented: RSV1 on the first frame only.
+                        c.send(frame(1, payload[:5], fin=False, rsv=4) + frame(0, payload[5:]))
+                    else:
+                        c.send(frame(1, payload, rsv=4))
+                    rsv1, op, got = read_compressed(c)
+                    assert rsv1 and op == 1, (rsv1, op)
+                    if not server_takeover:
+                        decompressor = zlib.decompressobj(-15)
+                    assert decompressor.decompress(got + b"\x00\x00\xff\xff") == message
+                # A small message goes back plain.
+                c.send(frame(2, b"tiny"))
+                assert read_compressed(c) == (False, 2, b"tiny")
+                # 20 MiB of zeros in a few KiB: stopped at --ws-max-message.
+                if not client_takeover:
+                    compressor = zlib.compressobj(9, zlib.DEFLATED, -bits)
+                c.send(frame(2, compress(b"\0" * (20 << 20), compressor), rsv=4))
+                c.expect_close(1009)
+                c.expect_eof()
+                c.close()
+            # Not DEFLATE; compressed text that is not UTF-8; RSV1 on a continuation.
+            fresh = lambda: zlib.compressobj(6, zlib.DEFLATED, -15)
+            for data, code in [(frame(1, b"\xff\xff\xff\xff", rsv=4), 1007),
+                               (frame(1, compress(b"ok \xc0\xaf", fresh()), rsv=4), 1007),
+                               (frame(1, b"ab", fin=False) + frame(0, b"cd", rsv=4), 1002)]:
+                c = Client(port, extra="Sec-WebSocket-Extensions: permessage-deflate\r\n").handshake()
+                c.send(data)
+                c.expect_close(code)
+                c.expect_eof()
+                c.close()
+        finally:
+            server.kill()
+            server.wait()
+
+
 def main():
     binary = sys.argv[1]
     server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "1",
@@ -243,6 +339,7 @@ def main():
         server.kill()
         server.wait()
     timers(binary)
+    deflate(binary)
     print("websocket_test: ok")
 
 
