@@ -7,7 +7,10 @@
 //                 same characters): every text message it sends goes to
 //                 everyone in the room as "N: message", its sender too.
 //                 Joining and leaving are announced ("* N joined").
-//                 "/rooms" answers the sender alone with the rooms' sizes.
+//                 "/rooms" answers the sender alone with the room's size;
+//                 "/shout TEXT" answers it alone with TEXT in capitals,
+//                 worked out on a worker thread (WebSocket::Offload) as
+//                 anything slow would be, and sent back through its Sender.
 //                 A binary message is refused: close 1003.
 //   GET /clock    a WebSocket that gets the time every --tick-ms from the
 //                 clock thread, one publish to the topic "clock" for all.
@@ -21,6 +24,7 @@
 // Run: bazel run //examples:chat -- --port=8080   (--help lists the flags)
 //      then open http://127.0.0.1:8080/ in two browsers, or:
 //      python3 -m websockets 'ws://127.0.0.1:8080/chat?room=lobby&name=ann'
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -191,6 +195,18 @@ int main(int argc, char** argv) {
     const Member& m = std::any_cast<Member&>(socket.user());
     if (text == "/rooms") {
       (void)socket.Send(m.room + ": " + std::to_string(topics.subscribers("room:" + m.room)));
+      return;
+    }
+    if (text.substr(0, 7) == "/shout ") {
+      // Off the ring: the worker sleeps as a slow lookup would, then
+      // answers through the sender (kClosed if the client left meanwhile).
+      const bool taken = socket.Offload([words = std::string(text.substr(7)),
+                                         out = socket.sender()]() mutable {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        for (char& c : words) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        (void)out->Send(words);
+      });
+      if (!taken) (void)socket.Send("busy: try again");
       return;
     }
     std::string line = m.name + ": ";

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -119,6 +120,11 @@ class ConnectionHost {
     (void)slot;
     (void)bound;
     return nullptr;
+  }
+  // Runs `work` on a worker (ws::WebSocket::Offload); false when it cannot.
+  virtual bool Offload(std::function<void()> work) {
+    (void)work;
+    return false;
   }
 
  protected:

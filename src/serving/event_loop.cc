@@ -13,6 +13,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,12 @@ EventLoop::~EventLoop() {
   // inbox (or its mailbox) once the loop is gone.
   for (uint32_t i = 0; slots_ != nullptr && i < capacity_; ++i) {
     if (slots_[i].ws != nullptr) slots_[i].ws->ShutSender();
+  }
+  // Offloaded work still queued is dropped; work a worker runs is waited
+  // for (it may send through a sender, which is shut: kClosed).
+  for (const auto& job : ws_jobs_) {
+    if (!job->busy || job->Abandon()) continue;
+    while (job->done.load(std::memory_order_acquire) == 0) std::this_thread::yield();
   }
   // Coroutines first: their frames may view their connections' tasks.
   async_.reset();
@@ -374,6 +381,9 @@ void EventLoop::Run() {
         case Op::kWsInbox:
           OnWsInbox();
           break;
+        case Op::kWsJob:
+          OnWsJobDone(UserDataSlot(ud), UserDataGeneration(ud));
+          break;
         case Op::kTimerTick:
           OnTimerTick();
           break;
@@ -590,6 +600,8 @@ void EventLoop::OnTimerTick() {
       async_->OnInbox();
     } else if (UserDataOp(ud) == Op::kWsInbox) {
       OnWsInbox();
+    } else if (UserDataOp(ud) == Op::kWsJob) {
+      OnWsJobDone(UserDataSlot(ud), UserDataGeneration(ud));
     } else if (UserDataOp(ud) == Op::kAsync) {
       // An ASYNC handler's worker call (its res is not used).
       async_->OnCompletion(UserDataSlot(ud), UserDataGeneration(ud), static_cast<int>(stream));

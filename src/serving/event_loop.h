@@ -166,6 +166,16 @@ class EventLoop final : private conn::Transport,
   std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound) override;
   // The inbox's message: WebSocket senders have sends for their sockets.
   void OnWsInbox();
+  bool Offload(std::function<void()> work) override;
+  void OnWsJobDone(uint32_t index, uint32_t generation);
+  // A WebSocket's offloaded work (ws::WebSocket::Offload): kept for reuse,
+  // named in its completion by index and generation.
+  struct WsJob : worker::WorkerJob {
+    std::function<void()> work;
+    uint32_t generation = 0;
+    bool busy = false;
+  };
+  static void RunWsJob(worker::WorkerJob* job);
   void StartHttp2(uint32_t slot, const conn::Handoff& handoff);
   void OnAlpnH2(uint32_t slot);
   void StatFile(uint32_t slot, int dir_fd, const char* path, struct statx* out) override {
@@ -277,6 +287,8 @@ class EventLoop final : private conn::Transport,
   // Where WebSocket senders post (ws/sender.h): one MSG_RING per burst.
   std::unique_ptr<async::RingInbox> ws_inbox_;
   std::vector<uint64_t> ws_inbox_taken_;
+  std::vector<std::unique_ptr<WsJob>> ws_jobs_;
+  std::vector<uint32_t> ws_jobs_free_;
   // SLOW tasks of routes with a RouteOptions::timeout, while a worker has
   // them: past `at_ns` (checked at the tick) the task is stopped
   // (kDeadline), which wakes a handler in Request::WaitForStop and makes

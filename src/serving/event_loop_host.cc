@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include "src/base/check.h"
+#include "src/base/error_log.h"
 #include "src/io/socket_ops.h"
 #include "src/io/uring_compat.h"
 #include "src/serving/event_loop.h"
@@ -351,6 +354,57 @@ std::shared_ptr<ws::Sender> EventLoop::MakeSender(uint32_t slot, size_t bound) {
   return std::make_shared<ws::Sender>(ws_inbox_.get(),
                                       PackUserData(Op::kWsInbox, slot, slots_[slot].generation),
                                       bound);
+}
+
+void EventLoop::RunWsJob(worker::WorkerJob* job) {
+  WsJob& j = *static_cast<WsJob*>(job);
+  // The application's code on a worker: what it throws is logged, never
+  // let through a worker thread (which would end the process).
+  try {
+    j.work();
+  } catch (const std::exception& e) {
+    base::LogError(std::string("WebSocket offloaded work threw: ") + e.what());
+  } catch (...) {
+    base::LogError("WebSocket offloaded work threw");
+  }
+}
+
+bool EventLoop::Offload(std::function<void()> work) {
+  if (workers_ == nullptr || !work) return false;
+  uint32_t index;
+  if (!ws_jobs_free_.empty()) {
+    index = ws_jobs_free_.back();
+    ws_jobs_free_.pop_back();
+  } else {
+    index = static_cast<uint32_t>(ws_jobs_.size());
+    if (index >= kMaxSlots) return false;
+    ws_jobs_.push_back(std::make_unique<WsJob>());
+  }
+  WsJob& job = *ws_jobs_[index];
+  job.work = std::move(work);
+  job.run = &RunWsJob;
+  job.busy = true;
+  job.Prepare();
+  if (!SubmitJob(&job, PackUserData(Op::kWsJob, index, job.generation))) {
+    job.work = nullptr;
+    job.busy = false;
+    ws_jobs_free_.push_back(index);
+    return false;
+  }
+  return true;
+}
+
+void EventLoop::OnWsJobDone(uint32_t index, uint32_t generation) {
+  URING_CHECK(index < ws_jobs_.size());
+  WsJob& job = *ws_jobs_[index];
+  URING_CHECK(job.busy && job.generation == generation);
+  // The worker stored done (release) after the call, before it posted.
+  while (job.done.load(std::memory_order_acquire) == 0) {
+  }
+  job.work = nullptr;  // what it captured goes now, on the ring
+  job.busy = false;
+  ++job.generation;
+  ws_jobs_free_.push_back(index);
 }
 
 void EventLoop::OnWsInbox() {

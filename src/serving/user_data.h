@@ -35,6 +35,7 @@ enum class Op : uint8_t {
   kAsync,       // an ASYNC exchange's await (slot: the exchange; async/runner.h)
   kAsyncInbox,  // MSG_RING from any thread: push streams have bytes (async/push_stream.h)
   kWsInbox,     // MSG_RING from any thread: WebSocket senders have sends (ws/sender.h)
+  kWsJob,       // MSG_RING from a worker: a WebSocket's Offload ran (slot: the job)
   kIgnore,      // completions nobody waits for (refusals, cancels)
 };
 

@@ -121,6 +121,9 @@ class Connection final : public conn::Protocol, public WebSocket {
   std::string_view protocol() const override { return protocol_; }
   std::any& user() override { return user_; }
   std::shared_ptr<Sender> sender() override;
+  bool Offload(std::function<void()> work) override {
+    return env_->host->Offload(std::move(work));
+  }
 
   // The loop: the sender has sends (or a close) for the socket.
   void OnPosted();

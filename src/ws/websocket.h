@@ -91,6 +91,14 @@ class WebSocket {
   // The socket's sends from any thread, and its subscriptions to topics
   // (sender.h). Made on first use; every call gives the same one.
   virtual std::shared_ptr<Sender> sender() = 0;
+  // Runs `work` on a worker thread (the server's --workers pool), for what
+  // would block the ring or take long: it answers through a sender it
+  // captured. False, and `work` not run, when the pool's queue is full or
+  // the server has no workers:
+  //   socket.Offload([m = std::string(message), out = socket.sender()] {
+  //     out->Send(Render(Lookup(m)));
+  //   });
+  virtual bool Offload(std::function<void()> work) = 0;
 
  protected:
   ~WebSocket() = default;

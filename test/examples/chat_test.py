@@ -50,6 +50,18 @@ def main():
         assert text(bob) == "ann: hi all"
         bob.send(frame(1, b"/rooms"))
         assert text(bob) == "r1: 2"
+        # Work on a worker thread, answered through the sender to bob alone;
+        # the room goes on meanwhile.
+        bob.send(frame(1, b"/shout quiet please"))
+        ann.send(frame(1, b"meanwhile"))
+        assert sorted([text(bob), text(bob)]) == ["QUIET PLEASE", "ann: meanwhile"]
+        assert text(ann) == "ann: meanwhile"
+        # Many at once from a client that leaves before they are done.
+        gone, _, _ = join(server, "r3", "gone")
+        assert text(gone) == "* gone joined"
+        for _ in range(50):
+            gone.send(frame(1, b"/shout x"))
+        gone.sock.close()
         eve.send(frame(1, b"/rooms"))
         assert text(eve) == "r2: 1", "nothing from r1 reached r2"
         # A binary message: close 1003, and the room hears bob left.
