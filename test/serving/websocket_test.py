@@ -24,6 +24,7 @@ each rule on purpose:
   sent plain, a zip bomb stopped at --ws-max-message (1009), bytes that
   are not DEFLATE and compressed text that is not UTF-8 (1007), RSV1 on a
   continuation (1002), and no extension when the client offers none;
+- wss: the same socket beneath TLS (a certificate made with openssl req);
 - /metrics counts the sockets, messages and closes by code.
 
 Usage: websocket_test.py PATH_TO_SERVER
@@ -33,8 +34,10 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import zlib
 
@@ -323,6 +326,40 @@ def deflate(binary):
             server.wait()
 
 
+def secure(binary):
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = tmp + "/cert.pem", tmp + "/key.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key,
+                        "-out", cert, "-days", "2", "-subj", "/CN=localhost"],
+                       check=True, capture_output=True)
+        server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1",
+                                   "--tls-cert", cert, "--tls-key", key],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
+            context = ssl.create_default_context(cafile=cert)
+            context.set_alpn_protocols(["http/1.1"])
+            c = Client.__new__(Client)
+            c.sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                                         server_hostname="localhost")
+            c.key = base64.b64encode(os.urandom(16)).decode()
+            c.request = ("GET /test/ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+                         "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                         "Sec-WebSocket-Version: 13\r\n\r\n" % c.key).encode()
+            c.buf = b""
+            c.handshake()
+            for payload in [b"over tls", os.urandom(300000)]:
+                c.send(frame(2, payload))
+                assert c.next_frame() == (True, 2, payload)
+            c.send(frame(8, close_payload(1000)))
+            c.expect_close(1000)
+            c.expect_eof()
+            c.close()
+        finally:
+            server.kill()
+            server.wait()
+
+
 def main():
     binary = sys.argv[1]
     server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "1", "-w", "1",
@@ -340,6 +377,7 @@ def main():
         server.wait()
     timers(binary)
     deflate(binary)
+    secure(binary)
     print("websocket_test: ok")
 
 
