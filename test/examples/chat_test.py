@@ -107,7 +107,7 @@ def main():
             for _ in range(5):
                 t = text(c)
                 assert len(t) == 20 and t.endswith("Z"), t
-        assert time.monotonic() - start < 5
+        assert time.monotonic() - start < 20
         # A drain: every open socket gets 1001.
         stopper = threading.Thread(target=server.stop)
         stopper.start()

@@ -213,9 +213,9 @@ def timers(binary):
         c = Client(port).handshake()
         start = time.monotonic()
         assert c.next_frame() == (True, 0x9, b"")
-        assert 0.2 < time.monotonic() - start < 2.0
+        assert 0.2 < time.monotonic() - start < 10
         c.expect_close(1001)
-        assert 0.8 < time.monotonic() - start < 3.0, time.monotonic() - start
+        assert 0.8 < time.monotonic() - start < 15, time.monotonic() - start
         c.send(frame(8, close_payload(1001)))
         c.expect_eof()
         # A client that answers the pings stays.
