@@ -112,5 +112,35 @@ TEST(HandshakeTest, DeflateOffers) {
   EXPECT_FALSE(NegotiateDeflate("permessage-deflate", off).has_value());
 }
 
+TEST(HandshakeTest, DeflateAsksTheClient) {
+  // Shared state: no context either way, asked of a client that offered
+  // nothing about it (RFC 7692 7.1.1.2 allows it).
+  DeflateLimits shared;
+  shared.context_takeover = false;
+  shared.client_context_takeover = false;
+  std::optional<DeflateParams> p = NegotiateDeflate("permessage-deflate", shared);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(DeflateResponse(*p),
+            "permessage-deflate; server_no_context_takeover; client_no_context_takeover");
+  // A smaller client window only of a client that offered the parameter.
+  DeflateLimits dedicated;
+  dedicated.max_window_bits = 12;
+  dedicated.client_max_window_bits = 12;
+  p = NegotiateDeflate("permessage-deflate", dedicated);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(DeflateResponse(*p), "permessage-deflate; server_max_window_bits=12");
+  EXPECT_EQ(p->client_max_window_bits, 15);
+  p = NegotiateDeflate("permessage-deflate; client_max_window_bits", dedicated);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(DeflateResponse(*p),
+            "permessage-deflate; server_max_window_bits=12; client_max_window_bits=12");
+  EXPECT_EQ(p->client_max_window_bits, 12);
+  // A client that will use a smaller window than ours anyway is not asked.
+  p = NegotiateDeflate("permessage-deflate; client_max_window_bits=10", dedicated);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ(DeflateResponse(*p), "permessage-deflate; server_max_window_bits=12");
+  EXPECT_EQ(p->client_max_window_bits, 10);
+}
+
 }  // namespace
 }  // namespace uring_http::ws
