@@ -330,7 +330,6 @@ void Connection::Release() {
   deflate_ = DeflateParams();
   if (sender_ != nullptr) sender_->Shut();
   sender_.reset();
-  taken_ = Sender::Taken();
   behavior_ = nullptr;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = recv_paused_ = peer_eof_ = fatal_ = false;

@@ -185,7 +185,6 @@ class Connection final : public conn::Protocol, public WebSocket {
   bool message_compressed_ = false;  // the message being read has RSV1
   std::unique_ptr<Deflater> deflater_;
   std::unique_ptr<Inflater> inflater_;
-  Sender::Taken taken_;             // what the sender gave, its memory reused
   // The limits, the route's or the server's.
   uint64_t max_message_ = 0;
   size_t max_backpressure_ = 0;

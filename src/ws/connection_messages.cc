@@ -303,9 +303,12 @@ std::shared_ptr<Sender> Connection::sender() {
 
 void Connection::OnPosted() {
   if (sender_ == nullptr) return;
-  sender_->Take(&taken_);
+  // The ring thread's, its memory reused from socket to socket (an idle
+  // socket should not carry it).
+  thread_local Sender::Taken taken;
+  sender_->Take(&taken);
   ++in_event_;
-  for (const Frame& f : taken_.frames) {
+  for (const Frame& f : taken.frames) {
     // Taken already (the sender counted it against the bound): copied into
     // the output as the ring's own sends are.
     if (phase_ != Phase::kOpen || close_queued_ || fatal_) break;
@@ -319,8 +322,8 @@ void Connection::OnPosted() {
     env_->stats->ws_messages_out.Add();
     env_->stats->ws_bytes_out.Add(f->size());
   }
-  taken_.frames.clear();
-  if (taken_.close) Close(taken_.code, taken_.reason);
+  taken.frames.clear();
+  if (taken.close) Close(taken.code, taken.reason);
   --in_event_;
   Sync();
 }
