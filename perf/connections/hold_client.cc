@@ -13,14 +13,27 @@
 // connect completes and parses the answer (status line, headers,
 // Content-Length body).
 //
+// --websocket PATH: each connection is a WebSocket (RFC 6455) instead. It
+// sends an opening handshake (a random 16-byte Sec-WebSocket-Key, version
+// 13), checks the 101 (Upgrade, Connection, and Sec-WebSocket-Accept =
+// base64(SHA-1(key + GUID)), OpenSSL's), then, unless --ws-message 0, one
+// masked text frame of --ws-message bytes (16) whose echo must come back
+// unchanged (the server's /test/ws echoes), and holds the socket idle. A
+// held WebSocket answers the server's pings with pongs; a close frame or an
+// EOF from the server counts as lost while held.
+//
 //   hold_client --port 9000 --connections 100000 --procs 8 --sources 8 --hold forever
+//   hold_client --port 9000 --connections 100000 --procs 8 --sources 8 --websocket /test/ws
 //
 // Output, one line each (the parent sums its children):
 //   hold_client: connected C of N; answered: 200 A, 503 R, other O; connect errors E, ...
+//                (--websocket: "answered: 101 A, ..." and "; websocket: bad handshake H,
+//                echoes checked K, bad echo B")
 //   hold_client: holding A connections            (then waits: --hold)
-//   hold_client: released; L closed by the server while held
-// Exit status 0 if every connection was answered 200 (with --allow-refused:
-// answered 200 or refused 503, nothing else) and none was lost while held.
+//   hold_client: released; L closed by the server while held (--websocket: "; P pings answered")
+// Exit status 0 if every connection was answered 200 (101 and its echo with
+// --websocket; with --allow-refused also refused 503, nothing else) and none
+// was lost while held.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -28,6 +41,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,6 +58,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 
 #ifndef IP_BIND_ADDRESS_NO_PORT
 #define IP_BIND_ADDRESS_NO_PORT 24
@@ -64,13 +81,15 @@ struct Options {
   double hold_s = 0;       // < 0: until SIGTERM/SIGINT
   bool allow_refused = false;
   bool rst_on_release = false;
+  std::string websocket;       // non-empty: WebSocket handshakes on this path
+  size_t ws_message_bytes = 16;  // the echoed text frame; 0: none
 };
 
 // What one process reports to the parent (plain struct over a pipe).
 struct Counts {
   int64_t connections = 0;     // assigned to the process
   int64_t connected = 0;       // connect() completed
-  int64_t answered = 0;        // 200
+  int64_t answered = 0;        // 200 (--websocket: 101, accept checked, echo back)
   int64_t refused = 0;         // 503
   int64_t other_status = 0;
   int64_t connect_errors = 0;
@@ -78,6 +97,10 @@ struct Counts {
   int64_t malformed = 0;
   int64_t timed_out = 0;
   int64_t lost_while_held = 0;  // closed by the server while we held it
+  int64_t bad_handshake = 0;    // --websocket: a 101 whose fields are wrong
+  int64_t echoed = 0;           // --websocket: echoes that came back unchanged
+  int64_t bad_echo = 0;         // --websocket: an answer other than the echo
+  int64_t pings_answered = 0;   // --websocket: pongs sent while held
   int64_t first_errno = 0;      // of the first connect error, for the message
   double seconds = 0;
   void Add(const Counts& o) {
@@ -91,6 +114,10 @@ struct Counts {
     malformed += o.malformed;
     timed_out += o.timed_out;
     lost_while_held += o.lost_while_held;
+    bad_handshake += o.bad_handshake;
+    echoed += o.echoed;
+    bad_echo += o.bad_echo;
+    pings_answered += o.pings_answered;
     if (first_errno == 0) first_errno = o.first_errno;
     if (o.seconds > seconds) seconds = o.seconds;
   }
@@ -108,7 +135,7 @@ double Now() {
                "usage: %s --port P [--host 127.0.0.1] [--connections N] [--procs P]\n"
                "          [--sources K] [--first-source 2] [--max-pending 512] [--path /test/fast]\n"
                "          [--timeout SECONDS] [--hold SECONDS|forever] [--allow-refused]\n"
-               "          [--rst-on-release]\n",
+               "          [--rst-on-release] [--websocket PATH [--ws-message BYTES]]\n",
                argv0);
   std::exit(2);
 }
@@ -146,6 +173,10 @@ Options Parse(int argc, char** argv) {
       o.allow_refused = true;
     } else if (a == "--rst-on-release") {
       o.rst_on_release = true;
+    } else if (a == "--websocket") {
+      o.websocket = value();
+    } else if (a == "--ws-message") {
+      o.ws_message_bytes = std::strtoul(value(), nullptr, 10);
     } else if (a == "-h" || a == "--help") {
       Usage(argv[0], nullptr);
     } else {
@@ -156,6 +187,9 @@ Options Parse(int argc, char** argv) {
   if (o.connections < 1 || o.procs < 1 || o.sources < 0 || o.max_pending < 1) {
     Usage(argv[0], "--connections, --procs and --max-pending must be positive");
   }
+  if (!o.websocket.empty() && o.websocket[0] != '/') Usage(argv[0], "--websocket takes a path");
+  // One frame with a 7-bit length: the echo arrives as one small frame too.
+  if (o.ws_message_bytes > 125) Usage(argv[0], "--ws-message is at most 125 bytes");
   if (o.sources > 0 && o.first_source + o.sources - 1 > 254) Usage(argv[0], "too many sources");
   return o;
 }
@@ -186,18 +220,22 @@ bool ReadAll(int fd, void* data, size_t len) {
 
 // ------------------------------------------------------------ one process
 
-enum class State : uint8_t { kIdle, kConnecting, kSent, kHeld, kDone };
+// kSent: the request (or handshake) is out, its answer awaited; kEcho: the
+// WebSocket's text frame is out, its echo awaited.
+enum class State : uint8_t { kIdle, kConnecting, kSent, kEcho, kHeld, kDone };
 
 struct Conn {
   int fd = -1;
   State state = State::kIdle;
-  std::string partial;  // an answer split over reads (rare)
+  uint8_t key[16] = {};  // --websocket: the Sec-WebSocket-Key's 16 bytes
+  std::string partial;   // an answer (or frame) split over reads (rare)
 };
 
 // Parses one HTTP/1.x response at the start of `data`. Returns the status
 // (>0) once the whole response (head + Content-Length body) is there, 0 if
-// more bytes are needed, -1 if it is malformed.
-int ParseResponse(std::string_view data) {
+// more bytes are needed, -1 if it is malformed. *consumed: the response's
+// length, where what follows it (a WebSocket's frames) begins.
+int ParseResponse(std::string_view data, size_t* consumed) {
   const size_t head_end = data.find("\r\n\r\n");
   if (head_end == std::string_view::npos) return data.size() > 16384 ? -1 : 0;
   if (data.size() < 12 || data.substr(0, 7) != "HTTP/1." || data[8] != ' ') return -1;
@@ -219,7 +257,133 @@ int ParseResponse(std::string_view data) {
     pos = eol;
   }
   if (data.size() < head_end + 4 + length) return 0;
+  *consumed = head_end + 4 + length;
   return status;
+}
+
+// The value of the response head's first `name` field (any case), trimmed;
+// empty if there is none.
+std::string_view Field(std::string_view head, std::string_view name) {
+  for (size_t pos = head.find("\r\n"); pos != std::string_view::npos;) {
+    pos += 2;
+    const size_t eol = head.find("\r\n", pos);
+    if (eol == std::string_view::npos) break;
+    std::string_view line = head.substr(pos, eol - pos);
+    pos = eol;
+    if (line.size() <= name.size() || line[name.size()] != ':' ||
+        strncasecmp(line.data(), name.data(), name.size()) != 0) {
+      continue;
+    }
+    line.remove_prefix(name.size() + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\t')) line.remove_suffix(1);
+    return line;
+  }
+  return {};
+}
+
+// Whether the comma-separated `list` holds `token` (any case).
+bool HasToken(std::string_view list, std::string_view token) {
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.size() == token.size() && strncasecmp(item.data(), token.data(), token.size()) == 0) {
+      return true;
+    }
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+std::string Base64(const uint8_t* data, size_t len) {
+  std::string out(4 * ((len + 2) / 3) + 1, '\0');  // EVP_EncodeBlock ends it with a NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), data,
+                                static_cast<int>(len));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// Sec-WebSocket-Accept for a Sec-WebSocket-Key (RFC 6455 4.2.2):
+// base64(SHA-1(key + GUID)), computed here rather than with the server's
+// code, so that the client checks it.
+std::string AcceptFor(const std::string& key) {
+  const std::string text = key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+  uint8_t digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  return Base64(digest, sizeof(digest));
+}
+
+void Random(void* data, size_t len) {
+  auto* p = static_cast<uint8_t*>(data);
+  while (len > 0) {
+    const ssize_t n = getrandom(p, len, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::perror("hold_client: getrandom");
+      std::exit(1);
+    }
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+// A client frame (RFC 6455 5.2): FIN, `opcode`, masked with a random key.
+// Only payloads up to 125 bytes (a 7-bit length): a text message of
+// --ws-message bytes, a pong.
+std::string ClientFrame(uint8_t opcode, std::string_view payload) {
+  uint8_t mask[4];
+  Random(mask, sizeof(mask));
+  std::string frame;
+  frame.push_back(static_cast<char>(0x80 | opcode));
+  frame.push_back(static_cast<char>(0x80 | payload.size()));
+  frame.append(reinterpret_cast<const char*>(mask), sizeof(mask));
+  for (size_t i = 0; i < payload.size(); ++i) {
+    frame.push_back(static_cast<char>(payload[i] ^ static_cast<char>(mask[i % 4])));
+  }
+  return frame;
+}
+
+// The text each connection sends (and must get back): its number, then
+// letters up to `bytes`.
+std::string Message(long global, size_t bytes) {
+  std::string m = std::to_string(global) + ":";
+  for (size_t i = m.size(); i < bytes; ++i) m.push_back(static_cast<char>('a' + i % 26));
+  m.resize(bytes);
+  return m;
+}
+
+// One server frame (never masked, 5.1) at the start of `data`.
+struct ServerFrame {
+  uint8_t opcode = 0;
+  bool fin = false;
+  std::string_view payload;
+};
+// Returns the frame's length once it is all there, 0 if more bytes are
+// needed, -1 if it is malformed (masked, or over 64 KiB: nothing we sent
+// asks for more).
+long ParseServerFrame(std::string_view data, ServerFrame* f) {
+  if (data.size() < 2) return 0;
+  const auto b0 = static_cast<uint8_t>(data[0]);
+  const auto b1 = static_cast<uint8_t>(data[1]);
+  if ((b1 & 0x80) != 0 || (b0 & 0x70) != 0) return -1;  // masked, or RSV bits
+  size_t header = 2;
+  uint64_t len = b1 & 0x7f;
+  if (len == 126 || len == 127) {
+    const size_t bytes = len == 126 ? 2 : 8;
+    if (data.size() < 2 + bytes) return 0;
+    len = 0;
+    for (size_t i = 0; i < bytes; ++i) len = (len << 8) | static_cast<uint8_t>(data[2 + i]);
+    header += bytes;
+  }
+  if (len > 65536) return -1;
+  if (data.size() < header + len) return 0;
+  f->opcode = b0 & 0x0f;
+  f->fin = (b0 & 0x80) != 0;
+  f->payload = data.substr(header, len);
+  return static_cast<long>(header + len);
 }
 
 // One process's share of the connections: [begin, end) of the global
@@ -247,6 +411,14 @@ class Worker {
       std::exit(2);
     }
     request_ = "GET " + o_.path + " HTTP/1.1\r\nHost: " + o_.host + "\r\n\r\n";
+    if (websocket()) {
+      request_ = "GET " + o_.websocket + " HTTP/1.1\r\nHost: " + o_.host + ":" +
+                 std::to_string(o_.port) +
+                 "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ";
+      // The key's 24 characters go here, each connection's own.
+      key_at_ = request_.size();
+      request_ += std::string(24, 'A') + "\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    }
     ep_ = epoll_create1(EPOLL_CLOEXEC);
     epoll_event rev{};
     rev.events = EPOLLIN;
@@ -263,7 +435,8 @@ class Worker {
       OpenMore();
     }
     for (Conn& c : conns_) {
-      if (c.state == State::kIdle || c.state == State::kConnecting || c.state == State::kSent) {
+      if (c.state == State::kIdle || c.state == State::kConnecting || c.state == State::kSent ||
+          c.state == State::kEcho) {
         Finish(c, &Counts::timed_out);
       }
     }
@@ -289,6 +462,8 @@ class Worker {
 
  private:
   static constexpr uint64_t kReleaseTag = ~uint64_t{0};
+
+  bool websocket() const { return !o_.websocket.empty(); }
 
   void Finish(Conn& c, int64_t Counts::*counter) {
     ++(counts_.*counter);
@@ -364,7 +539,8 @@ class Worker {
           OnConnected(c, i);
           break;
         case State::kSent:
-          OnReadable(c);
+        case State::kEcho:
+          OnReadable(c, i);
           break;
         case State::kHeld:
           OnHeldEvent(c);
@@ -385,6 +561,10 @@ class Worker {
       return;
     }
     ++counts_.connected;
+    if (websocket()) {
+      Random(c.key, sizeof(c.key));
+      request_.replace(key_at_, 24, Base64(c.key, sizeof(c.key)));
+    }
     if (send(c.fd, request_.data(), request_.size(), MSG_NOSIGNAL) !=
         static_cast<ssize_t>(request_.size())) {
       Finish(c, &Counts::closed_early);
@@ -394,7 +574,7 @@ class Worker {
     Watch(c, i, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
   }
 
-  void OnReadable(Conn& c) {
+  void OnReadable(Conn& c, size_t i) {
     char buf[4096];
     for (;;) {
       const ssize_t n = recv(c.fd, buf, sizeof(buf), 0);
@@ -405,15 +585,21 @@ class Worker {
         return;
       }
       c.partial.append(buf, static_cast<size_t>(n));
-      const int status = ParseResponse(c.partial);
+      if (c.state == State::kEcho) {
+        if (!ReadEcho(c, i)) continue;
+        return;
+      }
+      size_t consumed = 0;
+      const int status = ParseResponse(c.partial, &consumed);
       if (status == 0) continue;
       if (status < 0) {
         Finish(c, &Counts::malformed);
-      } else if (status == 200) {
-        ++counts_.answered;
-        --unresolved_;
-        c.state = State::kHeld;
-        std::string().swap(c.partial);
+      } else if (status == (websocket() ? 101 : 200)) {
+        if (websocket()) {
+          OnSwitched(c, i, consumed);
+          return;
+        }
+        Answered(c);
       } else if (status == 503) {
         Finish(c, &Counts::refused);  // the server closes it anyway
       } else {
@@ -423,15 +609,119 @@ class Worker {
     }
   }
 
+  void Answered(Conn& c) {
+    ++counts_.answered;
+    --unresolved_;
+    c.state = State::kHeld;
+    std::string().swap(c.partial);
+  }
+
+  // The 101 (`consumed` bytes of c.partial) came: its fields are checked,
+  // then the text frame goes out (or the socket is held at once).
+  void OnSwitched(Conn& c, size_t i, size_t consumed) {
+    const std::string_view head(c.partial.data(), consumed);
+    if (!HasToken(Field(head, "Upgrade"), "websocket") ||
+        !HasToken(Field(head, "Connection"), "Upgrade") ||
+        Field(head, "Sec-WebSocket-Accept") != AcceptFor(Base64(c.key, sizeof(c.key)))) {
+      Finish(c, &Counts::bad_handshake);
+      return;
+    }
+    c.partial.erase(0, consumed);
+    if (o_.ws_message_bytes == 0) {
+      if (!c.partial.empty()) {
+        Finish(c, &Counts::bad_echo);  // a frame nobody asked for
+        return;
+      }
+      Answered(c);
+      return;
+    }
+    const std::string frame =
+        ClientFrame(0x1, Message(begin_ + static_cast<long>(i), o_.ws_message_bytes));
+    if (send(c.fd, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size())) {
+      Finish(c, &Counts::closed_early);
+      return;
+    }
+    c.state = State::kEcho;
+    if (!c.partial.empty()) ReadEcho(c, i);
+  }
+
+  // Frames awaiting the echo: a ping is answered, the echo ends the wait.
+  // Returns false if more bytes are needed.
+  bool ReadEcho(Conn& c, size_t i) {
+    for (;;) {
+      ServerFrame f;
+      const long n = ParseServerFrame(c.partial, &f);
+      if (n == 0) return false;
+      if (n < 0) {
+        Finish(c, &Counts::malformed);
+        return true;
+      }
+      if (f.opcode == 0x9) {
+        if (!SendPong(c, f.payload)) {
+          Finish(c, &Counts::closed_early);
+          return true;
+        }
+        c.partial.erase(0, static_cast<size_t>(n));
+        continue;
+      }
+      if (f.opcode == 0x8) {
+        Finish(c, &Counts::closed_early);
+        return true;
+      }
+      const bool same = f.opcode == 0x1 && f.fin && static_cast<size_t>(n) == c.partial.size() &&
+                        f.payload == Message(begin_ + static_cast<long>(i), o_.ws_message_bytes);
+      if (!same) {
+        Finish(c, &Counts::bad_echo);
+        return true;
+      }
+      ++counts_.echoed;
+      Answered(c);
+      return true;
+    }
+  }
+
+  // A ping's answer (RFC 6455 5.5.3: its payload, masked).
+  bool SendPong(Conn& c, std::string_view payload) {
+    const std::string pong = ClientFrame(0xA, payload);
+    if (send(c.fd, pong.data(), pong.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(pong.size())) {
+      return false;
+    }
+    ++counts_.pings_answered;
+    return true;
+  }
+
   // An answered connection became readable: the server closed it (or sent
-  // something nobody asked for).
+  // something nobody asked for). A held WebSocket's pings are answered.
   void OnHeldEvent(Conn& c) {
     char buf[512];
     const ssize_t n = recv(c.fd, buf, sizeof(buf), MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (websocket() && n > 0) {
+      c.partial.append(buf, static_cast<size_t>(n));
+      for (;;) {
+        ServerFrame f;
+        const long len = ParseServerFrame(c.partial, &f);
+        if (len == 0) return;  // the rest of a frame is to come
+        if (len > 0 && f.opcode == 0x9 && SendPong(c, f.payload)) {
+          c.partial.erase(0, static_cast<size_t>(len));
+          if (c.partial.empty()) std::string().swap(c.partial);
+          continue;
+        }
+        // A close frame (the idle timeout, the drain) ends it as an EOF
+        // does; anything else, or a pong that could not be sent, is
+        // unexpected.
+        LoseHeld(c, len > 0 && f.opcode == 0x8 ? &Counts::lost_while_held : &Counts::malformed);
+        return;
+      }
+    }
+    LoseHeld(c, n > 0 ? &Counts::malformed : &Counts::lost_while_held);
+  }
+
+  void LoseHeld(Conn& c, int64_t Counts::*counter) {
     --counts_.answered;
+    if (websocket() && o_.ws_message_bytes > 0) --counts_.echoed;
     ++unresolved_;  // Finish() takes it back
-    Finish(c, n > 0 ? &Counts::malformed : &Counts::lost_while_held);
+    Finish(c, counter);
   }
 
   const Options& o_;
@@ -440,6 +730,7 @@ class Worker {
   const int release_fd_;
   sockaddr_in dst_{};
   std::string request_;
+  size_t key_at_ = 0;  // --websocket: where request_'s Sec-WebSocket-Key goes
   int ep_ = -1;
   size_t next_ = 0;
   long pending_ = 0;
@@ -448,18 +739,25 @@ class Worker {
   Counts counts_;
 };
 
-std::string Describe(const Counts& c) {
-  char buf[512];
-  std::snprintf(buf, sizeof(buf),
-                "connected %ld of %ld; answered: 200 %ld, 503 %ld, other %ld; connect errors %ld%s%s%s, "
-                "closed before an answer %ld, malformed %ld, timed out %ld (%.1f s)",
-                static_cast<long>(c.connected), static_cast<long>(c.connections),
-                static_cast<long>(c.answered), static_cast<long>(c.refused),
-                static_cast<long>(c.other_status), static_cast<long>(c.connect_errors),
-                c.first_errno ? " (first: " : "",
-                c.first_errno ? std::strerror(static_cast<int>(c.first_errno)) : "",
-                c.first_errno ? ")" : "", static_cast<long>(c.closed_early),
-                static_cast<long>(c.malformed), static_cast<long>(c.timed_out), c.seconds);
+std::string Describe(const Options& o, const Counts& c) {
+  char buf[768];
+  int n = std::snprintf(
+      buf, sizeof(buf),
+      "connected %ld of %ld; answered: %d %ld, 503 %ld, other %ld; connect errors %ld%s%s%s, "
+      "closed before an answer %ld, malformed %ld, timed out %ld (%.1f s)",
+      static_cast<long>(c.connected), static_cast<long>(c.connections),
+      o.websocket.empty() ? 200 : 101, static_cast<long>(c.answered),
+      static_cast<long>(c.refused), static_cast<long>(c.other_status),
+      static_cast<long>(c.connect_errors), c.first_errno ? " (first: " : "",
+      c.first_errno ? std::strerror(static_cast<int>(c.first_errno)) : "",
+      c.first_errno ? ")" : "", static_cast<long>(c.closed_early), static_cast<long>(c.malformed),
+      static_cast<long>(c.timed_out), c.seconds);
+  if (!o.websocket.empty() && n > 0 && static_cast<size_t>(n) < sizeof(buf)) {
+    std::snprintf(buf + n, sizeof(buf) - static_cast<size_t>(n),
+                  "; websocket: bad handshake %ld, echoes checked %ld, bad echo %ld",
+                  static_cast<long>(c.bad_handshake), static_cast<long>(c.echoed),
+                  static_cast<long>(c.bad_echo));
+  }
   return buf;
 }
 
@@ -474,7 +772,13 @@ int main(int argc, char** argv) {
   } else {
     std::printf("the default source address");
   }
-  std::printf(" in %d process(es), GET %s\n", o.procs, o.path.c_str());
+  if (o.websocket.empty()) {
+    std::printf(" in %d process(es), GET %s\n", o.procs, o.path.c_str());
+  } else {
+    std::printf(" in %d process(es), WebSocket %s", o.procs, o.websocket.c_str());
+    if (o.ws_message_bytes > 0) std::printf(" (one %zu-byte echo each)", o.ws_message_bytes);
+    std::printf("\n");
+  }
   std::fflush(stdout);
 
   // The parent takes SIGTERM/SIGINT synchronously (sigtimedwait); children
@@ -530,7 +834,7 @@ int main(int argc, char** argv) {
     }
     total.Add(c);
   }
-  std::printf("hold_client: %s\n", Describe(total).c_str());
+  std::printf("hold_client: %s\n", Describe(o, total).c_str());
   std::printf("hold_client: holding %ld connections\n", static_cast<long>(total.answered));
   std::fflush(stdout);
 
@@ -553,8 +857,12 @@ int main(int argc, char** argv) {
     if (ReadAll(fd, &c, sizeof(c))) after.Add(c);
   }
   for (pid_t pid : pids) waitpid(pid, nullptr, 0);
-  std::printf("hold_client: released; %ld closed by the server while held\n",
+  std::printf("hold_client: released; %ld closed by the server while held",
               static_cast<long>(after.lost_while_held));
+  if (!o.websocket.empty()) {
+    std::printf("; %ld pings answered", static_cast<long>(after.pings_answered));
+  }
+  std::printf("\n");
 
   const long ok = static_cast<long>(after.answered) +
                   (o.allow_refused ? static_cast<long>(after.refused) : 0);
@@ -562,7 +870,9 @@ int main(int argc, char** argv) {
   if (!pass) {
     std::printf("hold_client: FAILED: %ld of %ld connections were not %s\n",
                 o.connections - ok, o.connections,
-                o.allow_refused ? "answered 200 or refused 503" : "answered 200");
+                o.allow_refused ? (o.websocket.empty() ? "answered 200 or refused 503"
+                                                       : "switched (101, echo) or refused 503")
+                                : (o.websocket.empty() ? "answered 200" : "switched (101, echo)"));
   }
   return pass ? 0 : 1;
 }
