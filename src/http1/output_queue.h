@@ -96,6 +96,16 @@ class OutputQueue {
   bool empty() const { return pending_ == 0; }
   // Segments free for appending.
   unsigned room() const { return kMaxSegments - count_; }
+  // Bytes Reserve() can give without a new segment (the free end of the
+  // last chunk or heap buffer).
+  size_t tail_room() const {
+    if (table_ == nullptr || count_ == 0) return 0;
+    const Segment& tail = At(count_ - 1);
+    if (tail.kind != Kind::kChunk && tail.kind != Kind::kHeap && tail.kind != Kind::kTable) {
+      return 0;
+    }
+    return tail.cap - tail.len;
+  }
 
   // Sending: at most one send in flight. Describes the next unsent bytes
   // (up to kMaxIov segments) in send_iov() and marks them in flight. A

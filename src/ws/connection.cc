@@ -99,7 +99,7 @@ void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::H
   if (behavior_->open) behavior_->open(*this);
   // What the client sent after its handshake (it may not wait for the
   // 101) is HTTP/1's receive buffer, ours to unmask during this call.
-  if (!handoff.bytes.empty() && phase_ == Phase::kOpen) {
+  if (!handoff.bytes.empty() && (phase_ == Phase::kOpen || phase_ == Phase::kClosing)) {
     Feed(const_cast<char*>(handoff.bytes.data()), handoff.bytes.size());
   }
   --in_event_;
@@ -126,17 +126,17 @@ void Connection::Sync() {
     if (!close_queued_) close_code_ = close_code::kAbnormal;
     if (!output_left) return StartClose();
   }
-  if (close_queued_ && !output_left && (close_received_ || fail_)) {
+  if (close_queued_ && !output_left && !close_frame_pending_ && (close_received_ || fail_)) {
     // Both closes exchanged, or ours ends it: the server closes the TCP
     // connection first (RFC 6455 7.1.1), with a lingering read so that
     // what the client still sends does not turn our close into a reset.
     return StartLinger();
   }
   // Reading: until the client's close, unless its answers wait unread.
-  const bool over = out_.pending() > bound() / 2;
-  if (over && !recv_paused_ && recv_armed_ && phase_ == Phase::kOpen) {
+  const bool over = out_.pending() > bound() / 2 || out_.room() <= kSpareSegments;
+  if (over && !recv_paused_ && phase_ == Phase::kOpen) {
     recv_paused_ = true;
-    env_->transport->CancelRecv(slot_);
+    if (recv_armed_) env_->transport->CancelRecv(slot_);
   } else if (!over) {
     recv_paused_ = false;
   }
@@ -196,7 +196,8 @@ void Connection::OnDeadline() {
     } else if (idle_timeout_ms_ != 0 && env_->now_tick >= at(idle_timeout_ms_)) {
       env_->stats->timeouts.Add();
       close_code_ = close_code::kGoingAway;
-      QueueClose(close_code::kGoingAway, "idle");
+      close_reason_ = "idle";
+      QueueClose(close_code::kGoingAway, close_reason_);
     } else if (ping_interval_ms_ != 0 && !ping_sent_ && env_->now_tick >= at(ping_interval_ms_)) {
       // Quiet for a while: a ping, which a live client answers (and which
       // keeps NAT and proxies from forgetting the connection).
@@ -299,9 +300,10 @@ void Connection::FinishLinger() {
 
 void Connection::StartClose() {
   if (phase_ != Phase::kOpen && phase_ != Phase::kClosing) return;
-  NotifyClosed();
+  // Ended first: a send from the `close` callback is kClosed.
   phase_ = Phase::kCloseSubmitted;
   out_.DiscardUnsent();
+  NotifyClosed();
   if (armed_deadline_ != 0) {
     armed_deadline_ = 0;
     env_->transport->SetDeadline(slot_, 0);

@@ -59,6 +59,12 @@ struct Accepted {
   bool dedicated = false;
 };
 
+// When this few of the output queue's segments are left, its receive
+// pauses, and each new segment is a buffer of kCoalesceBytes that later
+// frames share (see QueueFrame).
+inline constexpr unsigned kSpareSegments = 4;
+inline constexpr size_t kCoalesceBytes = 256 * 1024;
+
 // Messages shorter than this go uncompressed (RFC 7692 lets each message
 // choose): their DEFLATE would be no smaller.
 inline constexpr size_t kDeflateMinBytes = 64;
@@ -148,7 +154,10 @@ class Connection final : public conn::Protocol, public WebSocket {
   void CloseWith(uint16_t code, std::string_view reason);
   // Queues our close frame (once) and stops sending anything else.
   void QueueClose(uint16_t code, std::string_view reason);
+  void TryQueueCloseFrame();
   bool QueueFrame(Opcode opcode, std::string_view payload, bool compressed = false);
+  // What to Reserve() for `need` bytes of frames (kCoalesceBytes).
+  size_t ReserveSize(size_t need) const;
   void OnCompressedData(const FrameParser::Event& e, bool first);
 
   // After every event: sends, arms the receive, moves the phase on, sets
@@ -200,7 +209,10 @@ class Connection final : public conn::Protocol, public WebSocket {
   bool send_inflight_ = false;
   bool shutdown_inflight_ = false;
   bool linger_done_ = false;    // the linger ended while the shutdown was in flight
-  bool close_queued_ = false;   // our close frame is in the output
+  bool close_queued_ = false;   // our close frame is in the output (or pending)
+  bool close_frame_pending_ = false;  // ... waiting for a segment to free
+  bool close_frame_reason_ = false;   // its reason is close_reason_
+  uint16_t close_frame_code_ = 0;     // its code (0: an empty payload)
   bool close_received_ = false; // the client's close arrived
   bool fail_ = false;           // ours ends it: no wait for the client's close
   bool opened_ = false;         // `open` was called: `close` is owed

@@ -179,8 +179,17 @@ void Connection::Fail(uint16_t code, const char* why) {
 
 // ---------------------------------------------------------------- sending
 
+size_t Connection::ReserveSize(size_t need) const {
+  if (need <= out_.tail_room() || out_.room() > kSpareSegments) return need;
+  return std::max(need, kCoalesceBytes);
+}
+
 bool Connection::QueueFrame(Opcode opcode, std::string_view payload, bool compressed) {
-  char* p = out_.Reserve(kMaxServerFrameHeader + payload.size());
+  // The queue has 16 segments: a burst of messages that each start a new
+  // chunk would run out of them long before the bound. When few are left,
+  // a new segment is a large buffer that the next frames fill too.
+  const size_t need = kMaxServerFrameHeader + payload.size();
+  char* p = out_.Reserve(ReserveSize(need));
   if (p == nullptr) return false;
   const size_t h = WriteFrameHeader(p, opcode, /*fin=*/true, compressed, payload.size());
   if (!payload.empty()) std::memcpy(p + h, payload.data(), payload.size());
@@ -203,6 +212,14 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
     // Compressed (RSV1) into the thread's scratch, then framed from there.
     Deflater* deflater = &ThreadDeflater();
     if (dedicated_ && !deflate_.server_no_context_takeover) {
+      // Its context keeps what it compresses: a message that might then
+      // not be queued would corrupt the client's next one. With no segment
+      // left, it is refused before it is compressed.
+      if (out_.room() == 0) {
+        want_drain_ = true;
+        env_->stats->ws_backpressure_drops.Add();
+        return SendResult::kDropped;
+      }
       if (deflater_ == nullptr) {
         deflater_ = std::make_unique<Deflater>(deflate_.server_max_window_bits, kDedicatedMemLevel,
                                                /*context_takeover=*/true);
@@ -213,6 +230,12 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
     compressed.clear();
     if (deflater->Compress(message, &compressed)) {
       queued = QueueFrame(opcode, compressed, /*compressed=*/true);
+      if (!queued && deflater == deflater_.get()) {
+        // (A segment was there: Reserve cannot fail. Should it ever, the
+        // context holds a message the client will not see.)
+        CloseWith(close_code::kInternalError, "compression context lost");
+        return SendResult::kClosed;
+      }
     } else if (deflater == deflater_.get()) {
       // The dedicated context is lost: the client's would no longer match.
       CloseWith(close_code::kInternalError, "compression failed");
@@ -261,16 +284,29 @@ void Connection::QueueClose(uint16_t code, std::string_view reason) {
   close_queued_ = true;
   if (phase_ == Phase::kOpen) phase_ = Phase::kClosing;
   close_deadline_ = After(env_->config->linger_timeout_ms);
-  // Our close goes even past the bound: its segment may be the one left.
-  if (code == 0) {
-    (void)QueueFrame(Opcode::kClose, {});
-  } else {
-    (void)QueueFrame(Opcode::kClose, ClosePayload(code, reason));
-  }
+  // Our close goes even past the bound; if the queue has no segment left
+  // for it, it goes as soon as a send frees one (Flush).
+  close_frame_code_ = code;
+  close_frame_reason_ = !reason.empty();
+  close_frame_pending_ = true;
+  TryQueueCloseFrame();
+}
+
+void Connection::TryQueueCloseFrame() {
+  // The reason, when there is one, is close_reason_ (CloseWith, idle).
+  const bool queued =
+      close_frame_code_ == 0
+          ? QueueFrame(Opcode::kClose, {})
+          : QueueFrame(Opcode::kClose,
+                       ClosePayload(close_frame_code_,
+                                    close_frame_reason_ ? std::string_view(close_reason_)
+                                                        : std::string_view()));
+  if (queued) close_frame_pending_ = false;
 }
 
 void Connection::Flush() {
   if (send_inflight_ || fatal_) return;
+  if (close_frame_pending_) TryQueueCloseFrame();
   bool zero_copy = false;
   const unsigned n = out_.PrepareSend(/*zc_min_bytes=*/0, &zero_copy);
   if (n == 0) return;
@@ -312,7 +348,7 @@ void Connection::OnPosted() {
     // Taken already (the sender counted it against the bound): copied into
     // the output as the ring's own sends are.
     if (phase_ != Phase::kOpen || close_queued_ || fatal_) break;
-    char* p = out_.Reserve(f->size());
+    char* p = out_.Reserve(ReserveSize(f->size()));
     if (p == nullptr) {
       env_->stats->ws_backpressure_drops.Add();  // every segment taken: as full
       continue;

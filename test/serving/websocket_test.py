@@ -38,6 +38,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 
@@ -120,6 +121,17 @@ def echoes(port):
         if i % 16 == 0:
             time.sleep(0.001)
     assert c.next_frame() == (True, 2, b"byte by byte " * 20)
+    # Bursts: many messages sent at once (from a thread, while this one
+    # reads) all come back, in order: a burst of mid-sized messages must not
+    # run the output queue out of segments (each starting a chunk of its
+    # own) long before the byte bound, where echoes were dropped.
+    for count, size in [(17, 2048), (64, 2048), (64, 16384), (500, 4096), (3000, 100)]:
+        burst = b"".join(frame(2, bytes([i % 251]) * size) for i in range(count))
+        sender = threading.Thread(target=c.send, args=(burst,))
+        sender.start()
+        for i in range(count):
+            assert c.next_frame() == (True, 2, bytes([i % 251]) * size), (count, size, i)
+        sender.join()
     # Many messages in one segment: each echoed, in order.
     c.send(b"".join(frame(1, b"m%d" % i) for i in range(200)))
     for i in range(200):
