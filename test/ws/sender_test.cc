@@ -1,0 +1,170 @@
+// ws::Sender and ws::Topics without a ring: what each send returns, what
+// the ring takes, and how often the ring's inbox is posted to.
+#include "src/ws/sender.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/async/push_stream.h"
+#include "src/worker/mailbox.h"
+
+namespace uring_http::ws {
+namespace {
+
+// No ring behind the inbox (fd -1): its posts are recorded, the wake-up
+// goes nowhere.
+class SenderTest : public ::testing::Test {
+ protected:
+  std::vector<uint64_t> Posts() {
+    std::vector<uint64_t> out;
+    inbox_.Take(&out);
+    return out;
+  }
+  worker::Mailbox mailbox_{64};
+  async::RingInbox inbox_{worker::RingAddress{-1, &mailbox_}, 99};
+};
+
+TEST_F(SenderTest, FramesTheMessageForTheRing) {
+  Sender s(&inbox_, 7, 1 << 20);
+  EXPECT_EQ(s.Send("hello"), SendResult::kQueued);
+  EXPECT_EQ(s.Send(std::string(200, 'b'), MessageKind::kBinary), SendResult::kQueued);
+  Sender::Taken taken;
+  s.Take(&taken);
+  ASSERT_EQ(taken.frames.size(), 2u);
+  EXPECT_EQ(*taken.frames[0], std::string("\x81\x05hello"));
+  EXPECT_EQ(taken.frames[1]->substr(0, 4), std::string("\x82\x7e\x00\xc8", 4));
+  EXPECT_EQ(taken.frames[1]->size(), 4u + 200);
+  EXPECT_FALSE(taken.close);
+}
+
+TEST_F(SenderTest, OnePostPerBurst) {
+  Sender s(&inbox_, 7, 1 << 20);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(s.Send("x"), SendResult::kQueued);
+  EXPECT_EQ(Posts(), std::vector<uint64_t>{7});
+  Sender::Taken taken;
+  s.Take(&taken);
+  EXPECT_EQ(taken.frames.size(), 5u);
+  EXPECT_TRUE(Posts().empty());
+  EXPECT_EQ(s.Send("y"), SendResult::kQueued);  // a new burst: posted again
+  EXPECT_EQ(Posts(), std::vector<uint64_t>{7});
+}
+
+TEST_F(SenderTest, BoundCountsQueuedAndWhatTheRingHolds) {
+  Sender s(&inbox_, 7, 100);
+  EXPECT_EQ(s.Send(std::string(60, 'a')), SendResult::kQueued);      // 62 bytes framed
+  EXPECT_EQ(s.Send(std::string(60, 'a')), SendResult::kBackpressure);  // 124: past the bound
+  EXPECT_EQ(s.Send("z"), SendResult::kDropped);                       // already past: refused
+  EXPECT_EQ(s.buffered(), 124u);
+  Sender::Taken taken;
+  s.Take(&taken);
+  EXPECT_EQ(taken.frames.size(), 2u);
+  // Taken, but the ring still holds it until it says otherwise.
+  EXPECT_EQ(s.buffered(), 124u);
+  EXPECT_EQ(s.Send("z"), SendResult::kDropped);
+  s.Held(10);  // the client read most of it
+  EXPECT_EQ(s.buffered(), 10u);
+  EXPECT_EQ(s.Send("z"), SendResult::kQueued);
+}
+
+TEST_F(SenderTest, CloseGoesToTheRingAndEndsSending) {
+  Sender s(&inbox_, 7, 1 << 20);
+  EXPECT_EQ(s.Send("last"), SendResult::kQueued);
+  s.Close(4001, "bye");
+  EXPECT_EQ(s.Send("after"), SendResult::kClosed);
+  Sender::Taken taken;
+  s.Take(&taken);
+  EXPECT_EQ(taken.frames.size(), 1u);
+  EXPECT_TRUE(taken.close);
+  EXPECT_EQ(taken.code, 4001);
+  EXPECT_EQ(taken.reason, "bye");
+}
+
+TEST_F(SenderTest, ShutSenderRefusesAndNeverPosts) {
+  Sender s(&inbox_, 7, 1 << 20);
+  EXPECT_EQ(s.Send("a"), SendResult::kQueued);
+  (void)Posts();
+  Sender::Taken taken;
+  s.Take(&taken);
+  s.Shut();
+  EXPECT_TRUE(s.closed());
+  EXPECT_EQ(s.Send("b"), SendResult::kClosed);
+  s.Close();
+  EXPECT_TRUE(Posts().empty());
+  EXPECT_EQ(s.buffered(), 0u);
+}
+
+TEST_F(SenderTest, SendsFromManyThreadsAllArriveInEachThreadsOrder) {
+  Sender s(&inbox_, 7, size_t{1} << 30);
+  constexpr int kThreads = 8;
+  constexpr int kEach = 2000;
+  std::atomic<int> finished{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&s, &finished, t] {
+      for (int i = 0; i < kEach; ++i) {
+        EXPECT_EQ(s.Send(std::to_string(t) + ":" + std::to_string(i)), SendResult::kQueued);
+      }
+      finished.fetch_add(1);
+    });
+  }
+  // The ring takes while they send.
+  std::vector<int> next(kThreads, 0);
+  int total = 0;
+  Sender::Taken taken;
+  auto drain = [&] {
+    s.Take(&taken);
+    for (const Frame& f : taken.frames) {
+      const std::string text = f->substr(2);
+      const size_t colon = text.find(':');
+      const int t = std::stoi(text.substr(0, colon));
+      EXPECT_EQ(std::stoi(text.substr(colon + 1)), next[t]++);
+      ++total;
+    }
+  };
+  while (finished.load() < kThreads) {
+    drain();
+    std::this_thread::yield();
+  }
+  for (auto& th : threads) th.join();
+  drain();
+  EXPECT_EQ(total, kThreads * kEach);
+}
+
+TEST_F(SenderTest, TopicsShareOneFrameAndDropClosedSockets) {
+  auto a = std::make_shared<Sender>(&inbox_, 1, 1 << 20);
+  auto b = std::make_shared<Sender>(&inbox_, 2, 1 << 20);
+  auto c = std::make_shared<Sender>(&inbox_, 3, 1 << 20);
+  Topics topics;
+  topics.Subscribe("room", a);
+  topics.Subscribe("room", b);
+  topics.Subscribe("room", b);  // once only
+  topics.Subscribe("room", c);
+  topics.Subscribe("other", c);
+  EXPECT_EQ(topics.subscribers("room"), 3u);
+  EXPECT_EQ(topics.Publish("room", "hi"), 3u);
+  Sender::Taken ta, tb, tc;
+  a->Take(&ta);
+  b->Take(&tb);
+  c->Take(&tc);
+  ASSERT_EQ(ta.frames.size(), 1u);
+  ASSERT_EQ(tb.frames.size(), 1u);
+  ASSERT_EQ(tc.frames.size(), 1u);
+  EXPECT_EQ(ta.frames[0].get(), tb.frames[0].get());  // framed once, shared
+  EXPECT_EQ(*ta.frames[0], std::string("\x81\x02hi"));
+  b->Shut();  // b's socket ended
+  EXPECT_EQ(topics.Publish("room", "again"), 2u);
+  EXPECT_EQ(topics.subscribers("room"), 2u);
+  topics.Unsubscribe("room", a.get());
+  EXPECT_EQ(topics.subscribers("room"), 1u);
+  topics.Unsubscribe("room", c.get());
+  EXPECT_EQ(topics.subscribers("room"), 0u);
+  EXPECT_EQ(topics.Publish("room", "nobody"), 0u);
+  EXPECT_EQ(topics.Publish("other", "c only"), 1u);
+}
+
+}  // namespace
+}  // namespace uring_http::ws
