@@ -1,0 +1,3 @@
+module uring_http/perf/ws_load
+
+go 1.21
