@@ -210,7 +210,7 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
   bool queued;
   if (deflate_on_ && message.size() >= kDeflateMinBytes) {
     // Compressed (RSV1) into the thread's scratch, then framed from there.
-    Deflater* deflater = &ThreadDeflater();
+    Deflater* deflater = &ThreadDeflater(deflate_.server_max_window_bits);
     if (dedicated_ && !deflate_.server_no_context_takeover) {
       // Its context keeps what it compresses: a message that might then
       // not be queued would corrupt the client's next one. With no segment

@@ -111,11 +111,13 @@ Inflater::Result Inflater::Inflate(std::string_view compressed, uint64_t max, st
   return result;
 }
 
-Deflater& ThreadDeflater() {
-  // The shared compressor's window is the largest: it costs one per
-  // thread, not one per socket.
-  thread_local Deflater d(15, 8, /*context_takeover=*/false);
-  return d;
+Deflater& ThreadDeflater(int window_bits) {
+  // One per thread and window, not one per socket.
+  thread_local std::unique_ptr<Deflater> by_bits[16];
+  const int bits = std::clamp(window_bits, 9, 15);
+  std::unique_ptr<Deflater>& d = by_bits[bits];
+  if (d == nullptr) d = std::make_unique<Deflater>(bits, 8, /*context_takeover=*/false);
+  return *d;
 }
 
 Inflater& ThreadInflater() {

@@ -65,8 +65,11 @@ class Inflater {
   bool takeover_;
 };
 
-// The ring thread's shared pair (made on first use; no context kept).
-Deflater& ThreadDeflater();
+// The ring thread's shared ones (made on first use; no context kept): a
+// compressor for each window a client may ask for (server_max_window_bits,
+// 9..15: a client that inflates with a smaller window than we compressed
+// with cannot read the message), one decompressor for every client.
+Deflater& ThreadDeflater(int window_bits);
 Inflater& ThreadInflater();
 
 }  // namespace uring_http::ws

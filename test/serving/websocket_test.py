@@ -285,7 +285,13 @@ def deflate(binary):
                       "dedicated": "permessage-deflate; server_max_window_bits=12; client_max_window_bits=12"}),
                     ("x-webkit-deflate-frame, permessage-deflate",
                      {"shared": "permessage-deflate; server_no_context_takeover; client_no_context_takeover",
-                      "dedicated": "permessage-deflate; server_max_window_bits=12"})]:
+                      "dedicated": "permessage-deflate; server_max_window_bits=12"}),
+                    # A client that inflates in a 512-byte window: we must
+                    # compress in one (Autobahn 13.3.8 and after).
+                    ("permessage-deflate; server_max_window_bits=9",
+                     {"shared": "permessage-deflate; server_no_context_takeover; "
+                                "client_no_context_takeover; server_max_window_bits=9",
+                      "dedicated": "permessage-deflate; server_max_window_bits=9"})]:
                 c = Client(port, extra="Sec-WebSocket-Extensions: %s\r\n" % offer)
                 c.sock.sendall(c.request)
                 status, headers = c.read_head()
@@ -296,10 +302,13 @@ def deflate(binary):
                 server_takeover = "server_no_context_takeover" not in ext
                 m = re.search(r"client_max_window_bits=(\d+)", ext)
                 bits = int(m.group(1)) if m else 15
+                m = re.search(r"server_max_window_bits=(\d+)", ext)
+                server_bits = int(m.group(1)) if m else 15
                 compressor = zlib.compressobj(6, zlib.DEFLATED, -bits)
-                decompressor = zlib.decompressobj(-15)
+                decompressor = zlib.decompressobj(-server_bits)
                 for i in range(6):
-                    message = (b"the same words again %d " % i) * 40
+                    # Repeats 700 bytes apart: past a 512-byte window.
+                    message = base64.b64encode(os.urandom(525)) * 3 + b" %d" % i
                     if not client_takeover:
                         compressor = zlib.compressobj(6, zlib.DEFLATED, -bits)
                     payload = compress(message, compressor)
@@ -311,8 +320,14 @@ def deflate(binary):
                     rsv1, op, got = read_compressed(c)
                     assert rsv1 and op == 1, (rsv1, op)
                     if not server_takeover:
-                        decompressor = zlib.decompressobj(-15)
-                    assert decompressor.decompress(got + b"\x00\x00\xff\xff") == message
+                        decompressor = zlib.decompressobj(-server_bits)
+                    # A few bytes at a time, as a client inflating into a
+                    # small buffer does: its window then holds only the
+                    # agreed bytes of what came before.
+                    got += b"\x00\x00\xff\xff"
+                    inflated = b"".join(decompressor.decompress(got[k:k + 8])
+                                        for k in range(0, len(got), 8))
+                    assert inflated == message
                 # A small message goes back plain.
                 c.send(frame(2, b"tiny"))
                 assert read_compressed(c) == (False, 2, b"tiny")
