@@ -78,6 +78,10 @@ class NestedBazel:
             # The test already runs in the outer Bazel's sandbox; a sandbox
             # nested in it is not something to count on.
             common.append("--spawn_strategy=local")
+            # CI names the machine's disk cache: the nested build's compiles
+            # are then done once per change, not on every run.
+            if os.environ.get("URING_HTTP_DISK_CACHE"):
+                common.append("--disk_cache=" + os.environ["URING_HTTP_DISK_CACHE"])
         return subprocess.run(self.startup + [args[0], *common, *args[1:]],
                               cwd=self.workspace, env=self.env, capture_output=True,
                               text=True, timeout=800)
