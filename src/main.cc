@@ -24,6 +24,11 @@
 //                      for HTTP/1.0
 //   GET /test/ws       a WebSocket (RFC 6455) that echoes each text and
 //                      binary message: what outside suites (Autobahn) drive
+//   GET /test/ws/topic?name=T[&subscribe=0]  a WebSocket subscribed to topic
+//                      T (1 to 64 bytes, default "default") unless
+//                      subscribe=0; each message it sends is published to
+//                      T, its sender included when subscribed: pub/sub
+//                      fan-out (perf/compare_ws --fanout)
 //   GET/HEAD anything else: with --root=DIR, the files under DIR (hidden
 //                      ones only with --static-dotfiles=allow)
 //
@@ -35,6 +40,7 @@
 #include <cstring>
 #include <string>
 #include <algorithm>
+#include <any>
 #include <cstdint>
 #include <memory>
 #include <cstdio>
@@ -46,11 +52,18 @@
 #include "src/serving/options.h"
 #include "src/serving/server.h"
 #include "src/serving/systemd_notify.h"
+#include "src/ws/sender.h"
 
 namespace {
 
 using uring_http::http::Request;
 using uring_http::http::Response;
+
+// A /test/ws/topic socket: its topic, and whether it gets what is published.
+struct TopicMember {
+  std::string name;
+  bool subscribed;
+};
 
 // `name`=<decimal> in a query string. Absent: `required` decides. A value
 // that is not a plain decimal below 2^62 is an error.
@@ -124,6 +137,7 @@ int main(int argc, char** argv) {
       [&pid_file] { return pid_file.empty() ? std::string("none") : pid_file; });
   serving::Options options = serving::ParseOptions(argc, argv, &flags);
 
+  uring_http::ws::Topics topics;  // outlives the server, whose rings publish to it
   uring_http::router::Router router;
   router.Fast("GET", "/test/fast", [](const Request&, Response&) {});
   const auto slow = std::chrono::milliseconds(slow_ms);
@@ -196,6 +210,34 @@ int main(int argc, char** argv) {
   echo.message = [](uring_http::ws::WebSocket& socket, std::string_view message,
                     uring_http::ws::MessageKind kind) { (void)socket.Send(message, kind); };
   router.WebSocket("/test/ws", std::move(echo));
+
+  // Fan-out: one publish frames (and, with --ws-deflate, compresses) a
+  // message once for every subscriber, on whichever ring the publisher is;
+  // each subscriber's ring copies it out (ws::Topics).
+  uring_http::ws::Behavior topic;
+  topic.upgrade = [](uring_http::ws::Upgrade& u) {
+    const auto name = u.request->QueryParam("name");
+    const auto subscribe = u.request->QueryParam("subscribe");
+    if (name.malformed() || (name.present() && (name.value().empty() || name.value().size() > 64)) ||
+        subscribe.malformed() || (subscribe.present() && subscribe != "0" && subscribe != "1")) {
+      return 400;
+    }
+    u.user = TopicMember{name.present() ? std::string(*name) : "default", subscribe != "0"};
+    return 0;
+  };
+  topic.open = [&topics](uring_http::ws::WebSocket& socket) {
+    const auto& m = std::any_cast<const TopicMember&>(socket.user());
+    if (m.subscribed) topics.Subscribe(m.name, socket.sender());
+  };
+  topic.message = [&topics](uring_http::ws::WebSocket& socket, std::string_view message,
+                            uring_http::ws::MessageKind kind) {
+    (void)topics.Publish(std::any_cast<const TopicMember&>(socket.user()).name, message, kind);
+  };
+  topic.close = [&topics](uring_http::ws::WebSocket& socket, uint16_t, std::string_view) {
+    const auto& m = std::any_cast<const TopicMember&>(socket.user());
+    if (m.subscribed) topics.Unsubscribe(m.name, socket.sender().get());
+  };
+  router.WebSocket("/test/ws/topic", std::move(topic));
 
   // The body is built per request, as a handler's would be; N is capped so a
   // client cannot make the server allocate without bound.

@@ -115,10 +115,12 @@ class ConnectionHost {
 
   // A WebSocket's sender (ws::Sender), whose sends from any thread reach
   // this loop's ring and come back to the slot's protocol. Null where
-  // there is no ring to reach (a unit test's host).
-  virtual std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound) {
+  // there is no ring to reach (a unit test's host). `deflate_window`: as
+  // ws::Sender's.
+  virtual std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound, int deflate_window) {
     (void)slot;
     (void)bound;
+    (void)deflate_window;
     return nullptr;
   }
   // Runs `work` on a worker (ws::WebSocket::Offload); false when it cannot.

@@ -163,7 +163,8 @@ class EventLoop final : private conn::Transport,
   void HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handoff& handoff) override;
   // The slot speaks HTTP/2 from now on (an h2c preface, or ALPN h2).
   void StartWebSocket(uint32_t slot, const conn::Handoff& handoff);
-  std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound) override;
+  std::shared_ptr<ws::Sender> MakeSender(uint32_t slot, size_t bound,
+                                         int deflate_window) override;
   // The inbox's message: WebSocket senders have sends for their sockets.
   void OnWsInbox();
   bool Offload(std::function<void()> work) override;

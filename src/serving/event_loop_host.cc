@@ -347,13 +347,14 @@ void EventLoop::HandOff(uint32_t slot, conn::ProtocolId next, const conn::Handof
   StartHttp2(slot, handoff);
 }
 
-std::shared_ptr<ws::Sender> EventLoop::MakeSender(uint32_t slot, size_t bound) {
+std::shared_ptr<ws::Sender> EventLoop::MakeSender(uint32_t slot, size_t bound,
+                                                  int deflate_window) {
   if (ws_inbox_ == nullptr) {
     ws_inbox_ = std::make_unique<async::RingInbox>(address(), PackUserData(Op::kWsInbox, 0, 0));
   }
   return std::make_shared<ws::Sender>(ws_inbox_.get(),
                                       PackUserData(Op::kWsInbox, slot, slots_[slot].generation),
-                                      bound);
+                                      bound, deflate_window);
 }
 
 void EventLoop::RunWsJob(worker::WorkerJob* job) {

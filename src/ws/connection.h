@@ -65,9 +65,6 @@ struct Accepted {
 inline constexpr unsigned kSpareSegments = 4;
 inline constexpr size_t kCoalesceBytes = 256 * 1024;
 
-// Messages shorter than this go uncompressed (RFC 7692 lets each message
-// choose): their DEFLATE would be no smaller.
-inline constexpr size_t kDeflateMinBytes = 64;
 // The dedicated compressor: a 4 KiB window (its memory twice that, 16 KiB)
 // and a 16 KiB hash table (1 << (5 + 9)); the client is asked for the same
 // window when it lets us ask (client_max_window_bits offered).
@@ -156,6 +153,16 @@ class Connection final : public conn::Protocol, public WebSocket {
   void QueueClose(uint16_t code, std::string_view reason);
   void TryQueueCloseFrame();
   bool QueueFrame(Opcode opcode, std::string_view payload, bool compressed = false);
+  // A message into the output, compressed when permessage-deflate was
+  // agreed and it is long enough; kLost: the dedicated compressor's
+  // context was lost and the connection is closing (1011).
+  enum class Queued : uint8_t { kYes, kNoRoom, kLost };
+  Queued QueueMessage(Opcode opcode, std::string_view message);
+  // A frame made elsewhere (a sender's PreparedMessage), copied.
+  bool QueueBytes(std::string_view frame);
+  // The window of the compressor without a context of ours this socket
+  // agreed; 0 with none or a dedicated context.
+  int SharedDeflateWindow() const;
   // What to Reserve() for `need` bytes of frames (kCoalesceBytes).
   size_t ReserveSize(size_t need) const;
   void OnCompressedData(const FrameParser::Event& e, bool first);

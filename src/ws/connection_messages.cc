@@ -198,6 +198,13 @@ bool Connection::QueueFrame(Opcode opcode, std::string_view payload, bool compre
   return true;
 }
 
+int Connection::SharedDeflateWindow() const {
+  // Compressed without a context of ours: by the thread's compressor for
+  // the window, on the ring or by whoever prepared the message.
+  if (!deflate_on_ || (dedicated_ && !deflate_.server_no_context_takeover)) return 0;
+  return deflate_.server_max_window_bits;
+}
+
 SendResult Connection::Send(std::string_view message, MessageKind kind) {
   if (phase_ != Phase::kOpen || close_queued_ || fatal_) return SendResult::kClosed;
   if (out_.pending() > bound()) {
@@ -206,51 +213,15 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
     env_->stats->ws_backpressure_drops.Add();
     return SendResult::kDropped;
   }
-  const Opcode opcode = kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText;
-  bool queued;
-  if (deflate_on_ && message.size() >= kDeflateMinBytes) {
-    // Compressed (RSV1) into the thread's scratch, then framed from there.
-    Deflater* deflater = &ThreadDeflater(deflate_.server_max_window_bits);
-    if (dedicated_ && !deflate_.server_no_context_takeover) {
-      // Its context keeps what it compresses: a message that might then
-      // not be queued would corrupt the client's next one. With no segment
-      // left, it is refused before it is compressed.
-      if (out_.room() == 0) {
-        want_drain_ = true;
-        env_->stats->ws_backpressure_drops.Add();
-        return SendResult::kDropped;
-      }
-      if (deflater_ == nullptr) {
-        deflater_ = std::make_unique<Deflater>(deflate_.server_max_window_bits, kDedicatedMemLevel,
-                                               /*context_takeover=*/true);
-      }
-      deflater = deflater_.get();
-    }
-    thread_local std::string compressed;
-    compressed.clear();
-    if (deflater->Compress(message, &compressed)) {
-      queued = QueueFrame(opcode, compressed, /*compressed=*/true);
-      if (!queued && deflater == deflater_.get()) {
-        // (A segment was there: Reserve cannot fail. Should it ever, the
-        // context holds a message the client will not see.)
-        CloseWith(close_code::kInternalError, "compression context lost");
-        return SendResult::kClosed;
-      }
-    } else if (deflater == deflater_.get()) {
-      // The dedicated context is lost: the client's would no longer match.
-      CloseWith(close_code::kInternalError, "compression failed");
+  switch (QueueMessage(kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText, message)) {
+    case Queued::kLost:
       return SendResult::kClosed;
-    } else {
-      queued = QueueFrame(opcode, message);
-    }
-    if (compressed.capacity() > 1024 * 1024) std::string().swap(compressed);
-  } else {
-    queued = QueueFrame(opcode, message);
-  }
-  if (!queued) {
-    want_drain_ = true;  // the queue's segments are all taken: as full
-    env_->stats->ws_backpressure_drops.Add();
-    return SendResult::kDropped;
+    case Queued::kNoRoom:
+      want_drain_ = true;  // the queue's segments are all taken: as full
+      env_->stats->ws_backpressure_drops.Add();
+      return SendResult::kDropped;
+    case Queued::kYes:
+      break;
   }
   env_->stats->ws_messages_out.Add();
   if (in_event_ == 0) Sync();
@@ -259,6 +230,54 @@ SendResult Connection::Send(std::string_view message, MessageKind kind) {
     return SendResult::kBackpressure;
   }
   return SendResult::kQueued;
+}
+
+Connection::Queued Connection::QueueMessage(Opcode opcode, std::string_view message) {
+  if (!deflate_on_ || message.size() < kDeflateMinBytes) {
+    return QueueFrame(opcode, message) ? Queued::kYes : Queued::kNoRoom;
+  }
+  // Compressed (RSV1) into the thread's scratch, then framed from there.
+  Deflater* deflater = &ThreadDeflater(deflate_.server_max_window_bits);
+  if (SharedDeflateWindow() == 0) {
+    // Its context keeps what it compresses: a message that might then
+    // not be queued would corrupt the client's next one. With no segment
+    // left, it is refused before it is compressed.
+    if (out_.room() == 0) return Queued::kNoRoom;
+    if (deflater_ == nullptr) {
+      deflater_ = std::make_unique<Deflater>(deflate_.server_max_window_bits, kDedicatedMemLevel,
+                                             /*context_takeover=*/true);
+    }
+    deflater = deflater_.get();
+  }
+  thread_local std::string compressed;
+  compressed.clear();
+  Queued queued;
+  if (deflater->Compress(message, &compressed)) {
+    queued = QueueFrame(opcode, compressed, /*compressed=*/true) ? Queued::kYes : Queued::kNoRoom;
+    if (queued == Queued::kNoRoom && deflater == deflater_.get()) {
+      // (A segment was there: Reserve cannot fail. Should it ever, the
+      // context holds a message the client will not see.)
+      CloseWith(close_code::kInternalError, "compression context lost");
+      queued = Queued::kLost;
+    }
+  } else if (deflater == deflater_.get()) {
+    // The dedicated context is lost: the client's would no longer match.
+    CloseWith(close_code::kInternalError, "compression failed");
+    queued = Queued::kLost;
+  } else {
+    queued = QueueFrame(opcode, message) ? Queued::kYes : Queued::kNoRoom;
+  }
+  if (compressed.capacity() > 1024 * 1024) std::string().swap(compressed);
+  return queued;
+}
+
+bool Connection::QueueBytes(std::string_view frame) {
+  char* p = out_.Reserve(ReserveSize(frame.size()));
+  if (p == nullptr) return false;
+  std::memcpy(p, frame.data(), frame.size());
+  out_.Commit(frame.size());
+  env_->stats->ws_bytes_out.Add(frame.size());
+  return true;
 }
 
 void Connection::Close(uint16_t code, std::string_view reason) {
@@ -331,7 +350,7 @@ void Connection::OnSend(int res, bool notification_follows) {
 
 std::shared_ptr<Sender> Connection::sender() {
   if (sender_ == nullptr) {
-    sender_ = env_->host->MakeSender(slot_, max_backpressure_);
+    sender_ = env_->host->MakeSender(slot_, max_backpressure_, SharedDeflateWindow());
     if (sender_ != nullptr && phase_ != Phase::kOpen) sender_->Shut();
   }
   return sender_;
@@ -346,17 +365,23 @@ void Connection::OnPosted() {
   ++in_event_;
   for (const Frame& f : taken.frames) {
     // Taken already (the sender counted it against the bound): copied into
-    // the output as the ring's own sends are.
+    // the output as the ring's own sends are, compressed already when the
+    // socket keeps no context (PreparedMessage::FrameFor), else compressed
+    // here with the socket's own.
     if (phase_ != Phase::kOpen || close_queued_ || fatal_) break;
-    char* p = out_.Reserve(ReserveSize(f->size()));
-    if (p == nullptr) {
+    Queued queued;
+    if (deflate_on_ && sender_->deflate_window() == 0) {
+      queued = QueueMessage(f->kind() == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText,
+                            f->payload());
+    } else {
+      queued = QueueBytes(sender_->Wire(*f)) ? Queued::kYes : Queued::kNoRoom;
+    }
+    if (queued == Queued::kLost) break;
+    if (queued == Queued::kNoRoom) {
       env_->stats->ws_backpressure_drops.Add();  // every segment taken: as full
       continue;
     }
-    std::memcpy(p, f->data(), f->size());
-    out_.Commit(f->size());
     env_->stats->ws_messages_out.Add();
-    env_->stats->ws_bytes_out.Add(f->size());
   }
   taken.frames.clear();
   if (taken.close) Close(taken.code, taken.reason);

@@ -27,6 +27,10 @@ struct z_stream_s;
 
 namespace uring_http::ws {
 
+// Messages shorter than this go uncompressed (RFC 7692 lets each message
+// choose): their DEFLATE would be no smaller.
+inline constexpr size_t kDeflateMinBytes = 64;
+
 class Deflater {
  public:
   // window_bits 9..15; context_takeover false resets after each message.

@@ -1,22 +1,55 @@
 #include "src/ws/sender.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "src/async/push_stream.h"
+#include "src/ws/deflate.h"
 #include "src/ws/frame.h"
 
 namespace uring_http::ws {
 
+PreparedMessage::PreparedMessage(std::string_view message, MessageKind kind) : kind_(kind) {
+  frame_.resize(kMaxServerFrameHeader + message.size());
+  header_ = WriteFrameHeader(frame_.data(),
+                             kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText,
+                             /*fin=*/true, /*rsv1=*/false, message.size());
+  std::copy(message.begin(), message.end(), frame_.begin() + static_cast<std::ptrdiff_t>(header_));
+  frame_.resize(header_ + message.size());
+}
+
+std::string_view PreparedMessage::FrameFor(int window_bits) const {
+  if (payload().size() < kDeflateMinBytes || window_bits < 9 || window_bits > 15) return frame_;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_ptr<const std::string>& slot = deflated_[static_cast<size_t>(window_bits - 9)];
+  if (slot == nullptr) {
+    // The thread's shared compressor for that window, which keeps no
+    // context: any socket of that window can inflate the result alone.
+    thread_local std::string compressed;
+    compressed.clear();
+    auto made = std::make_unique<std::string>();
+    if (ThreadDeflater(window_bits).Compress(payload(), &compressed) &&
+        compressed.size() + kMaxServerFrameHeader < payload().size()) {
+      made->resize(kMaxServerFrameHeader + compressed.size());
+      const size_t h = WriteFrameHeader(made->data(),
+                                        kind_ == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText,
+                                        /*fin=*/true, /*rsv1=*/true, compressed.size());
+      std::memcpy(made->data() + h, compressed.data(), compressed.size());
+      made->resize(h + compressed.size());
+    }  // else left empty: the plain frame
+    if (compressed.capacity() > 1024 * 1024) std::string().swap(compressed);
+    slot = std::move(made);
+  }
+  return slot->empty() ? std::string_view(frame_) : std::string_view(*slot);
+}
+
 Frame MakeFrame(std::string_view message, MessageKind kind) {
-  auto frame = std::make_shared<std::string>();
-  frame->resize(kMaxServerFrameHeader + message.size());
-  const size_t h = WriteFrameHeader(frame->data(),
-                                    kind == MessageKind::kBinary ? Opcode::kBinary : Opcode::kText,
-                                    /*fin=*/true, /*rsv1=*/false, message.size());
-  std::copy(message.begin(), message.end(), frame->begin() + static_cast<std::ptrdiff_t>(h));
-  frame->resize(h + message.size());
-  return frame;
+  return std::make_shared<const PreparedMessage>(message, kind);
+}
+
+std::string_view Sender::Wire(const PreparedMessage& frame) const {
+  return deflate_window_ == 0 ? frame.frame() : frame.FrameFor(deflate_window_);
 }
 
 SendResult Sender::Send(std::string_view message, MessageKind kind) {
@@ -24,7 +57,12 @@ SendResult Sender::Send(std::string_view message, MessageKind kind) {
   return SendFrame(MakeFrame(message, kind));
 }
 
-SendResult Sender::SendFrame(const Frame& frame) { return Queue(frame, frame->size()); }
+SendResult Sender::SendFrame(const Frame& frame) {
+  // Compressed here (once per window, whoever asks first), in the sending
+  // thread rather than on the ring.
+  const size_t bytes = Wire(*frame).size();
+  return Queue(frame, bytes);
+}
 
 SendResult Sender::Queue(Frame frame, size_t bytes) {
   // The post to the ring's inbox is made under this lock: once the ring
@@ -106,7 +144,8 @@ void Topics::Unsubscribe(std::string_view topic, const Sender* sender) {
 }
 
 size_t Topics::Publish(std::string_view topic, std::string_view message, MessageKind kind) {
-  // One frame for every subscriber: framed here, once, outside the lock.
+  // One message for every subscriber: framed here, once, outside the lock;
+  // compressed (once per window) by the first subscriber that needs it.
   const Frame frame = MakeFrame(message, kind);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(std::string(topic));

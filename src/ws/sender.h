@@ -6,23 +6,31 @@
 //   std::shared_ptr<ws::Sender> out = socket.sender();
 //   pool.Run([out] { out->Send(Render(Query())); });   // any thread
 //
-// Send frames the message once, in the calling thread, and queues it for
-// the socket's ring: the first send the ring has not taken yet posts the
-// socket to the ring's inbox, which sends one IORING_OP_MSG_RING for every
-// burst of posts (async::RingInbox), so 10,000 sends to the sockets of one
-// ring wake it once. It returns what WebSocket::Send does (websocket.h),
-// counting what is queued here and what the ring still holds for the
-// client, as of the ring's last look. A sender outlives its socket safely:
-// once the socket has ended every send is kClosed.
+// Send prepares the message once, in the calling thread (framed, and
+// compressed there too when the socket agreed permessage-deflate with no
+// context kept on our side), and queues it for the socket's ring: the
+// first send the ring has not taken yet posts the socket to the ring's
+// inbox, which sends one IORING_OP_MSG_RING for every burst of posts
+// (async::RingInbox), so 10,000 sends to the sockets of one ring wake it
+// once. It returns what WebSocket::Send does (websocket.h), counting what
+// is queued here and what the ring still holds for the client, as of the
+// ring's last look. A sender outlives its socket safely: once the socket
+// has ended every send is kClosed.
 //
-// Topics (Topics below): Publish frames a message once and queues that one
-// frame (shared, not copied) to every subscriber's sender; the ring copies
-// it into each socket's output.
+// Topics (Topics below): Publish prepares a message once and queues that
+// one PreparedMessage (shared, not copied) to every subscriber's sender:
+// one framing for all, and one compression for each window size the
+// subscribers agreed (in practice one), made by the first that needs it.
+// The ring copies the bytes into each socket's output. A socket with a
+// dedicated compressor that keeps its context (Compression::kDedicated
+// without server_no_context_takeover) cannot take a message compressed
+// without that context: its ring compresses the message with its own.
 //
 // Thread-safety: every public member, any thread.
 #ifndef URING_HTTP_SRC_WS_SENDER_H_
 #define URING_HTTP_SRC_WS_SENDER_H_
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -41,16 +49,44 @@ class RingInbox;
 
 namespace uring_http::ws {
 
-// A message framed for a client (header and payload), shared by the
-// sockets it goes to.
-using Frame = std::shared_ptr<const std::string>;
+// A message made once for many sockets: its frame as it is, and its
+// permessage-deflate frames (RSV1, compressed with no context), each made
+// on first use and then shared.
+class PreparedMessage {
+ public:
+  PreparedMessage(std::string_view message, MessageKind kind);
+  PreparedMessage(const PreparedMessage&) = delete;
+  PreparedMessage& operator=(const PreparedMessage&) = delete;
+
+  MessageKind kind() const { return kind_; }
+  std::string_view payload() const { return std::string_view(frame_).substr(header_); }
+  // Header and payload, uncompressed.
+  std::string_view frame() const { return frame_; }
+  // The frame to send to a socket that agreed permessage-deflate with our
+  // side keeping no context and a window of `window_bits` (9..15):
+  // compressed the first time it is asked for that window (by any thread;
+  // others asking meanwhile wait for it), then the same bytes. The plain
+  // frame when compressing would not make it smaller (short or
+  // incompressible messages) or zlib failed.
+  std::string_view FrameFor(int window_bits) const;
+
+ private:
+  std::string frame_;
+  size_t header_;
+  MessageKind kind_;
+  mutable std::mutex mu_;
+  // [window_bits - 9]; empty until made, the plain frame's size marks
+  // "not smaller".
+  mutable std::array<std::unique_ptr<const std::string>, 7> deflated_;
+};
+using Frame = std::shared_ptr<const PreparedMessage>;
 Frame MakeFrame(std::string_view message, MessageKind kind);
 
 class Sender {
  public:
   // ---- any thread
   SendResult Send(std::string_view message, MessageKind kind = MessageKind::kText);
-  // A frame made once for many sockets (MakeFrame).
+  // A message prepared once for many sockets (MakeFrame).
   SendResult SendFrame(const Frame& frame);
   // Starts the closing handshake on the ring (as WebSocket::Close).
   void Close(uint16_t code = 1000, std::string_view reason = {});
@@ -60,8 +96,13 @@ class Sender {
   // ---- the ring's side (ws::Connection, the loop)
   // `inbox` and `token` (what the ring's inbox is given to find the
   // socket again) are the loop's; `bound` the socket's backpressure bound.
-  Sender(async::RingInbox* inbox, uint64_t token, size_t bound)
-      : inbox_(inbox), token_(token), bound_(bound) {}
+  // `deflate_window`: the window of the permessage-deflate the socket
+  // agreed when our side keeps no context (its messages are then
+  // compressed before they reach the ring: PreparedMessage::FrameFor); 0
+  // when they go as they are or the ring compresses them (a dedicated
+  // context).
+  Sender(async::RingInbox* inbox, uint64_t token, size_t bound, int deflate_window = 0)
+      : inbox_(inbox), token_(token), bound_(bound), deflate_window_(deflate_window) {}
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;
   struct Taken {
@@ -70,6 +111,9 @@ class Sender {
     uint16_t code = 0;
     std::string reason;
   };
+  int deflate_window() const { return deflate_window_; }
+  // The bytes of `frame` this socket is sent (compressed or not).
+  std::string_view Wire(const PreparedMessage& frame) const;
   // Everything queued since the last take (the vectors' memory is reused).
   void Take(Taken* out);
   // What the ring holds for the client now (for buffered()).
@@ -93,6 +137,7 @@ class Sender {
   async::RingInbox* const inbox_;
   const uint64_t token_;
   const size_t bound_;
+  const int deflate_window_;
 };
 
 // Topics: pub/sub fan-out over senders. Subscribe on the ring (a socket's
@@ -103,7 +148,7 @@ class Topics {
  public:
   void Subscribe(std::string_view topic, std::shared_ptr<Sender> sender);
   void Unsubscribe(std::string_view topic, const Sender* sender);
-  // Frames `message` once and queues it to every live subscriber; returns
+  // Prepares `message` once and queues it to every live subscriber; returns
   // how many took it (kQueued or kBackpressure).
   size_t Publish(std::string_view topic, std::string_view message,
                  MessageKind kind = MessageKind::kText);

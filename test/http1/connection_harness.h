@@ -48,7 +48,7 @@
 
 namespace uring_http::http1::testing {
 
-class FakeHost final : public conn::Transport, public exchange::ConnectionHost {
+class FakeHost : public conn::Transport, public exchange::ConnectionHost {
  public:
   struct SendCall {
     std::vector<iovec> iov;

@@ -24,6 +24,11 @@ each rule on purpose:
   sent plain, a zip bomb stopped at --ws-max-message (1009), bytes that
   are not DEFLATE and compressed text that is not UTF-8 (1007), RSV1 on a
   continuation (1002), and no extension when the client offers none;
+- topics (GET /test/ws/topic): a publish reaches every subscriber on both
+  rings, compressed once (RSV1) for those that agreed the shared
+  compressor and plain for those that did not, with a dedicated context
+  compressed by each subscriber's own; subscribe=0 gets nothing; a
+  subscriber that left is dropped; bad parameters are 400;
 - wss: the same socket beneath TLS (a certificate made with openssl req);
 - /metrics counts the sockets, messages and closes by code.
 
@@ -353,6 +358,80 @@ def deflate(binary):
             server.wait()
 
 
+def topics(binary):
+    for mode in ["shared", "dedicated"]:
+        server = subprocess.Popen([binary, "-p", "0", "--address", "127.0.0.1", "-A", "2",
+                                   "--ws-deflate=" + mode],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            port = int(re.search(r"listening on \S+:(\d+)", server.stdout.readline()).group(1))
+            for query in ["name=", "name=" + "x" * 65, "subscribe=2", "name=%zz"]:
+                c = Client(port, path="/test/ws/topic?" + query)
+                c.sock.sendall(c.request)
+                status, _ = c.read_head()
+                assert status == 400, (query, status)
+                c.close()
+            path = "/test/ws/topic?name=room"
+            offer = "Sec-WebSocket-Extensions: permessage-deflate\r\n"
+            # Enough sockets that both rings have some (SO_REUSEPORT spreads
+            # them by the source port's hash).
+            plain = [Client(port, path=path).handshake() for _ in range(4)]
+            deflating = []
+            for _ in range(4):
+                c = Client(port, path=path, extra=offer)
+                c.sock.sendall(c.request)
+                status, headers = c.read_head()
+                assert status == 101, status
+                ext = headers.get("sec-websocket-extensions", "")
+                assert ext.startswith("permessage-deflate"), ext
+                m = re.search(r"server_max_window_bits=(\d+)", ext)
+                takeover = "server_no_context_takeover" not in ext
+                assert takeover == (mode == "dedicated"), ext
+                c.window = int(m.group(1)) if m else 15
+                c.decompressor = zlib.decompressobj(-c.window)
+                c.takeover = takeover
+                deflating.append(c)
+            publisher = Client(port, path=path + "&subscribe=0").handshake()
+            messages = [(1, (b'{"id": %d, "text": "the quick brown fox"} ' % i) * 40) for i in range(3)]
+            messages.append((2, bytes(range(256)) * 4))
+            messages.append((1, b"short"))
+            for op, m in messages:
+                publisher.send(frame(op, m))
+            for c in plain:
+                for op, m in messages:
+                    assert c.next_frame() == (True, op, m)
+            for c in deflating:
+                for op, m in messages:
+                    rsv1, got_op, got = read_compressed(c)
+                    assert got_op == op, (got_op, op)
+                    if len(m) < 64:
+                        assert not rsv1 and got == m
+                        continue
+                    assert rsv1, "a long message compressed"
+                    if not c.takeover:
+                        c.decompressor = zlib.decompressobj(-c.window)
+                    assert c.decompressor.decompress(got + b"\x00\x00\xff\xff") == m
+            # The publisher is no subscriber: its next frame is the pong.
+            publisher.send(frame(9, b"p"))
+            assert publisher.next_frame() == (True, 0xA, b"p")
+            # A subscriber that leaves is dropped; the others still get it.
+            gone = plain.pop()
+            gone.send(frame(8, close_payload(1000)))
+            gone.expect_close(1000)
+            gone.close()
+            publisher.send(frame(1, b"after"))
+            for c in plain:
+                assert c.next_frame() == (True, 1, b"after")
+            for c in deflating:
+                assert read_compressed(c) == (False, 1, b"after")
+            assert server.poll() is None, "the server died"
+            for c in plain + deflating + [publisher]:
+                c.close()
+        finally:
+            server.kill()
+            server.wait()
+
+
 def secure(binary):
     with tempfile.TemporaryDirectory() as tmp:
         cert, key = tmp + "/cert.pem", tmp + "/key.pem"
@@ -404,6 +483,7 @@ def main():
         server.wait()
     timers(binary)
     deflate(binary)
+    topics(binary)
     secure(binary)
     print("websocket_test: ok")
 

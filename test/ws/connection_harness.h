@@ -29,11 +29,14 @@
 #include <utility>
 #include <vector>
 
+#include "src/async/push_stream.h"
 #include "src/exchange/connection_env.h"
 #include "src/io/arena.h"
+#include "src/worker/mailbox.h"
 #include "src/ws/connection.h"
 #include "src/ws/frame.h"
 #include "src/ws/handshake.h"
+#include "src/ws/sender.h"
 #include "src/ws/websocket.h"
 #include "test/http1/connection_harness.h"
 
@@ -193,6 +196,19 @@ class ServerReader {
 
 // ---------------------------------------------------------------- the harness
 
+// test/http1's host, whose sockets also get senders: posts to an inbox with
+// no ring behind it (fd -1); the test calls Harness::Posted for the ring.
+class WsHost final : public http1::testing::FakeHost {
+ public:
+  std::shared_ptr<Sender> MakeSender(uint32_t slot, size_t bound, int deflate_window) override {
+    ++senders_made;
+    return std::make_shared<Sender>(&inbox, slot, bound, deflate_window);
+  }
+  int senders_made = 0;
+  worker::Mailbox mailbox{64};
+  async::RingInbox inbox{worker::RingAddress{-1, &mailbox}, 99};
+};
+
 // A `close` callback's arguments, as recorded.
 struct Closed {
   uint16_t code;
@@ -326,6 +342,11 @@ class Harness {
     RecvEnd(-ECANCELED);
     return true;
   }
+  // The ring takes what the socket's sender queued (its inbox's post).
+  void Posted() {
+    conn.OnPosted();
+    Observe();
+  }
   void BuffersAvailable() {
     conn.OnBuffersAvailable();
     Observe();
@@ -451,7 +472,7 @@ class Harness {
     conn.Release();
     if (chunks_.available() != chunks_.count()) own_violations.push_back("chunks not all back after Release");
     // The slot is as new: the next session's state is its own.
-    host = http1::testing::FakeHost{};
+    static_cast<http1::testing::FakeHost&>(host) = http1::testing::FakeHost{};
     wire.clear();
     reader_ = std::make_unique<ServerReader>();
     read_ = 0;
@@ -498,7 +519,7 @@ class Harness {
   std::optional<DeflateParams> deflate;
   bool dedicated = false;
 
-  http1::testing::FakeHost host;
+  WsHost host;
   exchange::ConnectionStats stats;
   std::string wire;  // what the client received
   std::vector<std::pair<MessageKind, std::string>> messages;

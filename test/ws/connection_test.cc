@@ -1093,6 +1093,97 @@ TEST_F(ConnectionTest, BugADroppedCompressedMessageStaysInTheDeflateContext) {
   Expect(h);
 }
 
+TEST_F(ConnectionTest, TopicMessagesReachASharedDeflateSocketCompressedOnceForAll) {
+  Harness a, b;
+  a.deflate = Shared();
+  b.deflate = Shared();
+  OpenAndFlush(a);
+  OpenAndFlush(b);
+  ASSERT_NE(a.conn.sender(), nullptr);
+  EXPECT_EQ(a.conn.sender()->deflate_window(), 15);
+  Topics topics;
+  topics.Subscribe("t", a.conn.sender());
+  topics.Subscribe("t", b.conn.sender());
+  const std::string m = Repetitive(1000, 't');
+  const Frame frame = MakeFrame(m, MessageKind::kText);
+  // The publisher compressed it, once: both sockets' bytes are the same.
+  EXPECT_EQ(a.conn.sender()->SendFrame(frame), SendResult::kQueued);
+  EXPECT_EQ(b.conn.sender()->SendFrame(frame), SendResult::kQueued);
+  EXPECT_EQ(a.conn.sender()->Wire(*frame).data(), b.conn.sender()->Wire(*frame).data());
+  EXPECT_LT(a.conn.sender()->buffered(), m.size() / 4);  // counted compressed
+  EXPECT_EQ(topics.Publish("t", "short"), 2u);
+  for (Harness* h : {&a, &b}) {
+    h->Posted();
+    h->Flush();
+    const std::vector<ServerFrame> frames = h->Frames();
+    ASSERT_EQ(frames.size(), 2u);
+    EXPECT_EQ(frames[0].rsv, 4);
+    EXPECT_EQ(frames[1].rsv, 0);  // short: as it is
+    Inflater reader(/*context_takeover=*/false);
+    EXPECT_EQ(ServerMessages(*h, reader), (std::vector<std::string>{m, "short"}));
+    Expect(*h);
+  }
+}
+
+TEST_F(ConnectionTest, ASmallerWindowGetsItsOwnCompressionOfTheSameMessage) {
+  Harness h;
+  h.deflate = Shared();
+  h.deflate->server_max_window_bits = 10;
+  OpenAndFlush(h);
+  EXPECT_EQ(h.conn.sender()->deflate_window(), 10);
+  const std::string m = Repetitive(3000, 'w');
+  const Frame frame = MakeFrame(m, MessageKind::kBinary);
+  EXPECT_NE(frame->FrameFor(15).data(), frame->FrameFor(10).data());
+  EXPECT_EQ(h.conn.sender()->SendFrame(frame), SendResult::kQueued);
+  h.Posted();
+  h.Flush();
+  ASSERT_EQ(h.Frames().size(), 1u);
+  EXPECT_EQ(h.Frames()[0].rsv, 4);
+  Inflater reader(/*context_takeover=*/false, /*window_bits=*/10);
+  EXPECT_EQ(ServerMessages(h, reader), (std::vector<std::string>{m}));
+  Expect(h);
+}
+
+TEST_F(ConnectionTest, ADedicatedContextCompressesPostedMessagesItselfBetweenItsOwn) {
+  // A message compressed without this socket's context would leave the
+  // client's window out of step with ours: the ring compresses it with the
+  // socket's own, in the order the messages go.
+  Harness h;
+  h.deflate = DeflateParams{};  // context takeover both ways
+  h.dedicated = true;
+  OpenAndFlush(h);
+  EXPECT_EQ(h.conn.sender()->deflate_window(), 0);
+  const std::string m = Repetitive(700, 'x');
+  EXPECT_EQ(h.AppSend(m), SendResult::kQueued);
+  EXPECT_EQ(h.conn.sender()->Send(m), SendResult::kQueued);
+  EXPECT_EQ(h.conn.sender()->Send("a short one"), SendResult::kQueued);
+  h.Posted();
+  EXPECT_EQ(h.AppSend(m), SendResult::kQueued);
+  h.Flush();
+  const std::vector<ServerFrame> frames = h.Frames();
+  ASSERT_EQ(frames.size(), 4u);
+  EXPECT_EQ(frames[1].rsv, 4);
+  EXPECT_LT(frames[1].payload.size(), frames[0].payload.size());  // refers to the first
+  Inflater reader(/*context_takeover=*/true);
+  EXPECT_EQ(ServerMessages(h, reader), (std::vector<std::string>{m, m, "a short one", m}));
+  Expect(h);
+}
+
+TEST_F(ConnectionTest, WithoutDeflatePostedMessagesGoAsTheyAre) {
+  Harness h;
+  OpenAndFlush(h);
+  EXPECT_EQ(h.conn.sender()->deflate_window(), 0);
+  const std::string m = Repetitive(700, 'p');
+  EXPECT_EQ(h.conn.sender()->Send(m, MessageKind::kBinary), SendResult::kQueued);
+  h.Posted();
+  h.Flush();
+  ASSERT_EQ(h.Frames().size(), 1u);
+  EXPECT_EQ(h.Frames()[0].rsv, 0);
+  EXPECT_EQ(h.Frames()[0].opcode, 0x2);
+  EXPECT_EQ(h.Frames()[0].payload, m);
+  Expect(h);
+}
+
 // ---------------------------------------------------------------- life
 
 TEST_F(ConnectionTest, FreeableOnlyAfterEveryOperationCompleted) {

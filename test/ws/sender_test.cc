@@ -11,6 +11,7 @@
 
 #include "src/async/push_stream.h"
 #include "src/worker/mailbox.h"
+#include "src/ws/deflate.h"
 
 namespace uring_http::ws {
 namespace {
@@ -35,9 +36,9 @@ TEST_F(SenderTest, FramesTheMessageForTheRing) {
   Sender::Taken taken;
   s.Take(&taken);
   ASSERT_EQ(taken.frames.size(), 2u);
-  EXPECT_EQ(*taken.frames[0], std::string("\x81\x05hello"));
-  EXPECT_EQ(taken.frames[1]->substr(0, 4), std::string("\x82\x7e\x00\xc8", 4));
-  EXPECT_EQ(taken.frames[1]->size(), 4u + 200);
+  EXPECT_EQ(taken.frames[0]->frame(), std::string("\x81\x05hello"));
+  EXPECT_EQ(taken.frames[1]->frame().substr(0, 4), std::string("\x82\x7e\x00\xc8", 4));
+  EXPECT_EQ(taken.frames[1]->frame().size(), 4u + 200);
   EXPECT_FALSE(taken.close);
 }
 
@@ -118,7 +119,7 @@ TEST_F(SenderTest, SendsFromManyThreadsAllArriveInEachThreadsOrder) {
   auto drain = [&] {
     s.Take(&taken);
     for (const Frame& f : taken.frames) {
-      const std::string text = f->substr(2);
+      const std::string text(f->payload());
       const size_t colon = text.find(':');
       const int t = std::stoi(text.substr(0, colon));
       EXPECT_EQ(std::stoi(text.substr(colon + 1)), next[t]++);
@@ -154,7 +155,7 @@ TEST_F(SenderTest, TopicsShareOneFrameAndDropClosedSockets) {
   ASSERT_EQ(tb.frames.size(), 1u);
   ASSERT_EQ(tc.frames.size(), 1u);
   EXPECT_EQ(ta.frames[0].get(), tb.frames[0].get());  // framed once, shared
-  EXPECT_EQ(*ta.frames[0], std::string("\x81\x02hi"));
+  EXPECT_EQ(ta.frames[0]->frame(), std::string("\x81\x02hi"));
   b->Shut();  // b's socket ended
   EXPECT_EQ(topics.Publish("room", "again"), 2u);
   EXPECT_EQ(topics.subscribers("room"), 2u);
@@ -164,6 +165,84 @@ TEST_F(SenderTest, TopicsShareOneFrameAndDropClosedSockets) {
   EXPECT_EQ(topics.subscribers("room"), 0u);
   EXPECT_EQ(topics.Publish("room", "nobody"), 0u);
   EXPECT_EQ(topics.Publish("other", "c only"), 1u);
+}
+
+std::string Repetitive(size_t n) {
+  std::string s;
+  while (s.size() < n) s += "the quick brown fox jumps over the lazy dog; ";
+  s.resize(n);
+  return s;
+}
+
+std::string Inflated(std::string_view frame, int window_bits) {
+  // A compressed text or binary frame as a server sends it: FIN+RSV1, no mask.
+  EXPECT_EQ(static_cast<uint8_t>(frame[0]) & 0x70, 0x40);
+  size_t h = 2;
+  uint64_t len = static_cast<uint8_t>(frame[1]) & 0x7F;
+  if (len == 126) {
+    len = (uint64_t{static_cast<uint8_t>(frame[2])} << 8) | static_cast<uint8_t>(frame[3]);
+    h = 4;
+  }
+  EXPECT_EQ(frame.size(), h + len);
+  Inflater inflater(/*context_takeover=*/false, window_bits);
+  std::string out;
+  EXPECT_EQ(inflater.Inflate(frame.substr(h), 1 << 20, &out), Inflater::Result::kOk);
+  return out;
+}
+
+TEST_F(SenderTest, APreparedMessageIsCompressedOncePerWindow) {
+  const std::string m = Repetitive(2000);
+  const Frame f = MakeFrame(m, MessageKind::kText);
+  const std::string_view w15 = f->FrameFor(15);
+  EXPECT_EQ(f->FrameFor(15).data(), w15.data());  // made once, then the same bytes
+  EXPECT_LT(w15.size(), m.size() / 4);
+  EXPECT_EQ(static_cast<uint8_t>(w15[0]), 0xC1);  // FIN, RSV1, text
+  EXPECT_EQ(Inflated(w15, 15), m);
+  const std::string_view w9 = f->FrameFor(9);
+  EXPECT_NE(w9.data(), w15.data());
+  EXPECT_EQ(Inflated(w9, 9), m);
+  EXPECT_EQ(f->frame().size(), 4 + m.size());  // the plain frame stays
+}
+
+TEST_F(SenderTest, ShortOrIncompressibleMessagesGoPlain) {
+  const Frame short_one = MakeFrame("under sixty-four bytes", MessageKind::kText);
+  EXPECT_EQ(short_one->FrameFor(15).data(), short_one->frame().data());
+  std::string noise(4000, '\0');
+  uint32_t x = 7;
+  for (char& c : noise) {
+    x = x * 1103515245 + 12345;
+    c = static_cast<char>(x >> 24);
+  }
+  const Frame random = MakeFrame(noise, MessageKind::kBinary);
+  EXPECT_EQ(random->FrameFor(15).data(), random->frame().data());
+  EXPECT_EQ(random->FrameFor(15).data(), random->frame().data());  // decided once
+  EXPECT_EQ(random->FrameFor(0).data(), random->frame().data());   // no window: plain
+}
+
+TEST_F(SenderTest, ASenderWithAWindowCompressesInTheSendingThreadAndCountsThat) {
+  Sender plain(&inbox_, 1, 1 << 20);
+  Sender deflating(&inbox_, 2, 1 << 20, /*deflate_window=*/15);
+  const std::string m = Repetitive(5000);
+  EXPECT_EQ(plain.Send(m), SendResult::kQueued);
+  std::thread([&] { EXPECT_EQ(deflating.Send(m), SendResult::kQueued); }).join();
+  EXPECT_EQ(plain.buffered(), 4 + m.size());
+  EXPECT_LT(deflating.buffered(), m.size() / 4);
+  Sender::Taken taken;
+  deflating.Take(&taken);
+  ASSERT_EQ(taken.frames.size(), 1u);
+  EXPECT_EQ(deflating.Wire(*taken.frames[0]).size(), deflating.buffered());
+  EXPECT_EQ(Inflated(deflating.Wire(*taken.frames[0]), 15), m);
+}
+
+TEST_F(SenderTest, ManyThreadsAskingForTheSameWindowGetOneCompression) {
+  const Frame f = MakeFrame(Repetitive(100'000), MessageKind::kText);
+  std::vector<const char*> seen(8);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    threads.emplace_back([&f, &seen, i] { seen[i] = f->FrameFor(12).data(); });
+  }
+  for (auto& t : threads) t.join();
+  for (const char* p : seen) EXPECT_EQ(p, seen[0]);
 }
 
 }  // namespace
