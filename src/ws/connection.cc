@@ -111,10 +111,7 @@ void Connection::Open(exchange::ConnectionEnv* env, uint32_t slot, const conn::H
 void Connection::Sync() {
   if (phase_ == Phase::kCloseSubmitted || phase_ == Phase::kClosed) return;
   if (phase_ == Phase::kLingering) {
-    if (!recv_armed_ && !recv_starved_ && !peer_eof_) {
-      recv_armed_ = true;
-      env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
-    }
+    if (!recv_armed_ && !recv_starved_ && !peer_eof_) ArmRecv(/*bulk=*/false);
     return;
   }
   Flush();
@@ -136,14 +133,23 @@ void Connection::Sync() {
   const bool over = out_.pending() > bound() / 2 || out_.room() <= kSpareSegments;
   if (over && !recv_paused_ && phase_ == Phase::kOpen) {
     recv_paused_ = true;
-    if (recv_armed_) env_->transport->CancelRecv(slot_);
   } else if (!over) {
     recv_paused_ = false;
   }
+  // Bulk only while the output is low: a bulk receive brings eight times
+  // the bytes per completion, and what the kernel has posted before a
+  // pause's cancel lands is still answered, against the bound.
+  const bool bulk = bulk_wanted_ && out_.pending() <= bound() / 8;
+  if (recv_armed_ && !recv_cancelling_ && phase_ == Phase::kOpen &&
+      (recv_paused_ || recv_bulk_ != bulk)) {
+    // Paused, or moving to the other buffer group: the receive's last
+    // completion (-ECANCELED, OnRecvEnd) arms it again as it should be.
+    recv_cancelling_ = true;
+    env_->transport->CancelRecv(slot_);
+  }
   if (!recv_armed_ && !recv_starved_ && !recv_paused_ && !peer_eof_ && !close_received_ &&
       !fail_) {
-    recv_armed_ = true;
-    env_->transport->ArmRecv(slot_, /*bulk=*/false, /*once=*/false);
+    ArmRecv(bulk);
   }
   uint64_t deadline = 0;
   if (output_left) {
@@ -208,8 +214,22 @@ void Connection::OnDeadline() {
   Sync();
 }
 
+void Connection::ArmRecv(bool bulk) {
+  recv_armed_ = true;
+  recv_bulk_ = bulk;
+  recv_cancelling_ = false;
+  env_->transport->ArmRecv(slot_, bulk, /*once=*/false);
+}
+
 void Connection::OnRecvEnd(int res) {
-  recv_armed_ = false;
+  recv_armed_ = recv_cancelling_ = false;
+  if (res == -ENOBUFS && recv_bulk_ && phase_ == Phase::kOpen) {
+    // The bulk buffers are all taken (many large messages at once): the
+    // small ones, at once, rather than waiting for a bulk one.
+    bulk_wanted_ = false;
+    small_receives_ = 0;
+    return Sync();
+  }
   if (phase_ == Phase::kLingering) {
     if (res == -ENOBUFS) {
       recv_starved_ = true;
@@ -335,6 +355,8 @@ void Connection::Release() {
   behavior_ = nullptr;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = recv_paused_ = peer_eof_ = fatal_ = false;
+  recv_bulk_ = recv_cancelling_ = bulk_wanted_ = false;
+  small_receives_ = 0;
   send_inflight_ = shutdown_inflight_ = linger_done_ = false;
   close_queued_ = close_received_ = fail_ = opened_ = notified_ = want_drain_ = false;
   ping_sent_ = message_begun_ = false;

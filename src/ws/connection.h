@@ -65,6 +65,10 @@ struct Accepted {
 inline constexpr unsigned kSpareSegments = 4;
 inline constexpr size_t kCoalesceBytes = 256 * 1024;
 
+// Reading into the bulk buffers (recv_bulk_ below).
+inline constexpr uint64_t kBulkFrameBytes = 8192;
+inline constexpr size_t kSmallReceiveBytes = 2048;
+inline constexpr uint8_t kSmallReceivesToLeaveBulk = 8;
 // The dedicated compressor: a 4 KiB window (its memory twice that, 16 KiB)
 // and a 16 KiB hash table (1 << (5 + 9)); the client is asked for the same
 // window when it lets us ask (client_max_window_bits offered).
@@ -163,6 +167,9 @@ class Connection final : public conn::Protocol, public WebSocket {
   // The window of the compressor without a context of ours this socket
   // agreed; 0 with none or a dedicated context.
   int SharedDeflateWindow() const;
+  // After a receive of `len` bytes: whether large messages are arriving.
+  void NoteReceive(size_t len);
+  void ArmRecv(bool bulk);
   // What to Reserve() for `need` bytes of frames (kCoalesceBytes).
   size_t ReserveSize(size_t need) const;
   void OnCompressedData(const FrameParser::Event& e, bool first);
@@ -209,6 +216,15 @@ class Connection final : public conn::Protocol, public WebSocket {
 
   Phase phase_ = Phase::kOpen;
   bool recv_armed_ = false;
+  // Large messages are read into the loop's bulk buffers (16 KiB where the
+  // others are 2: an eighth of the receives): from a frame with
+  // kBulkFrameBytes still to come, until kSmallReceivesToLeaveBulk
+  // receives in a row would have fit a small buffer (NoteReceive). The
+  // armed receive changes group by a cancel and a new arm.
+  bool recv_bulk_ = false;        // the armed receive's group
+  bool recv_cancelling_ = false;  // its cancel is in flight
+  bool bulk_wanted_ = false;
+  uint8_t small_receives_ = 0;
   bool recv_starved_ = false;   // -ENOBUFS: armed again on OnBuffersAvailable
   bool recv_paused_ = false;    // past half the output bound: not armed again
   bool peer_eof_ = false;

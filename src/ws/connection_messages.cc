@@ -16,7 +16,7 @@ namespace uring_http::ws {
 // ---------------------------------------------------------------- receiving
 
 void Connection::OnRecv(const char* data, size_t len, bool ended) {
-  if (ended) recv_armed_ = false;
+  if (ended) recv_armed_ = recv_cancelling_ = false;
   if (phase_ == Phase::kOpen || phase_ == Phase::kClosing) {
     last_rx_tick_ = env_->now_tick;
     ping_sent_ = false;
@@ -26,9 +26,23 @@ void Connection::OnRecv(const char* data, size_t len, bool ended) {
     ++in_event_;
     Feed(const_cast<char*>(data), len);
     --in_event_;
+    if (env_->config->bulk_receives && parser_.has_value()) NoteReceive(len);
   }
   // kLingering: dropped, the connection has ended.
   Sync();
+}
+
+void Connection::NoteReceive(size_t len) {
+  if (parser_->payload_left() >= kBulkFrameBytes) {
+    bulk_wanted_ = true;
+    small_receives_ = 0;
+  } else if (bulk_wanted_ && len <= kSmallReceiveBytes) {
+    // Small messages again: back to the small buffers, after a few in a
+    // row (a large message's last receive is often short).
+    if (++small_receives_ >= kSmallReceivesToLeaveBulk) bulk_wanted_ = false;
+  } else {
+    small_receives_ = 0;
+  }
 }
 
 void Connection::Feed(char* data, size_t len) {

@@ -66,6 +66,8 @@ class FrameParser {
 
   // A data message is begun and not ended.
   bool in_message() const { return in_message_; }
+  // Payload bytes of the frame being read still to come (0 between frames).
+  uint64_t payload_left() const { return in_payload_ ? payload_left_ : 0; }
   bool failed() const { return error_ != nullptr; }
 
  private:

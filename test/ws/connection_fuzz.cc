@@ -294,6 +294,9 @@ class Driver {
  private:
   static exchange::ConnectionConfig Config() {
     exchange::ConnectionConfig c = testing::DefaultConfig();
+    // As the server runs it: large frames move the receive to the bulk
+    // buffers (a cancel and a new arm) and back.
+    c.bulk_receives = true;
     return c;
   }
 

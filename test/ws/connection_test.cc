@@ -732,6 +732,121 @@ TEST_F(ConnectionTest, NoBuffersWaitsForThem) {
   Expect(h);
 }
 
+exchange::ConnectionConfig BulkConfig() {
+  exchange::ConnectionConfig c = testing::DefaultConfig();
+  c.bulk_receives = true;
+  return c;
+}
+
+TEST_F(ConnectionTest, ALargeFrameMovesTheReceiveToTheBulkBuffersAndSmallOnesBack) {
+  Behavior b;
+  b.max_backpressure = 1 << 20;
+  Harness h(b, BulkConfig());
+  OpenAndFlush(h);
+  EXPECT_FALSE(h.host.recv_bulk);
+  const int arms = h.host.recv_arms;
+  const std::string large(40'000, 'L');
+  const std::string wire = ClientBinary(large);
+  h.Recv(wire.substr(0, 2048));  // 37,958 bytes of the frame still to come
+  EXPECT_EQ(h.host.recv_cancels, 1);
+  h.Recv(wire.substr(2048, 2048));  // taken before the cancel landed
+  EXPECT_EQ(h.host.recv_cancels, 1);  // one cancel in flight
+  EXPECT_TRUE(h.LandCancel());
+  EXPECT_TRUE(h.host.recv_armed);
+  EXPECT_TRUE(h.host.recv_bulk);
+  EXPECT_EQ(h.host.recv_arms, arms + 1);
+  h.Recv(wire.substr(4096), 16384);
+  h.Flush();
+  // Bulk while messages are large; a large message's short last receive
+  // does not move it back.
+  h.Recv(wire, 16384);
+  h.Flush();
+  EXPECT_EQ(h.host.recv_cancels, 1);
+  // Seven small receives in a row: still bulk; the eighth moves it back.
+  for (int i = 0; i < 7; ++i) h.Recv(ClientText("small"));
+  EXPECT_EQ(h.host.recv_cancels, 1);
+  h.Recv(ClientText("small"));
+  EXPECT_EQ(h.host.recv_cancels, 2);
+  EXPECT_TRUE(h.LandCancel());
+  EXPECT_TRUE(h.host.recv_armed);
+  EXPECT_FALSE(h.host.recv_bulk);
+  h.Flush();
+  ASSERT_EQ(h.messages.size(), 10u);
+  EXPECT_EQ(h.messages[0].second, large);
+  EXPECT_EQ(h.messages[1].second, large);
+  EXPECT_EQ(h.Frames(0x2).size(), 2u);
+  EXPECT_EQ(h.Frames(0x2)[1].payload, large);
+  Expect(h);
+}
+
+TEST_F(ConnectionTest, NoBulkBuffersLeftReadsIntoSmallOnesAtOnce) {
+  Harness h(Behavior{}, BulkConfig());
+  OpenAndFlush(h);
+  const std::string wire = ClientBinary(std::string(30'000, 'x'));
+  h.Recv(wire.substr(0, 2048));
+  EXPECT_TRUE(h.LandCancel());
+  ASSERT_TRUE(h.host.recv_bulk);
+  const int arms = h.host.recv_arms;
+  h.RecvEnd(-ENOBUFS);  // the bulk group is empty
+  EXPECT_TRUE(h.host.recv_armed);  // not starved: the small group
+  EXPECT_FALSE(h.host.recv_bulk);
+  EXPECT_EQ(h.host.recv_arms, arms + 1);
+  h.Recv(wire.substr(2048), 2048);
+  EXPECT_EQ(h.messages.size(), 1u);
+  Expect(h);
+}
+
+TEST_F(ConnectionTest, WithoutBulkBuffersLargeFramesStayInSmallOnes) {
+  Harness h;  // bulk_receives off: the loop has no bulk group
+  OpenAndFlush(h);
+  h.Recv(ClientBinary(std::string(20'000, 'x')), 2048);  // its echo under half the bound
+  EXPECT_EQ(h.host.recv_cancels, 0);
+  EXPECT_FALSE(h.host.recv_bulk);
+  EXPECT_EQ(h.messages.size(), 1u);
+  Expect(h);
+}
+
+TEST_F(ConnectionTest, NoBulkWhileTheOutputIsPastAnEighthOfTheBound) {
+  // What the kernel posts before a pause's cancel lands is still answered:
+  // bulk receives (eight times the bytes each) only while little waits.
+  Behavior b;
+  b.max_backpressure = 100'000;
+  Harness h(b, BulkConfig());
+  OpenAndFlush(h);
+  const std::string wire = ClientBinary(std::string(13'000, 'a')) + ClientBinary(std::string(30'000, 'b'));
+  h.Recv(wire.substr(0, 16'000));  // a 13,004-byte echo waits: past 12,500
+  EXPECT_EQ(h.host.recv_cancels, 0);
+  h.Flush();  // the client read it: bulk
+  EXPECT_EQ(h.host.recv_cancels, 1);
+  EXPECT_TRUE(h.LandCancel());
+  EXPECT_TRUE(h.host.recv_bulk);
+  h.Recv(wire.substr(16'000), 16384);
+  h.Flush();
+  EXPECT_EQ(h.Frames(0x2).size(), 2u);
+  Expect(h);
+}
+
+TEST_F(ConnectionTest, APauseAndAMoveToBulkShareOneCancel) {
+  Behavior b;
+  b.max_backpressure = 10'000;
+  Harness h(b, BulkConfig());
+  OpenAndFlush(h);
+  // An echo past half the bound, and a large frame begun, in one receive.
+  const std::string wire = ClientBinary(std::string(6'000, 'e')) + ClientBinary(std::string(20'000, 'f'));
+  h.Recv(wire.substr(0, 8192));
+  EXPECT_EQ(h.host.recv_cancels, 1);
+  EXPECT_TRUE(h.LandCancel());
+  EXPECT_FALSE(h.host.recv_armed);  // paused until the client reads
+  h.Flush();
+  EXPECT_TRUE(h.host.recv_armed);
+  EXPECT_TRUE(h.host.recv_bulk);
+  h.Recv(wire.substr(8192), 16384);
+  h.Flush();
+  EXPECT_EQ(h.messages.size(), 2u);
+  EXPECT_EQ(h.Frames(0x2).size(), 2u);
+  Expect(h);
+}
+
 TEST_F(ConnectionTest, AReceiveThatEndedWithItsBytesIsArmedAgain) {
   Harness h;
   OpenAndFlush(h);
