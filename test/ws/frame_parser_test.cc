@@ -108,6 +108,26 @@ std::vector<std::string> Events(const std::string& wire, FrameParser::Options op
 
 using V = std::vector<std::string>;
 
+TEST(UnmaskTest, EveryLengthAndOffsetMatchesByteByByte) {
+  // Past the 64-byte vector steps and the 8-byte ones, at every offset of
+  // the mask, and at addresses that are not aligned.
+  const uint8_t mask[4] = {0x37, 0xfa, 0x21, 0x3d};
+  std::string buffer(300, '\0');
+  for (size_t start = 0; start < 3; ++start) {
+    for (size_t len = 0; len <= 280; len += (len < 140 ? 1 : 13)) {
+      for (uint64_t offset = 0; offset < 6; ++offset) {
+        for (size_t i = 0; i < buffer.size(); ++i) buffer[i] = static_cast<char>(i * 7 + len);
+        std::string expected = buffer;
+        for (size_t i = 0; i < len; ++i) {
+          expected[start + i] = static_cast<char>(expected[start + i] ^ mask[(offset + i) & 3]);
+        }
+        Unmask(buffer.data() + start, len, mask, offset);
+        ASSERT_EQ(buffer, expected) << "start " << start << " len " << len << " offset " << offset;
+      }
+    }
+  }
+}
+
 TEST(FrameParserTest, TheRfcsMaskedHello) {
   const std::string wire = "\x81\x85\x37\xfa\x21\x3d\x7f\x9f\x4d\x51\x58";
   EXPECT_EQ(Events(wire), V{"data:T:Hello"});
