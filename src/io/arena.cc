@@ -79,11 +79,39 @@ absl::Status ChunkPool::Init(Arena& arena, size_t chunk_size, size_t count) {
   return absl::OkStatus();
 }
 
+ChunkPool::~ChunkPool() {
+  for (char* chunk : spare_) std::free(chunk);
+}
+
 char* ChunkPool::AcquireFromHeap() {
   ++heap_fallbacks_;
+  heap_used_ = true;
+  if (!spare_.empty()) {
+    char* chunk = spare_.back();
+    spare_.pop_back();
+    return chunk;
+  }
   return static_cast<char*>(std::malloc(chunk_size_));
 }
 
-void ChunkPool::ReleaseToHeap(char* chunk) { std::free(chunk); }
+void ChunkPool::ReleaseToHeap(char* chunk) {
+  if (spare_.size() < count_) {
+    // (Its capacity grows once, to at most count() pointers.)
+    spare_.push_back(chunk);
+    return;
+  }
+  std::free(chunk);
+}
+
+void ChunkPool::Trim() {
+  if (heap_used_) {
+    heap_used_ = false;
+    return;
+  }
+  const size_t keep = spare_.size() / 2;
+  for (size_t i = keep; i < spare_.size(); ++i) std::free(spare_[i]);
+  spare_.resize(keep);
+  if (spare_.empty()) std::vector<char*>().swap(spare_);
+}
 
 }  // namespace uring_http::io

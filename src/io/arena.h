@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -52,6 +53,9 @@ class Arena {
 class ChunkPool {
  public:
   ChunkPool() = default;
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+  ~ChunkPool();
   // Carves `count` chunks of `chunk_size` bytes from `arena`.
   absl::Status Init(Arena& arena, size_t chunk_size, size_t count);
 
@@ -73,6 +77,16 @@ class ChunkPool {
   size_t available() const { return free_count_; }
   // How many times the pool was empty and the heap served instead.
   uint64_t heap_fallbacks() const { return heap_fallbacks_; }
+  // Heap chunks given back and kept for the next fallback: a burst that
+  // outgrows the pool (a publish to 10,000 subscribers, each with a frame
+  // queued) comes again, and malloc would otherwise trim the memory and
+  // fault it back in every time. At most count() are kept; Trim() frees
+  // them once bursts stop.
+  size_t spare() const { return spare_.size(); }
+  // Called on a timer: frees half the spare chunks when the heap served
+  // none since the last call, so memory a burst took goes back within a
+  // few calls of its end.
+  void Trim();
   // The pool's memory, for registering it as an io_uring fixed buffer.
   char* base() const { return base_; }
   size_t bytes() const { return size_t{count_} * chunk_size_; }
@@ -87,6 +101,8 @@ class ChunkPool {
   uint32_t free_count_ = 0;
   std::unique_ptr<uint32_t[]> free_;
   uint64_t heap_fallbacks_ = 0;
+  std::vector<char*> spare_;
+  bool heap_used_ = false;  // since the last Trim()
 };
 
 }  // namespace uring_http::io

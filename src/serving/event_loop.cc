@@ -625,6 +625,7 @@ void EventLoop::OnTimerTick() {
     MaybeFree(slot);
   });
   stats_.chunk_heap_fallbacks.Add(chunks_.heap_fallbacks() - stats_.chunk_heap_fallbacks.Get());
+  chunks_.Trim();
   if (files_ != nullptr) {
     const files::OpenFileCache::Stats& c = files_->cache()->stats();
     stats_.file_cache_hits.Set(c.hits);

@@ -355,11 +355,13 @@ TEST_F(ChunkPoolTest, EmptyPoolFallsBackToTheHeapAndCountsIt) {
     std::memset(h, 0x5a, 512);  // a whole chunk is usable (ASan checks the size)
   }
 
-  // Heap chunks go back to the heap (LeakSanitizer would report them
-  // otherwise), not onto the free list.
+  // Heap chunks are kept as spares (up to the pool's count; freed by
+  // Trim or the pool's end, else LeakSanitizer would report them), never
+  // put on the free list.
   pool.Release(h1);
   pool.Release(h2);
   EXPECT_EQ(pool.available(), 0u);
+  EXPECT_EQ(pool.spare(), 2u);
 
   pool.Release(b);
   pool.Release(a);
@@ -367,6 +369,45 @@ TEST_F(ChunkPoolTest, EmptyPoolFallsBackToTheHeapAndCountsIt) {
   EXPECT_EQ(pool.Acquire(), a);
   EXPECT_EQ(pool.Acquire(), b);
   EXPECT_EQ(pool.heap_fallbacks(), 2u);  // the pool served these
+}
+
+TEST_F(ChunkPoolTest, HeapChunksAreReusedThenTrimmedOnceBurstsStop) {
+  ChunkPool pool;
+  ASSERT_TRUE(pool.Init(arena_, 512, 4).ok());
+  std::vector<char*> burst;
+  for (int i = 0; i < 10; ++i) burst.push_back(pool.Acquire());  // 6 from the heap
+  std::vector<char*> heap(burst.begin() + 4, burst.end());
+  for (char* c : burst) pool.Release(c);
+  EXPECT_EQ(pool.available(), 4u);
+  EXPECT_EQ(pool.spare(), 4u);  // at most the pool's count kept; 2 freed
+  // The next burst takes the pool's chunks, then the spares: no malloc.
+  std::vector<char*> again;
+  for (int i = 0; i < 8; ++i) again.push_back(pool.Acquire());
+  EXPECT_EQ(pool.spare(), 0u);
+  for (int i = 4; i < 8; ++i) {
+    EXPECT_NE(std::find(heap.begin(), heap.end(), again[i]), heap.end()) << i;
+  }
+  for (char* c : again) pool.Release(c);
+  EXPECT_EQ(pool.spare(), 4u);
+  pool.Trim();  // the heap served since the last trim: kept
+  EXPECT_EQ(pool.spare(), 4u);
+  pool.Trim();  // a quiet period: half go
+  EXPECT_EQ(pool.spare(), 2u);
+  pool.Trim();
+  pool.Trim();
+  EXPECT_EQ(pool.spare(), 0u);
+  EXPECT_EQ(pool.available(), 4u);
+}
+
+TEST_F(ChunkPoolTest, SparesLeftAtTheEndAreFreedWithThePool) {
+  // LeakSanitizer (the asan config) reports them otherwise.
+  ChunkPool pool;
+  ASSERT_TRUE(pool.Init(arena_, 512, 1).ok());
+  char* a = pool.Acquire();
+  char* b = pool.Acquire();
+  pool.Release(b);
+  pool.Release(a);
+  EXPECT_EQ(pool.spare(), 1u);
 }
 
 }  // namespace
