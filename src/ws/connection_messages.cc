@@ -398,7 +398,10 @@ void Connection::OnPosted() {
     env_->stats->ws_messages_out.Add();
   }
   taken.frames.clear();
+  if (taken.dropped != 0) env_->stats->ws_backpressure_drops.Add(taken.dropped);
+  if (taken.drain_owed) want_drain_ = true;  // `drain` once under half the bound
   if (taken.close) Close(taken.code, taken.reason);
+  MaybeDrain();
   --in_event_;
   Sync();
 }

@@ -70,14 +70,24 @@ SendResult Sender::Queue(Frame frame, size_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_.load(std::memory_order_relaxed) || close_) return SendResult::kClosed;
   const size_t buffered = pending_bytes_ + ring_bytes_;
-  if (buffered > bound_) return SendResult::kDropped;
-  pending_.push_back(std::move(frame));
-  pending_bytes_ += bytes;
+  SendResult result;
+  if (buffered > bound_) {
+    // Counted, and the drain owed, by the ring at its next take (posted
+    // for it like a send).
+    ++dropped_;
+    drain_owed_ = true;
+    result = SendResult::kDropped;
+  } else {
+    pending_.push_back(std::move(frame));
+    pending_bytes_ += bytes;
+    result = buffered + bytes > bound_ ? SendResult::kBackpressure : SendResult::kQueued;
+    if (result == SendResult::kBackpressure) drain_owed_ = true;
+  }
   if (!signalled_) {
     signalled_ = true;
     inbox_->Post(token_);
   }
-  return buffered + bytes > bound_ ? SendResult::kBackpressure : SendResult::kQueued;
+  return result;
 }
 
 void Sender::Close(uint16_t code, std::string_view reason) {
@@ -104,6 +114,10 @@ void Sender::Take(Taken* out) {
   ring_bytes_ += pending_bytes_;  // until the ring's Held() says otherwise
   pending_bytes_ = 0;
   signalled_ = false;
+  out->dropped = dropped_;
+  out->drain_owed = drain_owed_;
+  dropped_ = 0;
+  drain_owed_ = false;
   out->close = close_;
   out->code = close_code_;
   out->reason = close_reason_;
@@ -122,25 +136,33 @@ void Sender::Shut() {
   pending_bytes_ = ring_bytes_ = 0;
 }
 
+void Topics::Topic::Remove(size_t i) {
+  // Order within a topic does not matter: the last one takes i's place.
+  at.erase(subs[i].get());
+  if (i + 1 != subs.size()) {
+    subs[i] = std::move(subs.back());
+    at[subs[i].get()] = i;
+  }
+  subs.pop_back();
+}
+
 void Topics::Subscribe(std::string_view topic, std::shared_ptr<Sender> sender) {
   if (sender == nullptr) return;
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::shared_ptr<Sender>>& subs = topics_[std::string(topic)];
-  for (const auto& s : subs) {
-    if (s == sender) return;
-  }
-  subs.push_back(std::move(sender));
+  Topic& t = topics_[std::string(topic)];
+  if (!t.at.emplace(sender.get(), t.subs.size()).second) return;  // once only
+  t.subs.push_back(std::move(sender));
 }
 
 void Topics::Unsubscribe(std::string_view topic, const Sender* sender) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(std::string(topic));
   if (it == topics_.end()) return;
-  auto& subs = it->second;
-  subs.erase(std::remove_if(subs.begin(), subs.end(),
-                            [sender](const auto& s) { return s.get() == sender; }),
-             subs.end());
-  if (subs.empty()) topics_.erase(it);
+  Topic& t = it->second;
+  auto found = t.at.find(sender);
+  if (found == t.at.end()) return;
+  t.Remove(found->second);
+  if (t.subs.empty()) topics_.erase(it);
 }
 
 size_t Topics::Publish(std::string_view topic, std::string_view message, MessageKind kind) {
@@ -151,26 +173,24 @@ size_t Topics::Publish(std::string_view topic, std::string_view message, Message
   auto it = topics_.find(std::string(topic));
   if (it == topics_.end()) return 0;
   size_t reached = 0;
-  auto& subs = it->second;
-  for (size_t i = 0; i < subs.size();) {
-    const SendResult r = subs[i]->SendFrame(frame);
+  Topic& t = it->second;
+  for (size_t i = 0; i < t.subs.size();) {
+    const SendResult r = t.subs[i]->SendFrame(frame);
     if (r == SendResult::kClosed) {
-      // Gone: dropped here (order within a topic does not matter).
-      subs[i] = std::move(subs.back());
-      subs.pop_back();
+      t.Remove(i);  // gone: dropped here; i now holds the last one
       continue;
     }
     if (r == SendResult::kQueued || r == SendResult::kBackpressure) ++reached;
     ++i;
   }
-  if (subs.empty()) topics_.erase(it);
+  if (t.subs.empty()) topics_.erase(it);
   return reached;
 }
 
 size_t Topics::subscribers(std::string_view topic) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = topics_.find(std::string(topic));
-  return it == topics_.end() ? 0 : it->second.size();
+  return it == topics_.end() ? 0 : it->second.subs.size();
 }
 
 }  // namespace uring_http::ws

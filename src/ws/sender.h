@@ -107,6 +107,11 @@ class Sender {
   Sender& operator=(const Sender&) = delete;
   struct Taken {
     std::vector<Frame> frames;
+    // Sends refused (kDropped) since the last take, for the socket's
+    // metrics; and whether any send saw the bound (kBackpressure or
+    // kDropped): the route's `drain` is then owed.
+    uint64_t dropped = 0;
+    bool drain_owed = false;
     bool close = false;
     uint16_t code = 0;
     std::string reason;
@@ -129,6 +134,8 @@ class Sender {
   std::vector<Frame> pending_;
   size_t pending_bytes_ = 0;
   size_t ring_bytes_ = 0;
+  uint64_t dropped_ = 0;
+  bool drain_owed_ = false;
   bool signalled_ = false;  // posted to the inbox, not taken yet
   bool close_ = false;
   uint16_t close_code_ = 0;
@@ -146,6 +153,9 @@ class Sender {
 // the next publish.
 class Topics {
  public:
+  Topics() = default;
+  Topics(const Topics&) = delete;
+  Topics& operator=(const Topics&) = delete;
   void Subscribe(std::string_view topic, std::shared_ptr<Sender> sender);
   void Unsubscribe(std::string_view topic, const Sender* sender);
   // Prepares `message` once and queues it to every live subscriber; returns
@@ -155,8 +165,16 @@ class Topics {
   size_t subscribers(std::string_view topic) const;
 
  private:
+  // A topic's subscribers in a vector (what a publish walks) and where
+  // each one is in it (subscribing, unsubscribing and dropping a closed
+  // one are O(1): 10,000 sockets leaving a topic is not quadratic).
+  struct Topic {
+    std::vector<std::shared_ptr<Sender>> subs;
+    std::unordered_map<const Sender*, size_t> at;
+    void Remove(size_t i);
+  };
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<std::shared_ptr<Sender>>> topics_;
+  std::unordered_map<std::string, Topic> topics_;
 };
 
 }  // namespace uring_http::ws

@@ -1284,6 +1284,24 @@ TEST_F(ConnectionTest, ADedicatedContextCompressesPostedMessagesItselfBetweenIts
   Expect(h);
 }
 
+TEST_F(ConnectionTest, ASendersDropsAreCountedAndOweTheDrain) {
+  Behavior b;
+  b.max_backpressure = 1000;
+  Harness h(b);
+  OpenAndFlush(h);
+  std::shared_ptr<Sender> out = h.conn.sender();
+  EXPECT_EQ(out->Send(std::string(900, 'a')), SendResult::kQueued);
+  EXPECT_EQ(out->Send(std::string(900, 'b')), SendResult::kBackpressure);
+  EXPECT_EQ(out->Send("c"), SendResult::kDropped);
+  h.Posted();
+  EXPECT_EQ(h.stats.ws_backpressure_drops.Get(), 1u);
+  EXPECT_EQ(h.drains, 0);  // past half the bound still
+  h.Flush();
+  EXPECT_EQ(h.drains, 1);
+  EXPECT_EQ(h.Frames().size(), 2u);
+  Expect(h);
+}
+
 TEST_F(ConnectionTest, WithoutDeflatePostedMessagesGoAsTheyAre) {
   Harness h;
   OpenAndFlush(h);

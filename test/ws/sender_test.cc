@@ -167,6 +167,58 @@ TEST_F(SenderTest, TopicsShareOneFrameAndDropClosedSockets) {
   EXPECT_EQ(topics.Publish("other", "c only"), 1u);
 }
 
+TEST_F(SenderTest, DropsAreCountedForTheRingAndOweADrain) {
+  Sender s(&inbox_, 7, 100);
+  EXPECT_EQ(s.Send(std::string(60, 'a')), SendResult::kQueued);
+  Sender::Taken taken;
+  s.Take(&taken);
+  EXPECT_EQ(taken.dropped, 0u);
+  EXPECT_FALSE(taken.drain_owed);
+  (void)Posts();
+  EXPECT_EQ(s.Send(std::string(60, 'a')), SendResult::kBackpressure);
+  EXPECT_EQ(s.Send("x"), SendResult::kDropped);
+  EXPECT_EQ(s.Send("y"), SendResult::kDropped);
+  s.Take(&taken);
+  EXPECT_EQ(taken.frames.size(), 1u);
+  EXPECT_EQ(taken.dropped, 2u);
+  EXPECT_TRUE(taken.drain_owed);
+  // A drop with nothing else queued still reaches the ring.
+  (void)Posts();
+  EXPECT_EQ(s.Send("z"), SendResult::kDropped);
+  EXPECT_EQ(Posts(), std::vector<uint64_t>{7});
+  s.Take(&taken);
+  EXPECT_TRUE(taken.frames.empty());
+  EXPECT_EQ(taken.dropped, 1u);
+  s.Held(0);  // the client read everything
+  s.Take(&taken);
+  EXPECT_EQ(taken.dropped, 0u);
+  EXPECT_FALSE(taken.drain_owed);
+  EXPECT_EQ(s.Send("w"), SendResult::kQueued);
+}
+
+TEST_F(SenderTest, TopicMembershipStaysRightAsSocketsComeAndGo) {
+  Topics topics;
+  std::vector<std::shared_ptr<Sender>> s;
+  for (uint64_t i = 0; i < 50; ++i) {
+    s.push_back(std::make_shared<Sender>(&inbox_, i, 1 << 20));
+    topics.Subscribe("t", s.back());
+  }
+  for (uint64_t i = 0; i < 50; i += 3) topics.Unsubscribe("t", s[i].get());  // 17 leave
+  for (uint64_t i = 1; i < 50; i += 3) s[i]->Shut();                       // 17 close
+  topics.Unsubscribe("t", s[0].get());  // again: nothing
+  topics.Subscribe("t", s[2]);          // already in: once
+  EXPECT_EQ(topics.Publish("t", "m"), 16u);
+  EXPECT_EQ(topics.subscribers("t"), 16u);
+  for (uint64_t i = 0; i < 50; ++i) {
+    Sender::Taken taken;
+    s[i]->Take(&taken);
+    EXPECT_EQ(taken.frames.size(), i % 3 == 2 ? 1u : 0u) << i;
+  }
+  for (uint64_t i = 2; i < 50; i += 3) topics.Unsubscribe("t", s[i].get());
+  EXPECT_EQ(topics.subscribers("t"), 0u);
+  EXPECT_EQ(topics.Publish("t", "m"), 0u);
+}
+
 std::string Repetitive(size_t n) {
   std::string s;
   while (s.size() < n) s += "the quick brown fox jumps over the lazy dog; ";
