@@ -352,6 +352,8 @@ void Connection::Release() {
   deflate_ = DeflateParams();
   if (sender_ != nullptr) sender_->Shut();
   sender_.reset();
+  held_told_ = 0;
+  taken_since_told_ = false;
   behavior_ = nullptr;
   phase_ = Phase::kOpen;
   recv_armed_ = recv_starved_ = recv_paused_ = peer_eof_ = fatal_ = false;

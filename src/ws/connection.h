@@ -200,6 +200,8 @@ class Connection final : public conn::Protocol, public WebSocket {
   std::string protocol_;
   std::any user_;
   std::shared_ptr<Sender> sender_;  // made on first use
+  size_t held_told_ = 0;            // what sender_->Held() last heard
+  bool taken_since_told_ = false;
   // permessage-deflate, when agreed; a dedicated socket's zlib state is
   // made on its first compressed message each way.
   DeflateParams deflate_;

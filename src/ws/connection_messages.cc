@@ -376,6 +376,7 @@ void Connection::OnPosted() {
   // socket should not carry it).
   thread_local Sender::Taken taken;
   sender_->Take(&taken);
+  taken_since_told_ = true;
   ++in_event_;
   for (const Frame& f : taken.frames) {
     // Taken already (the sender counted it against the bound): copied into
@@ -409,7 +410,13 @@ void Connection::OnPosted() {
 void Connection::UpdateSender() {
   if (sender_ == nullptr) return;
   if (phase_ == Phase::kOpen && !close_queued_) {
-    sender_->Held(out_.pending());
+    // Told only when it changed, or after a take (which counts what it
+    // took as held until told otherwise): a lock less per event.
+    if (out_.pending() != held_told_ || taken_since_told_) {
+      held_told_ = out_.pending();
+      taken_since_told_ = false;
+      sender_->Held(held_told_);
+    }
   } else if (!sender_->closed()) {
     sender_->Shut();
   }

@@ -21,8 +21,13 @@ PreparedMessage::PreparedMessage(std::string_view message, MessageKind kind) : k
 
 std::string_view PreparedMessage::FrameFor(int window_bits) const {
   if (payload().size() < kDeflateMinBytes || window_bits < 9 || window_bits > 15) return frame_;
+  const size_t w = static_cast<size_t>(window_bits - 9);
+  // Acquire: the bytes it points to were written before it was published.
+  if (const std::string* done = deflated_[w].load(std::memory_order_acquire)) {
+    return done->empty() ? std::string_view(frame_) : std::string_view(*done);
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  std::unique_ptr<const std::string>& slot = deflated_[static_cast<size_t>(window_bits - 9)];
+  std::unique_ptr<const std::string>& slot = made_[w];
   if (slot == nullptr) {
     // The thread's shared compressor for that window, which keeps no
     // context: any socket of that window can inflate the result alone.
@@ -40,6 +45,7 @@ std::string_view PreparedMessage::FrameFor(int window_bits) const {
     }  // else left empty: the plain frame
     if (compressed.capacity() > 1024 * 1024) std::string().swap(compressed);
     slot = std::move(made);
+    deflated_[w].store(slot.get(), std::memory_order_release);
   }
   return slot->empty() ? std::string_view(frame_) : std::string_view(*slot);
 }

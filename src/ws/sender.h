@@ -74,10 +74,12 @@ class PreparedMessage {
   std::string frame_;
   size_t header_;
   MessageKind kind_;
+  // [window_bits - 9]: made under mu_, then read without it (every
+  // subscriber after the first asks: a lock each would cost more than the
+  // copy). An empty string: compressing did not make it smaller.
   mutable std::mutex mu_;
-  // [window_bits - 9]; empty until made, the plain frame's size marks
-  // "not smaller".
-  mutable std::array<std::unique_ptr<const std::string>, 7> deflated_;
+  mutable std::array<std::unique_ptr<const std::string>, 7> made_;
+  mutable std::array<std::atomic<const std::string*>, 7> deflated_{};
 };
 using Frame = std::shared_ptr<const PreparedMessage>;
 Frame MakeFrame(std::string_view message, MessageKind kind);
