@@ -4,6 +4,7 @@
 //	ws_load -addr 127.0.0.1:P -conns 100 -window 16 -size 64 -warmup 1s -duration 5s -server-pid PID
 //	ws_load -mode hold -addr 127.0.0.1:P -conns 10000      # until stdin closes or SIGTERM
 //	ws_load -mode check -addr 127.0.0.1:P                  # is it an echo?
+//	ws_load -mode fanout -addr 127.0.0.1:P -conns 10000 -window 8 [-deflate [-deflate-context]] [-loops N]
 //
 // load: opens -conns connections (-dial-parallel handshakes at a time, from
 // -sources source addresses 127.0.0.F.. when asked, each checked: 101 and the
@@ -37,6 +38,30 @@
 //
 // check: one connection; text and binary messages of 0 B to 200 KiB echoed
 // one at a time, type and bytes checked; exits 1 if any is wrong.
+//
+// fanout (fanout.go): pub/sub on ours' GET /test/ws/topic. -conns
+// subscribers upgrade on -path (default /test/ws/topic?name=bench), then one
+// publisher on -pub-path (?name=bench&subscribe=0). With -deflate the
+// subscribers offer permessage-deflate with client_ and
+// server_no_context_takeover (-deflate-context: without the latter, so that
+// a server may keep a context per socket) and inflate RSV1 messages, with
+// each subscriber's history when the 101 says the server keeps a context;
+// the publisher offers nothing and sends plain frames. The publisher sends
+// -size byte text messages (default 1 KiB: a sequence number and the send
+// time in unix ns, then JSON-ish records that vary with the sequence
+// number), at most -window of them not yet delivered to every subscriber
+// (deliveries are counted per sequence number; the subscriber that completes
+// one wakes the publisher through an eventfd). Every subscriber checks every
+// message: its type, its sequence number (none lost, none out of order) and
+// every byte, after inflating; the delay is its read time less its send
+// time. The subscribers are spread over -loops epoll loops, an OS thread
+// each, the publisher on one of its own. After -warmup, a window of
+// -duration: deliveries and messages published per second, the delay's
+// quantiles, the time for a message to reach everyone, frame bytes per
+// delivery, server (-server-pid) and own CPU per delivery. Then the
+// publisher stops, waits until everything is delivered (-close-timeout),
+// and all close with the closing handshake (1000). One JSON object;
+// "errors" counts everything that went wrong.
 package main
 
 import (
@@ -67,7 +92,7 @@ import (
 const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 var (
-	flagMode        = flag.String("mode", "load", "load | hold | check")
+	flagMode        = flag.String("mode", "load", "load | hold | check | fanout")
 	flagAddr        = flag.String("addr", "127.0.0.1:8080", "server host:port")
 	flagPath        = flag.String("path", "/test/ws", "request path")
 	flagConns       = flag.Int("conns", 100, "connections")
@@ -176,6 +201,13 @@ func closeFrame(code uint16) []byte {
 var dialSeq atomic.Uint64
 
 func dial(addr string) (*net.TCPConn, []byte, error) {
+	c, rest, _, err := dialWS(addr, *flagPath, "")
+	return c, rest, err
+}
+
+// dialWS: a connection upgraded on path, with extra header lines (each
+// ending in \r\n) in the request; the bytes read past the 101 and its head.
+func dialWS(addr, path, extra string) (*net.TCPConn, []byte, string, error) {
 	d := net.Dialer{Timeout: *flagDialTimeout}
 	if *flagSources > 0 {
 		i := int(dialSeq.Add(1)-1) % *flagSources
@@ -194,18 +226,18 @@ func dial(addr string) (*net.TCPConn, []byte, error) {
 	}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect: %w", err)
+		return nil, nil, "", fmt.Errorf("connect: %w", err)
 	}
 	tc := c.(*net.TCPConn)
 	_ = tc.SetDeadline(time.Now().Add(*flagDialTimeout))
 	var k [16]byte
 	_, _ = rand.Read(k[:])
 	key := base64.StdEncoding.EncodeToString(k[:])
-	req := "GET " + *flagPath + " HTTP/1.1\r\nHost: " + addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
-		"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n\r\n"
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + addr + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n" + extra + "\r\n"
 	if _, err := tc.Write([]byte(req)); err != nil {
 		tc.Close()
-		return nil, nil, fmt.Errorf("handshake write: %w", err)
+		return nil, nil, "", fmt.Errorf("handshake write: %w", err)
 	}
 	buf := make([]byte, 0, 1024)
 	tmp := make([]byte, 1024)
@@ -216,18 +248,18 @@ func dial(addr string) (*net.TCPConn, []byte, error) {
 			head, rest := string(buf[:i]), append([]byte(nil), buf[i+4:]...)
 			if err := checkHandshake(head, key); err != nil {
 				tc.Close()
-				return nil, nil, err
+				return nil, nil, "", err
 			}
 			_ = tc.SetDeadline(time.Time{})
-			return tc, rest, nil
+			return tc, rest, head, nil
 		}
 		if err != nil {
 			tc.Close()
-			return nil, nil, fmt.Errorf("handshake read: %w (got %q)", err, trunc(buf, 60))
+			return nil, nil, "", fmt.Errorf("handshake read: %w (got %q)", err, trunc(buf, 60))
 		}
 		if len(buf) > 16384 {
 			tc.Close()
-			return nil, nil, errors.New("handshake: answer head over 16 KiB")
+			return nil, nil, "", errors.New("handshake: answer head over 16 KiB")
 		}
 	}
 }
@@ -278,6 +310,16 @@ type parser struct {
 	closeCode  int // -1: none received
 	pongs      [][]byte
 	protoError string
+	// fanout: RSV1 allowed on a message's first frame (permessage-deflate),
+	// and every data message collected whole and handed to onMsg (with the
+	// bytes its frames took on the wire) instead of checked against want.
+	deflate bool
+	collect bool
+	msgRSV1 bool
+	msgWire int
+	msg     []byte
+	maxMsg  int
+	onMsg   func(op byte, rsv1 bool, payload []byte, wire int)
 }
 
 func (p *parser) headerLen() int {
@@ -329,6 +371,12 @@ func (p *parser) feed(b []byte) {
 		p.remain -= int64(take)
 		if p.op >= 0x8 {
 			p.ctrl = append(p.ctrl, chunk...)
+		} else if p.collect {
+			if len(p.msg)+take > p.maxMsg {
+				p.protoError = fmt.Sprintf("a message of over %d bytes (on the wire)", p.maxMsg)
+				return
+			}
+			p.msg = append(p.msg, chunk...)
 		} else if p.want != nil {
 			if p.msgOff+take > len(p.want) {
 				p.protoError = fmt.Sprintf("echo longer than the %d bytes sent", len(p.want))
@@ -351,9 +399,14 @@ func (p *parser) feed(b []byte) {
 func (p *parser) startFrame() {
 	h := p.hdr[:p.hdrHave]
 	p.hdrHave = 0
+	rsv1 := false
 	if h[0]&0x70 != 0 {
-		p.protoError = fmt.Sprintf("frame with reserved bits 0x%02x", h[0]&0x70)
-		return
+		op := h[0] & 0x0f
+		if !p.deflate || h[0]&0x70 != 0x40 || (op != 0x1 && op != 0x2) {
+			p.protoError = fmt.Sprintf("frame with reserved bits 0x%02x (opcode %d)", h[0]&0x70, op)
+			return
+		}
+		rsv1 = true
 	}
 	if h[1]&0x80 != 0 {
 		p.protoError = "masked frame from the server"
@@ -384,8 +437,13 @@ func (p *parser) startFrame() {
 			p.protoError = "new message inside a fragmented one"
 		}
 		p.inMsg, p.msgOp, p.msgOff = true, p.op, 0
+		p.msgRSV1, p.msgWire = rsv1, 0
+		p.msg = p.msg[:0]
 	default:
 		p.protoError = fmt.Sprintf("unknown opcode %d", p.op)
+	}
+	if p.op < 0x8 {
+		p.msgWire += len(h) + int(p.remain)
 	}
 }
 
@@ -404,7 +462,9 @@ func (p *parser) endFrame() {
 	case p.op == 0xA:
 	case p.fin:
 		p.inMsg = false
-		if p.want != nil {
+		if p.collect {
+			p.onMsg(p.msgOp, p.msgRSV1, p.msg, p.msgWire)
+		} else if p.want != nil {
 			if p.msgOff != len(p.want) {
 				p.protoError = fmt.Sprintf("echo of %d bytes, %d sent", p.msgOff, len(p.want))
 				return
@@ -830,12 +890,17 @@ func selfCPU() float64 {
 type connected struct {
 	c    *net.TCPConn
 	rest []byte
+	head string // the 101's head
 }
 
 // connectAll: -conns connections, -dial-parallel at a time; the failures by reason.
 func connectAll() ([]connected, map[string]int, string, float64) {
+	return connectN(*flagConns, *flagPath, "")
+}
+
+// connectN: n connections to path (extra: header lines for the request).
+func connectN(n int, path, extra string) ([]connected, map[string]int, string, float64) {
 	t0 := time.Now()
-	n := *flagConns
 	out := make([]connected, n)
 	fails := map[string]int{}
 	first := ""
@@ -847,7 +912,7 @@ func connectAll() ([]connected, map[string]int, string, float64) {
 		wg.Add(1)
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
-			c, rest, err := dial(*flagAddr)
+			c, rest, head, err := dialWS(*flagAddr, path, extra)
 			if err != nil {
 				mu.Lock()
 				k := err.Error()
@@ -861,7 +926,7 @@ func connectAll() ([]connected, map[string]int, string, float64) {
 				mu.Unlock()
 				return
 			}
-			out[i] = connected{c, rest}
+			out[i] = connected{c, rest, head}
 		}(i)
 	}
 	wg.Wait()
@@ -1137,8 +1202,10 @@ func main() {
 		modeHold()
 	case "check":
 		modeCheck()
+	case "fanout":
+		modeFanout()
 	default:
-		fmt.Fprintln(os.Stderr, "ws_load: -mode load|hold|check")
+		fmt.Fprintln(os.Stderr, "ws_load: -mode load|hold|check|fanout")
 		os.Exit(2)
 	}
 }
