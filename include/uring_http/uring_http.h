@@ -79,7 +79,9 @@
 //                          WebSocket (Send, Close, buffered, protocol,
 //                          user, sender), Upgrade, MessageKind, SendResult
 //   src/ws/sender.h        Sender (a socket's sends from any thread),
-//                          Topics (pub/sub fan-out), Frame, MakeFrame
+//                          Topics (pub/sub fan-out), PreparedMessage (a
+//                          message framed and compressed once for many:
+//                          Frame, MakeFrame, Sender::SendFrame)
 //   src/router/registration.h  Registration (what registering returns)
 //   src/http/response_helpers.h  Redirect, CacheControl/SetCacheControl,
 //                          SetContentDisposition, SetCookie/SetCookieOptions,
