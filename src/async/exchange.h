@@ -126,7 +126,9 @@ class Exchange {
 
   // ---- awaitables
   class SleepAwaiter;
-  // Resumes after `duration` (an IORING_OP_TIMEOUT): OK, or Cancelled.
+  // Resumes after `duration` (an IORING_OP_TIMEOUT): OK, or Cancelled. A
+  // zero (or negative) duration yields: the coroutine goes on after the
+  // ring's batch, with no kernel operation.
   SleepAwaiter Sleep(std::chrono::nanoseconds duration);
 
   class ReadAwaiter;

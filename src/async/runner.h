@@ -186,7 +186,8 @@ class Runner final : private ExchangeOps {
   std::vector<Slot*> push_closed_;  // push streams stopped: their OnClose, their end
   std::unique_ptr<RingInbox> inbox_;
   std::vector<uint64_t> inbox_taken_;
-  std::vector<std::pair<Slot*, int>> resume_;  // writes to resume with a result
+  std::vector<std::pair<Slot*, int>> resume_;  // awaits to resume with a result
+  std::vector<std::pair<Slot*, int>> running_resume_;
   std::vector<std::pair<uint64_t, uint32_t>> notices_;  // (user_data, stream)
   std::vector<std::pair<uint64_t, uint32_t>> running_notices_;
   size_t active_ = 0;

@@ -159,6 +159,52 @@ TEST_F(RunnerTest, ASleepIsOneTimeoutAndTheAnswerGoesAfterTheBatch) {
   EXPECT_EQ(stats.active.Get(), 0u);
 }
 
+TEST_F(RunnerTest, AZeroSleepYieldsWithoutAKernelTimeout) {
+  std::string seen;
+  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+    absl::Status first = co_await ex.Sleep(0ms);
+    seen = first.ToString();
+    absl::Status second = co_await ex.Sleep(-5ms);
+    seen += " " + second.ToString();
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  // Suspended, with no SQE: it goes on in RunReady, after the batch.
+  EXPECT_TRUE(ring.ops.empty());
+  EXPECT_TRUE(seen.empty());
+  ASSERT_TRUE(r.has_ready());
+  r.RunReady();  // the first yield returns; the second is queued
+  EXPECT_EQ(seen, "OK");
+  EXPECT_TRUE(ring.done.empty());
+  ASSERT_TRUE(r.has_ready());
+  r.RunReady();
+  EXPECT_EQ(seen, "OK OK");
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_TRUE(ring.ops.empty());
+  EXPECT_TRUE(ring.cancels.empty());
+}
+
+TEST_F(RunnerTest, AZeroSleepStoppedBeforeItResumesReturnsCancelled) {
+  std::string seen;
+  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+    absl::Status slept = co_await ex.Sleep(0ms);
+    seen = slept.ToString();
+  });
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  t.task->stop.store(static_cast<uint8_t>(http::StopReason::kClientGone));
+  r.Stop(t.task, http::StopReason::kClientGone);
+  // Nothing went to the kernel, so nothing is cancelled there.
+  EXPECT_TRUE(ring.cancels.empty());
+  r.RunReady();
+  EXPECT_EQ(seen, "CANCELLED: the client is gone");
+  r.RunReady();
+  EXPECT_EQ(ring.done.size(), 1u);
+}
+
 TEST_F(RunnerTest, AHandlerThatEndsAtOnceIsStillAnsweredOutsideStart) {
   const router::Route& route = AddRoute([](Exchange& ex) -> Task<> {
     ex.response().set_status(201);
