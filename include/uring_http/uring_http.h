@@ -45,7 +45,10 @@
 //   src/serving/systemd_notify.h  SystemdNotify("READY=1") for Type=notify
 //   src/async/exchange.h, task.h  ASYNC handlers: async::Task (the
 //                          coroutine type), async::Exchange (request,
-//                          response, Sleep, OnWorker, stop_reason)
+//                          response, Sleep, OnWorker, stop_reason, Push)
+//   src/async/deferral.h   Deferrable, DeferrableOnWorker, Deferral:
+//                          FAST- and SLOW-style handlers that answer later
+//                          from any thread (async::PushStream)
 //   src/client/client.h    client::Client (Fetch, Get: co_await from an
 //                          ASYNC handler; FetchBlocking, GetBlocking from
 //                          a SLOW one), ClientOptions, Request, Response,
@@ -125,6 +128,7 @@
 #ifndef URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 
+#include "src/async/deferral.h"
 #include "src/async/exchange.h"
 #include "src/async/task.h"
 #include "src/client/call.h"

@@ -90,8 +90,12 @@ class ExchangeOps {
   // more than the promised Content-Length).
   enum class WriteStart : uint8_t { kUnset, kDone, kWait, kFailed };
   virtual WriteStart StartWrite(Exchange& ex, std::string_view data) = 0;
-  // The response's body goes to writers on any thread (push_stream.h).
-  virtual std::shared_ptr<PushStream> StartPush(Exchange& ex) = 0;
+  // The response's body goes to writers on any thread (push_stream.h):
+  // `made` (from NewPush), or a stream made here when it is null.
+  virtual std::shared_ptr<PushStream> StartPush(Exchange& ex, std::shared_ptr<PushStream> made) = 0;
+  // A stream for StartPush, made on any thread while the exchange lives
+  // (its writes wait in it until the ring takes it).
+  virtual std::shared_ptr<PushStream> NewPush(Exchange& ex) = 0;
   // Reads the request body's next bytes into buf[0..len): >= 0 the count
   // (0 at the end), kReadWait when none are there yet (Complete follows,
   // with the count, once some are), or -1 when the body failed (the
@@ -166,7 +170,15 @@ class Exchange {
   // the same stream. Not with Write (one writer of a body): after a Write,
   // or when the head cannot be sent (a refused header), the stream returned
   // is closed.
-  std::shared_ptr<PushStream> Push() { return ops_->StartPush(*this); }
+  std::shared_ptr<PushStream> Push() { return ops_->StartPush(*this, nullptr); }
+  // The same in two steps, for a handler that runs off the ring
+  // (deferral.h): MakePush on the thread the handler runs on (any, while
+  // the exchange lives; what is written to it waits in it), then, back on
+  // the ring, Push(made) sends the head and moves those bytes on.
+  std::shared_ptr<PushStream> MakePush() { return ops_->NewPush(*this); }
+  std::shared_ptr<PushStream> Push(std::shared_ptr<PushStream> made) {
+    return ops_->StartPush(*this, std::move(made));
+  }
 
   class IoAwaiter;
   // One socket or file operation on the ring (io_op.h): resumes with its result, a

@@ -137,7 +137,8 @@ class Runner final : private ExchangeOps {
   void CancelPending(Exchange& ex) override;
   void StartIo(Exchange& ex, const IoOp* op, const __kernel_timespec* ts) override;
   WriteStart StartWrite(Exchange& ex, std::string_view data) override;
-  std::shared_ptr<PushStream> StartPush(Exchange& ex) override;
+  std::shared_ptr<PushStream> StartPush(Exchange& ex, std::shared_ptr<PushStream> made) override;
+  std::shared_ptr<PushStream> NewPush(Exchange& ex) override;
   long StartRead(Exchange& ex, char* buf, size_t len) override;
   // Reads a streamed request body's pipe without waiting: a count, 0 at
   // its end, -1 failed (body_error_ set), or kReadWait.

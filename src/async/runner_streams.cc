@@ -72,14 +72,25 @@ void Runner::EnsureStream(Slot& s) {
                    options_.stream_pipe_bytes);
 }
 
-std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex) {
-  Slot& s = static_cast<Slot&>(ex);
-  if (s.push != nullptr) return s.push;
+std::shared_ptr<PushStream> Runner::NewPush(Exchange& ex) {
+  // Any thread: what it reads is fixed while the exchange lives (the
+  // inbox, the slot's index and generation, the options).
+  const Slot& s = static_cast<const Slot&>(ex);
   // The stream's key in the inbox: the exchange and its generation, so a
   // message that comes after the exchange was reused is recognised.
-  s.push = std::make_shared<PushStream>(inbox_.get(),
-                                        (uint64_t{s.index} << 32) | s.generation,
-                                        options_.stream_pipe_bytes);
+  return std::make_shared<PushStream>(inbox_.get(), (uint64_t{s.index} << 32) | s.generation,
+                                      options_.stream_pipe_bytes);
+}
+
+std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex, std::shared_ptr<PushStream> made) {
+  Slot& s = static_cast<Slot&>(ex);
+  if (s.push != nullptr) {
+    // Each call returns the same stream; another one made meanwhile is
+    // never the body's (its writers hear kClosed).
+    if (made != nullptr && made != s.push) made->Close(http::StopReason::kNone);
+    return s.push;
+  }
+  s.push = made != nullptr ? std::move(made) : NewPush(ex);
   const bool written_before = s.stream.has_value() && s.stream->started();
   EnsureStream(s);
   // An empty write sends the head now.
@@ -88,6 +99,10 @@ std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex) {
     return s.push;
   }
   s.streaming_ = true;
+  // A stream made off the ring may hold writes (and its End) already:
+  // their message to the inbox found no stream on the exchange, so they
+  // are taken now.
+  PumpPush(s);
   return s.push;
 }
 

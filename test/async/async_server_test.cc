@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "src/async/deferral.h"
 #include "src/async/exchange.h"
 #include "src/http/sse.h"
 #include "src/serving/server.h"
@@ -205,6 +206,25 @@ router::Router MakeRouter() {
                  hub.Add(ex.Push());
                  co_return;
                }).ok());
+  // Deferred answers from handlers written as FAST and SLOW ones: the
+  // body comes from the test's thread after they have returned.
+  EXPECT_TRUE(r.Async("GET", "/poll", async::Deferrable([](const http::Request& req,
+                                                           http::Response& res,
+                                                           async::Deferral& later) {
+                 if (req.QueryParam("now").present()) {
+                   res.set_body("not deferred");
+                   return;
+                 }
+                 res.set_content_type("text/plain");
+                 hub.Add(later.Stream());
+               })).ok());
+  EXPECT_TRUE(r.Async("GET", "/slow-poll", async::DeferrableOnWorker([](const http::Request&,
+                                                                        http::Response& res,
+                                                                        async::Deferral& later) {
+                 std::this_thread::sleep_for(2ms);  // blocking is allowed here
+                 http::StartEventStream(res);
+                 hub.Add(later.Stream());
+               })).ok());
   return r;
 }
 
@@ -521,6 +541,63 @@ TEST_F(AsyncServerTest, APushedStreamsWriterLearnsTheClientLeft) {
   {
     TestClient client(server_->port());
     ASSERT_TRUE(client.Send(Get("/ticks")));
+    ASSERT_TRUE(WaitFor([](const ServerStats&) { return hub.size() == 1; }));
+    std::lock_guard<std::mutex> lock(hub.mu);
+    stream = hub.streams[0];
+    hub.streams.clear();
+  }
+  EXPECT_TRUE(WaitFor([&](const ServerStats&) { return stream->closed(); }));
+  EXPECT_EQ(stream->stop_reason(), http::StopReason::kClientGone);
+  EXPECT_EQ(stream->Write("x"), async::PushStream::Result::kClosed);
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
+}
+
+TEST_F(AsyncServerTest, DeferredAnswersFromFastAndSlowStyleHandlersComeFromAnotherThread) {
+  // Eight SLOW-style handlers with one worker: each lets the worker go when
+  // it returns, so all eight streams are open at once.
+  constexpr int kSlow = 8;
+  std::vector<std::unique_ptr<TestClient>> clients;
+  for (int i = 0; i < kSlow; ++i) {
+    clients.push_back(std::make_unique<TestClient>(server_->port()));
+    ASSERT_TRUE(clients.back()->Send(Get("/slow-poll")));
+  }
+  clients.push_back(std::make_unique<TestClient>(server_->port()));
+  ASSERT_TRUE(clients.back()->Send(Get("/poll")));
+  testing::H2Client h2(server_->port());
+  const int32_t id = h2.Submit("GET", "/poll");
+  ASSERT_TRUE(h2.Flush());
+  ASSERT_TRUE(WaitFor([&](const ServerStats&) { return hub.size() == kSlow + 2; }));
+  std::thread producer([] {
+    EXPECT_EQ(hub.Broadcast("answer"), kSlow + 2);
+    hub.EndAll();
+  });
+  producer.join();
+  for (auto& c : clients) {
+    auto [data, ended] = ReadChunked(*c);
+    EXPECT_EQ(data, "answer");
+    EXPECT_TRUE(ended);
+  }
+  ASSERT_TRUE(h2.Run());
+  EXPECT_EQ(h2.answer(id).status, 200);
+  EXPECT_EQ(h2.answer(id).body, "answer");
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0; }));
+  // The SLOW-style handlers ran on the worker and the FAST-style ones on
+  // the ring; no SLOW task was queued.
+  EXPECT_EQ(server_->Stats().async_worker_calls, static_cast<uint64_t>(kSlow));
+  EXPECT_EQ(server_->Stats().slow_dispatched, 0u);
+  // One that does not defer answers at once.
+  TestClient plain(server_->port());
+  ASSERT_TRUE(plain.Send(Get("/poll?now=1")));
+  auto r = plain.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->body, "not deferred");
+}
+
+TEST_F(AsyncServerTest, ADeferredStreamsWriterLearnsTheClientLeft) {
+  std::shared_ptr<async::PushStream> stream;
+  {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(Get("/slow-poll")));
     ASSERT_TRUE(WaitFor([](const ServerStats&) { return hub.size() == 1; }));
     std::lock_guard<std::mutex> lock(hub.mu);
     stream = hub.streams[0];
