@@ -209,7 +209,7 @@ class Connection final : public conn::Protocol, private ExternalOwner {
     bool allow_scratch = false;
   };
 
-  // ---- input (requests.cc)
+  // ---- input (requests.cc; bodies in request_bodies.cc)
   // Consumes what it can of data[0..len) and returns how much.
   size_t Process(const char* data, size_t len, bool staged);
   void ProcessStaged();
