@@ -48,7 +48,8 @@
 //                          response, Sleep, OnWorker, stop_reason, Push)
 //   src/async/deferral.h   Deferrable, DeferrableOnWorker, Deferral:
 //                          FAST- and SLOW-style handlers that answer later
-//                          from any thread (async::PushStream)
+//                          from any thread (async::DeferredAnswer, a whole
+//                          answer; async::PushStream, a body)
 //   src/client/client.h    client::Client (Fetch, Get: co_await from an
 //                          ASYNC handler; FetchBlocking, GetBlocking from
 //                          a SLOW one), ClientOptions, Request, Response,
@@ -129,6 +130,7 @@
 #define URING_HTTP_INCLUDE_URING_HTTP_URING_HTTP_H_
 
 #include "src/async/deferral.h"
+#include "src/async/deferred_answer.h"
 #include "src/async/exchange.h"
 #include "src/async/task.h"
 #include "src/client/call.h"

@@ -16,8 +16,12 @@ std::function<Task<void>(Exchange&)> Deferrable(DeferringHandler handler) {
       later.Abandon();
       throw;  // the runner's 500
     }
+    if (later.answer_due()) {
+      // (An await stopped first closes the handle: Send returns false.)
+      (void)co_await ex.AwaitAnswer(later.answer());
+      co_return;
+    }
     later.Settle();
-    co_return;
   };
 }
 
@@ -39,6 +43,10 @@ std::function<Task<void>(Exchange&)> DeferrableOnWorker(DeferringHandler handler
       co_return;
     }
     if (!ran.ok()) co_return;  // cancelled before a worker took it: nobody reads the answer
+    if (later.answer_due()) {
+      (void)co_await ex.AwaitAnswer(later.answer());
+      co_return;
+    }
     later.Settle();
   };
 }

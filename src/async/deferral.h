@@ -17,22 +17,28 @@
 // deadlines and gzip as for any route. A handler that never calls Stream()
 // answers as usual with what it left in the Response.
 //
-// After Stream(), the head (the status and headers the handler leaves)
+// Two ways to answer later. Answer() leaves the whole answer to another
+// thread's DeferredAnswer::Send(status, body, fields) (a long poll that
+// says 200 or 204 when it knows): nothing goes before it, and the fields
+// the handler set are kept. Stream() leaves the body to a PushStream:
+// the head (the status and headers the handler leaves)
 // goes when the handler returns, and the exchange lasts until the
 // stream's End(), the client leaving, a drain or the route's deadline
 // (push_stream.h: Write's outcomes, OnDrain, OnClose). Writes made before
 // the handler returns wait in the stream and go right after the head. A
-// handler that throws after Stream() is a 500 as usual; its stream is
-// closed (its writers hear kClosed).
+// handler that throws after Stream() or Answer() is a 500 as usual; its
+// stream or answer is closed (Write says kClosed, Send false).
 //
-// Thread-safety: Stream() on the thread the handler runs on, during the
-// handler. The stream it returns: push_stream.h.
+// Thread-safety: Stream() and Answer() on the thread the handler runs on,
+// during the handler. What they return: push_stream.h, deferred_answer.h.
 #ifndef URING_HTTP_SRC_ASYNC_DEFERRAL_H_
 #define URING_HTTP_SRC_ASYNC_DEFERRAL_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 
+#include "src/async/deferred_answer.h"
 #include "src/async/exchange.h"
 #include "src/async/push_stream.h"
 #include "src/async/task.h"
@@ -47,27 +53,57 @@ class Deferral {
   Deferral(const Deferral&) = delete;
   Deferral& operator=(const Deferral&) = delete;
 
-  // The response's body will come from writers on any thread. Each call
-  // returns the same stream.
+  // The response's body will come from writers on any thread; its head
+  // goes when the handler returns. Each call returns the same stream (a
+  // closed one after Answer()).
   std::shared_ptr<PushStream> Stream() {
-    if (stream_ == nullptr) stream_ = ex_.MakePush();
+    if (stream_ == nullptr) {
+      stream_ = ex_.MakePush();
+      if (way_ == Way::kAnswer) {
+        stream_->Close(http::StopReason::kNone);
+      } else {
+        way_ = Way::kStream;
+      }
+    }
     return stream_;
   }
-  bool deferred() const { return stream_ != nullptr; }
+  // The whole answer will come from any thread (deferred_answer.h): nothing
+  // goes before its Send. Each call returns the same handle (a closed one
+  // after Stream()).
+  std::shared_ptr<DeferredAnswer> Answer() {
+    if (answer_ == nullptr) {
+      answer_ = ex_.MakeAnswer();
+      if (way_ == Way::kStream) {
+        answer_->Close(http::StopReason::kNone);
+      } else {
+        way_ = Way::kAnswer;
+      }
+    }
+    return answer_;
+  }
+  bool deferred() const { return way_ != Way::kNone; }
 
   // ---- for Deferrable's coroutine, on the ring after the handler
+  bool answer_due() const { return way_ == Way::kAnswer; }
+  std::shared_ptr<DeferredAnswer> answer() const { return answer_; }
   // Hands the stream to the ring (the head goes now).
   void Settle() {
-    if (stream_ != nullptr) (void)ex_.Push(stream_);
+    if (way_ == Way::kStream) (void)ex_.Push(stream_);
   }
-  // The handler failed: nobody will take the stream.
-  void Abandon() {
-    if (stream_ != nullptr && !stream_->closed()) stream_->Close(http::StopReason::kNone);
+  // The handler failed (or the exchange stopped before the ring took them):
+  // nobody will take the stream or the answer.
+  void Abandon(http::StopReason why = http::StopReason::kNone) {
+    if (stream_ != nullptr && !stream_->closed()) stream_->Close(why);
+    if (answer_ != nullptr) answer_->Close(why);
   }
 
  private:
+  // Whichever of Stream() and Answer() came first is the answer's way.
+  enum class Way : uint8_t { kNone, kStream, kAnswer };
   Exchange& ex_;
+  Way way_ = Way::kNone;
   std::shared_ptr<PushStream> stream_;
+  std::shared_ptr<DeferredAnswer> answer_;
 };
 
 using DeferringHandler =

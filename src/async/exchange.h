@@ -57,6 +57,7 @@
 #include "src/http/response.h"
 #include "src/async/io_op.h"
 #include "src/async/push_stream.h"
+#include "src/async/deferred_answer.h"
 #include "src/async/task.h"
 #include "src/http/stop_reason.h"
 #include "src/worker/slow_task.h"
@@ -96,6 +97,13 @@ class ExchangeOps {
   // A stream for StartPush, made on any thread while the exchange lives
   // (its writes wait in it until the ring takes it).
   virtual std::shared_ptr<PushStream> NewPush(Exchange& ex) = 0;
+  // A whole answer given later by any thread (deferred_answer.h), made on
+  // any thread while the exchange lives.
+  virtual std::shared_ptr<DeferredAnswer> NewAnswer(Exchange& ex) = 0;
+  // Waits for `answer`'s Send: false when it was sent already (no wait);
+  // else Complete follows once it is (0), or when the exchange is stopped
+  // (-ECANCELED, the handle closed).
+  virtual bool StartAnswerWait(Exchange& ex, std::shared_ptr<DeferredAnswer> answer) = 0;
   // Reads the request body's next bytes into buf[0..len): >= 0 the count
   // (0 at the end), kReadWait when none are there yet (Complete follows,
   // with the count, once some are), or -1 when the body failed (the
@@ -179,6 +187,19 @@ class Exchange {
   std::shared_ptr<PushStream> Push(std::shared_ptr<PushStream> made) {
     return ops_->StartPush(*this, std::move(made));
   }
+  // The stream made must be handed to Push(made), or closed, before the
+  // handler ends: it posts to this ring's inbox.
+
+  class AnswerAwaiter;
+  // A whole answer from any thread (deferred_answer.h), for an exchange
+  // whose handler cannot answer yet: MakeAnswer on any thread, then, on
+  // the ring, co_await AwaitAnswer(answer): OK once its Send has come (the
+  // status, body and fields are now the response's), Cancelled when the
+  // exchange was stopped first (its Send then returns false). As with
+  // MakePush, a handle made must be awaited, or closed, before the handler
+  // ends.
+  std::shared_ptr<DeferredAnswer> MakeAnswer() { return ops_->NewAnswer(*this); }
+  AnswerAwaiter AwaitAnswer(std::shared_ptr<DeferredAnswer> answer);
 
   class IoAwaiter;
   // One socket or file operation on the ring (io_op.h): resumes with its result, a
@@ -204,7 +225,7 @@ class Exchange {
   WorkerCall<std::decay_t<F>> OnWorker(F&& fn);
 
   // ---- the ring's side
-  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite, kRead, kIo };
+  enum class Pending : uint8_t { kNone, kTimer, kJob, kWrite, kRead, kIo, kAnswer };
   Pending pending() const { return pending_; }
   // The worker call in flight (Pending::kJob).
   worker::WorkerJob* job() const { return job_; }
@@ -299,6 +320,46 @@ class Exchange::SleepAwaiter {
 inline Exchange::SleepAwaiter Exchange::Sleep(std::chrono::nanoseconds duration) {
   result_ = 0;
   return SleepAwaiter(*this, duration);
+}
+
+class Exchange::AnswerAwaiter {
+ public:
+  AnswerAwaiter(Exchange& ex, std::shared_ptr<DeferredAnswer> answer)
+      : ex_(ex), answer_(std::move(answer)) {}
+  bool await_ready() const { return ex_.cancelled() || answer_->sent(); }
+  bool await_suspend(std::coroutine_handle<> h) {
+    ex_.Suspend(Pending::kAnswer, h);
+    if (ex_.ops_->StartAnswerWait(ex_, answer_)) return true;
+    ex_.pending_ = Pending::kNone;  // sent meanwhile: no wait
+    ex_.waiter_ = {};
+    ex_.result_ = 0;
+    return false;
+  }
+  absl::Status await_resume() {
+    if (!answer_->sent() || ex_.result_ == -ECANCELED) {
+      answer_->Close(ex_.stop_reason());
+      return ex_.CancelledStatus();
+    }
+    answer_->Close(http::StopReason::kNone);
+    int status = 200;
+    std::string body;
+    DeferredAnswer::Fields fields;
+    answer_->Take(&status, &body, &fields);
+    http::Response& response = *ex_.response_;
+    response.set_status(status);
+    for (const auto& [name, value] : fields) (void)response.AddHeader(name, value);
+    response.set_body(body);
+    return absl::OkStatus();
+  }
+
+ private:
+  Exchange& ex_;
+  std::shared_ptr<DeferredAnswer> answer_;
+};
+
+inline Exchange::AnswerAwaiter Exchange::AwaitAnswer(std::shared_ptr<DeferredAnswer> answer) {
+  result_ = 0;
+  return AnswerAwaiter(*this, std::move(answer));
 }
 
 class Exchange::ReadAwaiter {

@@ -41,7 +41,13 @@ Runner::Runner(Ring* ring, const router::Pipeline* pipeline, const Options& opti
 Runner::~Runner() {
   // The loop is going away: coroutines still suspended are destroyed (the
   // ring, and every operation they awaited, is gone already).
-  for (Slot* s : slots_) s->coroutine.Reset();
+  for (Slot* s : slots_) {
+    s->coroutine.Reset();
+    // Other threads may hold their streams and answers still: closed
+    // (under their locks), they never touch the inbox that goes with us.
+    if (s->push != nullptr) s->push->Close(http::StopReason::kDraining);
+    if (s->answer != nullptr) s->answer->Close(http::StopReason::kDraining);
+  }
   if (FramePool::Current() == &frames_) FramePool::SetCurrent(nullptr);
 }
 
@@ -286,6 +292,10 @@ void Runner::Answer(Slot& s) {
     if (!s.push->closed()) s.push->Close(http::StopReason::kNone);
     s.push.reset();
   }
+  if (s.answer != nullptr) {
+    s.answer->Close(http::StopReason::kNone);
+    s.answer.reset();
+  }
   if (s.push_taken.capacity() > options_.stream_pipe_bytes) s.push_taken = std::string();
   s.closing = false;
   s.task = nullptr;
@@ -439,6 +449,16 @@ void Runner::CancelPending(Exchange& ex) {
   if (s.pending() == Exchange::Pending::kRead) {
     readers_.erase(std::find(readers_.begin(), readers_.end(), &s));
     resume_.push_back({&s, -ECANCELED});
+    return;
+  }
+  if (s.pending() == Exchange::Pending::kAnswer) {
+    // Its sender hears (Send returns false); it resumes in RunReady. A
+    // handle already taken by OnInbox has its resume queued: nothing to do.
+    if (s.answer != nullptr) {
+      s.answer->Close(s.stop_reason());
+      s.answer.reset();
+      resume_.push_back({&s, -ECANCELED});
+    }
     return;
   }
   if (s.pending() == Exchange::Pending::kTimer) {

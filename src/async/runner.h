@@ -139,6 +139,8 @@ class Runner final : private ExchangeOps {
   WriteStart StartWrite(Exchange& ex, std::string_view data) override;
   std::shared_ptr<PushStream> StartPush(Exchange& ex, std::shared_ptr<PushStream> made) override;
   std::shared_ptr<PushStream> NewPush(Exchange& ex) override;
+  std::shared_ptr<DeferredAnswer> NewAnswer(Exchange& ex) override;
+  bool StartAnswerWait(Exchange& ex, std::shared_ptr<DeferredAnswer> answer) override;
   long StartRead(Exchange& ex, char* buf, size_t len) override;
   // Reads a streamed request body's pipe without waiting: a count, 0 at
   // its end, -1 failed (body_error_ set), or kReadWait.

@@ -42,6 +42,8 @@ struct Runner::Slot : Exchange {
   // trade places, so neither allocates once warm).
   std::shared_ptr<PushStream> push;
   std::string push_taken;
+  // A whole answer awaited from another thread (Pending::kAnswer).
+  std::shared_ptr<DeferredAnswer> answer;
   bool handler_done = false;  // the coroutine has ended (Finish ran)
   bool push_ended = false;    // the stream's End() has been taken
   bool in_pushing = false;    // in pushing_

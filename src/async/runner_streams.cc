@@ -106,6 +106,22 @@ std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex, std::shared_ptr<Push
   return s.push;
 }
 
+std::shared_ptr<DeferredAnswer> Runner::NewAnswer(Exchange& ex) {
+  // Any thread (see NewPush).
+  const Slot& s = static_cast<const Slot&>(ex);
+  return std::make_shared<DeferredAnswer>(inbox_.get(), (uint64_t{s.index} << 32) | s.generation);
+}
+
+bool Runner::StartAnswerWait(Exchange& ex, std::shared_ptr<DeferredAnswer> answer) {
+  Slot& s = static_cast<Slot&>(ex);
+  // Kept on the slot, so that the exchange's end closes it (Answer) and
+  // the inbox's message finds it.
+  s.answer = std::move(answer);
+  if (!s.answer->sent()) return true;
+  s.answer.reset();
+  return false;
+}
+
 void Runner::OnInbox() {
   inbox_->Take(&inbox_taken_);
   for (const uint64_t key : inbox_taken_) {
@@ -114,9 +130,15 @@ void Runner::OnInbox() {
     Slot& s = *slots_[index];
     // A stream whose exchange has ended (its writers lost the race with
     // the end) or been reused: nothing to do.
-    if (s.generation != static_cast<uint32_t>(key) || s.task == nullptr || s.push == nullptr) {
+    if (s.generation != static_cast<uint32_t>(key) || s.task == nullptr) continue;
+    if (s.pending() == Exchange::Pending::kAnswer && s.answer != nullptr && s.answer->sent()) {
+      // The answer has come: its await goes on in RunReady. (The handle
+      // leaves the slot, so a cancel cannot resume it twice.)
+      s.answer.reset();
+      resume_.push_back({&s, 0});
       continue;
     }
+    if (s.push == nullptr) continue;
     PumpPush(s);
   }
 }

@@ -80,6 +80,17 @@ struct Hub {
 };
 Hub hub;
 
+// Whole answers left to the test's thread (async::DeferredAnswer).
+struct Answers {
+  std::mutex mu;
+  std::vector<std::shared_ptr<async::DeferredAnswer>> waiting;
+  size_t size() {
+    std::lock_guard<std::mutex> lock(mu);
+    return waiting.size();
+  }
+};
+Answers answers;
+
 router::Router MakeRouter() {
   router::Router r;
   EXPECT_TRUE(r.Async("GET", "/sleep", [](Exchange& ex) -> Task<> {
@@ -225,6 +236,13 @@ router::Router MakeRouter() {
                  http::StartEventStream(res);
                  hub.Add(later.Stream());
                })).ok());
+  EXPECT_TRUE(r.Async("GET", "/answer-later", async::Deferrable([](const http::Request&,
+                                                                   http::Response& res,
+                                                                   async::Deferral& later) {
+                 res.set_content_type("text/plain");
+                 std::lock_guard<std::mutex> lock(answers.mu);
+                 answers.waiting.push_back(later.Answer());
+               })).ok());
   return r;
 }
 
@@ -277,6 +295,11 @@ class AsyncServerTest : public ::testing::Test {
   void TearDown() override {
     worker_calls_blocked = 0;
     hub.EndAll();
+    {
+      std::lock_guard<std::mutex> lock(answers.mu);
+      for (auto& a : answers.waiting) (void)a->Send(503, "");
+      answers.waiting.clear();
+    }
     server_->Stop();
     server_->Wait();
   }
@@ -591,6 +614,53 @@ TEST_F(AsyncServerTest, DeferredAnswersFromFastAndSlowStyleHandlersComeFromAnoth
   auto r = plain.ReadResponse();
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->body, "not deferred");
+}
+
+TEST_F(AsyncServerTest, AWholeAnswerSentFromAnotherThreadChoosesItsStatus) {
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(Get("/answer-later")));
+  testing::H2Client h2(server_->port());
+  const int32_t id = h2.Submit("GET", "/answer-later");
+  ASSERT_TRUE(h2.Flush());
+  ASSERT_TRUE(WaitFor([](const ServerStats&) { return answers.size() == 2; }));
+  std::thread sender([] {
+    std::lock_guard<std::mutex> lock(answers.mu);
+    // The HTTP/1.1 one came first (it was seen first: the h2c one may have
+    // been read in the same batch, so each is told by its own answer).
+    EXPECT_TRUE(answers.waiting[0]->Send(204, "", {{"X-Why", "nothing new"}}));
+    EXPECT_TRUE(answers.waiting[1]->Send(200, "news", {{"X-Why", "news"}}));
+    answers.waiting.clear();
+  });
+  sender.join();
+  auto r = client.ReadResponse();
+  ASSERT_TRUE(r.has_value());
+  ASSERT_TRUE(h2.Run());
+  // Which request got which answer depends on the order they were seen;
+  // each got one whole answer with the fields of its own.
+  const bool h1_first = r->status == 204;
+  EXPECT_EQ(r->Header("x-why"), h1_first ? "nothing new" : "news");
+  EXPECT_EQ(r->body, h1_first ? "" : "news");
+  EXPECT_EQ(r->Header("content-type"), "text/plain");
+  EXPECT_FALSE(r->Closes());
+  EXPECT_EQ(h2.answer(id).status, h1_first ? 200 : 204);
+  EXPECT_EQ(h2.answer(id).body, h1_first ? "news" : "");
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0; }));
+}
+
+TEST_F(AsyncServerTest, AnAnswerWaitingWhenTheClientLeavesRefusesItsSend) {
+  std::shared_ptr<async::DeferredAnswer> answer;
+  {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(Get("/answer-later")));
+    ASSERT_TRUE(WaitFor([](const ServerStats&) { return answers.size() == 1; }));
+    std::lock_guard<std::mutex> lock(answers.mu);
+    answer = answers.waiting[0];
+    answers.waiting.clear();
+  }
+  EXPECT_TRUE(WaitFor([&](const ServerStats&) { return answer->closed(); }));
+  EXPECT_EQ(answer->stop_reason(), http::StopReason::kClientGone);
+  EXPECT_FALSE(answer->Send(200, "late"));
+  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
 }
 
 TEST_F(AsyncServerTest, ADeferredStreamsWriterLearnsTheClientLeft) {

@@ -198,6 +198,136 @@ TEST_F(RunnerTest, WritesToAStreamMadeBeforeItsPushGoRightAfterTheHead) {
   delete t.task->response_body.load();
 }
 
+std::shared_ptr<DeferredAnswer> answer;  // the handler's deferred answer, as a hub would keep it
+
+TEST_F(RunnerTest, AWholeAnswerComesLaterFromAnotherThreadWithItsOwnStatus) {
+  const router::Route& route =
+      AddRoute(Deferrable([](const http::Request&, http::Response& res, Deferral& later) {
+        EXPECT_TRUE(res.AddHeader("X-From-Handler", "kept"));
+        answer = later.Answer();
+        EXPECT_EQ(later.Answer(), answer);
+        EXPECT_TRUE(later.deferred());
+      }));
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  ASSERT_NE(answer, nullptr);
+  EXPECT_TRUE(ring.done.empty());  // nothing has gone: no head, no pipe
+  EXPECT_EQ(t.task->response_body.load(), nullptr);
+  std::thread sender([] {
+    EXPECT_TRUE(answer->Send(204, "", {{"X-Why", "nothing new"}}));
+    EXPECT_FALSE(answer->Send(200, "twice"));  // once only
+  });
+  sender.join();
+  r.OnInbox();
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.status(), 204);
+  EXPECT_EQ(t.task->response.FindHeader("X-Why"), "nothing new");
+  EXPECT_EQ(t.task->response.FindHeader("X-From-Handler"), "kept");
+  EXPECT_TRUE(answer->closed());
+  EXPECT_EQ(answer->stop_reason(), http::StopReason::kNone);
+  EXPECT_EQ(r.active(), 0u);
+  answer.reset();
+}
+
+TEST_F(RunnerTest, AnAnswerSentBeforeTheWorkerHandlerReturnedIsTakenAtOnce) {
+  const router::Route& route =
+      AddRoute(DeferrableOnWorker([](const http::Request&, http::Response&, Deferral& later) {
+        EXPECT_TRUE(later.Answer()->Send(201, "made"));
+      }));
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  ring.RunJob(r);
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.status(), 201);
+  EXPECT_EQ(t.task->response.body_view(), "made");
+  r.OnInbox();  // the Send's late message finds the exchange over: nothing happens
+  EXPECT_FALSE(r.has_ready());
+}
+
+TEST_F(RunnerTest, AClientGoneWhileAnAnswerIsAwaitedClosesItsHandle) {
+  const router::Route& route =
+      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
+        answer = later.Answer();
+      }));
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  t.task->stop.store(static_cast<uint8_t>(http::StopReason::kClientGone));
+  r.Stop(t.task, http::StopReason::kClientGone);
+  EXPECT_TRUE(answer->closed());  // at once
+  EXPECT_EQ(answer->stop_reason(), http::StopReason::kClientGone);
+  EXPECT_FALSE(answer->Send(200, "late"));
+  r.OnInbox();
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(r.active(), 0u);
+  answer.reset();
+}
+
+TEST_F(RunnerTest, AnAnswerThatRacesTheClientLeavingResumesTheAwaitOnce) {
+  const router::Route& route =
+      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
+        answer = later.Answer();
+      }));
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  EXPECT_TRUE(answer->Send(200, "just in time"));
+  r.OnInbox();  // its resume is queued ...
+  r.Stop(t.task, http::StopReason::kClientGone);  // ... and the stop finds it taken
+  r.RunReady();
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(r.active(), 0u);
+  answer.reset();
+}
+
+TEST_F(RunnerTest, ARoutesDeadlineWhileAnAnswerIsAwaitedIsA503) {
+  router::RouteOptions options;
+  options.timeout = std::chrono::milliseconds(100);
+  const router::Route& route = AddRoute(
+      Deferrable([](const http::Request&, http::Response&, Deferral& later) { answer = later.Answer(); }),
+      options);
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, /*now_ns=*/1'000'000'000));
+  r.RunReady();
+  r.OnTick(1'100'000'001);
+  EXPECT_EQ(answer->stop_reason(), http::StopReason::kDeadline);
+  EXPECT_FALSE(answer->Send(200, "too late"));
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.status(), 503);
+  answer.reset();
+}
+
+TEST_F(RunnerTest, AStreamAfterAnAnswerIsClosed) {
+  const router::Route& route =
+      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
+        answer = later.Answer();
+        kept = later.Stream();
+      }));
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  EXPECT_EQ(kept->Write("x"), PushStream::Result::kClosed);
+  EXPECT_TRUE(answer->Send(200, "the answer"));
+  r.OnInbox();
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.body_view(), "the answer");
+  answer.reset();
+  kept.reset();
+}
+
 TEST_F(RunnerTest, AFullWorkerQueueIsA503) {
   ring.queue_full = true;
   const router::Route& route = AddRoute(
