@@ -560,19 +560,23 @@ TEST_F(AsyncServerTest, OneProducerThreadFansEventsOutToManyStreamsWithNoWorker)
 }
 
 TEST_F(AsyncServerTest, APushedStreamsWriterLearnsTheClientLeft) {
-  std::shared_ptr<async::PushStream> stream;
-  {
-    TestClient client(server_->port());
-    ASSERT_TRUE(client.Send(Get("/ticks")));
-    ASSERT_TRUE(WaitFor([](const ServerStats&) { return hub.size() == 1; }));
-    std::lock_guard<std::mutex> lock(hub.mu);
-    stream = hub.streams[0];
-    hub.streams.clear();
+  // An ASYNC route's Push, and a SLOW-style handler's deferred stream.
+  for (const char* path : {"/ticks", "/slow-poll"}) {
+    std::shared_ptr<async::PushStream> stream;
+    {
+      TestClient client(server_->port());
+      ASSERT_TRUE(client.Send(Get(path)));
+      ASSERT_TRUE(WaitFor([](const ServerStats&) { return hub.size() == 1; })) << path;
+      std::lock_guard<std::mutex> lock(hub.mu);
+      stream = hub.streams[0];
+      hub.streams.clear();
+    }
+    EXPECT_TRUE(WaitFor([&](const ServerStats&) { return stream->closed(); })) << path;
+    EXPECT_EQ(stream->stop_reason(), http::StopReason::kClientGone) << path;
+    EXPECT_EQ(stream->Write("x"), async::PushStream::Result::kClosed) << path;
+    EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }))
+        << path;
   }
-  EXPECT_TRUE(WaitFor([&](const ServerStats&) { return stream->closed(); }));
-  EXPECT_EQ(stream->stop_reason(), http::StopReason::kClientGone);
-  EXPECT_EQ(stream->Write("x"), async::PushStream::Result::kClosed);
-  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
 }
 
 TEST_F(AsyncServerTest, DeferredAnswersFromFastAndSlowStyleHandlersComeFromAnotherThread) {
@@ -660,22 +664,6 @@ TEST_F(AsyncServerTest, AnAnswerWaitingWhenTheClientLeavesRefusesItsSend) {
   EXPECT_TRUE(WaitFor([&](const ServerStats&) { return answer->closed(); }));
   EXPECT_EQ(answer->stop_reason(), http::StopReason::kClientGone);
   EXPECT_FALSE(answer->Send(200, "late"));
-  EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
-}
-
-TEST_F(AsyncServerTest, ADeferredStreamsWriterLearnsTheClientLeft) {
-  std::shared_ptr<async::PushStream> stream;
-  {
-    TestClient client(server_->port());
-    ASSERT_TRUE(client.Send(Get("/slow-poll")));
-    ASSERT_TRUE(WaitFor([](const ServerStats&) { return hub.size() == 1; }));
-    std::lock_guard<std::mutex> lock(hub.mu);
-    stream = hub.streams[0];
-    hub.streams.clear();
-  }
-  EXPECT_TRUE(WaitFor([&](const ServerStats&) { return stream->closed(); }));
-  EXPECT_EQ(stream->stop_reason(), http::StopReason::kClientGone);
-  EXPECT_EQ(stream->Write("x"), async::PushStream::Result::kClosed);
   EXPECT_TRUE(WaitFor([](const ServerStats& s) { return s.async_active == 0 && s.active == 0; }));
 }
 
