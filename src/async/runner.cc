@@ -18,6 +18,20 @@ namespace uring_http::async {
 namespace {
 // Exchanges made per slab when the pool grows.
 constexpr uint32_t kSlabExchanges = 64;
+
+// Whether `text` has more than `n` line ends: memchr's jumps, stopping at
+// n + 1 (a byte-by-byte count of the whole head was about 400 instructions
+// of every ASYNC request, by callgrind).
+bool MoreLinesThan(std::string_view text, size_t n) {
+  const char* at = text.data();
+  const char* const end = at + text.size();
+  for (size_t seen = 0; at < end; ++at) {
+    at = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
+    if (at == nullptr) return false;
+    if (++seen > n) return true;
+  }
+  return false;
+}
 }  // namespace
 
 Runner::Runner(Ring* ring, const router::Pipeline* pipeline, const Options& options)
@@ -103,8 +117,7 @@ bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_
   const std::string_view head(task->data(), task->head_len);
   http::Header* headers = s->headers;
   size_t capacity = kInlineHeaders;
-  const size_t lines = static_cast<size_t>(std::count(head.begin(), head.end(), '\n'));
-  if (lines > kInlineHeaders) {
+  if (MoreLinesThan(head, kInlineHeaders)) {
     const size_t want = std::max<size_t>(options_.limits.max_headers, 1);
     if (s->more_headers.size() < want) s->more_headers.resize(want);
     headers = s->more_headers.data();

@@ -53,6 +53,28 @@ TEST_F(RunnerTest, ASleepIsOneTimeoutAndTheAnswerGoesAfterTheBatch) {
   EXPECT_EQ(stats.active.Get(), 0u);
 }
 
+TEST_F(RunnerTest, HeadsWithMoreFieldsThanTheExchangeHoldsInlineAreParsedWhole) {
+  // 31 fields fit the inline array with the request line (32 lines); 32 and
+  // 60 take the slot's larger array. Each handler sees its last field.
+  std::string seen;
+  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+    seen = std::string(ex.request().FindHeader("x-last")) + " " +
+           std::to_string(ex.request().num_headers);
+    co_return;
+  });
+  Runner& r = MakeRunner();
+  for (const int fields : {30, 31, 32, 60}) {
+    std::string head = "GET /x HTTP/1.1\r\nHost: t\r\n";
+    for (int i = 0; i < fields - 2; ++i) head += "X-F" + std::to_string(i) + ": v\r\n";
+    head += "X-Last: " + std::to_string(fields) + "\r\n\r\n";
+    TaskMemory t(head);
+    ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+    r.RunReady();
+    EXPECT_EQ(t.task->response.status(), 200) << fields;
+    EXPECT_EQ(seen, std::to_string(fields) + " " + std::to_string(fields)) << fields;
+  }
+}
+
 TEST_F(RunnerTest, AZeroSleepYieldsWithoutAKernelTimeout) {
   std::string seen;
   const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
