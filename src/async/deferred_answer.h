@@ -7,9 +7,10 @@
 //   later.Answer()->Send(200, body, {{"Content-Type", "application/json"}});
 //
 // Send returns false, and takes nothing, when the exchange is over: its
-// client left, the server drains, the route's deadline passed (then 503),
-// or it was answered already. closed() and stop_reason() say the same at
-// any time, without sending.
+// client left, the route's deadline passed (then 503), or it was answered
+// already. closed() and stop_reason() say the same at any time, without
+// sending. A drain does not close it: like any answer still being made, it
+// may come until the shutdown timeout.
 //
 // The ring awaits it (Exchange::AwaitAnswer); Send stores the answer under
 // the handle's lock and posts the exchange's key to its ring's inbox (as a
