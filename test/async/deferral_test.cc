@@ -289,6 +289,25 @@ TEST_F(RunnerTest, AnAnswerThatRacesTheClientLeavingResumesTheAwaitOnce) {
   answer.reset();
 }
 
+TEST_F(RunnerTest, ADrainLetsAWaitingAnswerStillCome) {
+  const router::Route& route =
+      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
+        answer = later.Answer();
+      }));
+  Runner& r = MakeRunner();
+  TaskMemory t(kGet);
+  ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+  r.RunReady();
+  r.Stop(t.task, http::StopReason::kDraining);
+  EXPECT_FALSE(answer->closed());
+  EXPECT_TRUE(answer->Send(200, "before the shutdown"));
+  r.OnInbox();
+  r.RunReady();
+  ASSERT_EQ(ring.done.size(), 1u);
+  EXPECT_EQ(t.task->response.body_view(), "before the shutdown");
+  answer.reset();
+}
+
 TEST_F(RunnerTest, ARoutesDeadlineWhileAnAnswerIsAwaitedIsA503) {
   router::RouteOptions options;
   options.timeout = std::chrono::milliseconds(100);
