@@ -90,7 +90,8 @@ std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex, std::shared_ptr<Push
     if (made != nullptr && made != s.push) made->Close(http::StopReason::kNone);
     return s.push;
   }
-  s.push = made != nullptr ? std::move(made) : NewPush(ex);
+  const bool made_off_ring = made != nullptr;
+  s.push = made_off_ring ? std::move(made) : NewPush(ex);
   const bool written_before = s.stream.has_value() && s.stream->started();
   EnsureStream(s);
   // An empty write sends the head now.
@@ -101,8 +102,8 @@ std::shared_ptr<PushStream> Runner::StartPush(Exchange& ex, std::shared_ptr<Push
   s.streaming_ = true;
   // A stream made off the ring may hold writes (and its End) already:
   // their message to the inbox found no stream on the exchange, so they
-  // are taken now.
-  PumpPush(s);
+  // are taken now. (One made here has none: no look, no lock.)
+  if (made_off_ring) PumpPush(s);
   return s.push;
 }
 
