@@ -200,6 +200,13 @@ TEST_F(RunnerTest, WritesToAStreamMadeBeforeItsPushGoRightAfterTheHead) {
 
 std::shared_ptr<DeferredAnswer> answer;  // the handler's deferred answer, as a hub would keep it
 
+// An inline handler that leaves its whole answer to the test (in `answer`).
+router::AsyncHandler KeepAnswer() {
+  return Deferrable([](const http::Request&, http::Response&, Deferral& later) {
+    answer = later.Answer();
+  });
+}
+
 TEST_F(RunnerTest, AWholeAnswerComesLaterFromAnotherThreadWithItsOwnStatus) {
   const router::Route& route =
       AddRoute(Deferrable([](const http::Request&, http::Response& res, Deferral& later) {
@@ -250,10 +257,7 @@ TEST_F(RunnerTest, AnAnswerSentBeforeTheWorkerHandlerReturnedIsTakenAtOnce) {
 }
 
 TEST_F(RunnerTest, AClientGoneWhileAnAnswerIsAwaitedClosesItsHandle) {
-  const router::Route& route =
-      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
-        answer = later.Answer();
-      }));
+  const router::Route& route = AddRoute(KeepAnswer());
   Runner& r = MakeRunner();
   TaskMemory t(kGet);
   ASSERT_TRUE(r.Start(t.task, route, 1, 0));
@@ -271,10 +275,7 @@ TEST_F(RunnerTest, AClientGoneWhileAnAnswerIsAwaitedClosesItsHandle) {
 }
 
 TEST_F(RunnerTest, AnAnswerThatRacesTheClientLeavingResumesTheAwaitOnce) {
-  const router::Route& route =
-      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
-        answer = later.Answer();
-      }));
+  const router::Route& route = AddRoute(KeepAnswer());
   Runner& r = MakeRunner();
   TaskMemory t(kGet);
   ASSERT_TRUE(r.Start(t.task, route, 1, 0));
@@ -290,10 +291,7 @@ TEST_F(RunnerTest, AnAnswerThatRacesTheClientLeavingResumesTheAwaitOnce) {
 }
 
 TEST_F(RunnerTest, ADrainLetsAWaitingAnswerStillCome) {
-  const router::Route& route =
-      AddRoute(Deferrable([](const http::Request&, http::Response&, Deferral& later) {
-        answer = later.Answer();
-      }));
+  const router::Route& route = AddRoute(KeepAnswer());
   Runner& r = MakeRunner();
   TaskMemory t(kGet);
   ASSERT_TRUE(r.Start(t.task, route, 1, 0));
@@ -311,9 +309,7 @@ TEST_F(RunnerTest, ADrainLetsAWaitingAnswerStillCome) {
 TEST_F(RunnerTest, ARoutesDeadlineWhileAnAnswerIsAwaitedIsA503) {
   router::RouteOptions options;
   options.timeout = std::chrono::milliseconds(100);
-  const router::Route& route = AddRoute(
-      Deferrable([](const http::Request&, http::Response&, Deferral& later) { answer = later.Answer(); }),
-      options);
+  const router::Route& route = AddRoute(KeepAnswer(), options);
   Runner& r = MakeRunner();
   TaskMemory t(kGet);
   ASSERT_TRUE(r.Start(t.task, route, 1, /*now_ns=*/1'000'000'000));
