@@ -300,7 +300,10 @@ TEST_F(H2cTest, AThrowAfterTheHeadCutsTheStream) {
   const int32_t id = c.Submit("GET", "/slow-throw");
   const int32_t after = c.Submit("GET", "/hello");
   ASSERT_TRUE(c.Run());
-  EXPECT_EQ(c.answer(id).status, 200);
+  // The worker's head and its failure may reach the ring in one batch (seen
+  // under TSan): the stream is then reset before its head went. Either way
+  // it is cut, never ended as if whole.
+  EXPECT_TRUE(c.answer(id).status == 200 || c.answer(id).status == 0) << c.answer(id).status;
   EXPECT_NE(c.answer(id).reset, 0u) << "a body cut short must not look whole";
   EXPECT_EQ(c.answer(after).status, 200);
 }
