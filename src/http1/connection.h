@@ -134,7 +134,7 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   bool Freeable() const override {
     return phase_ == Phase::kClosed && recv_ == Recv::kOff && !out_.send_inflight() &&
            !out_.notification_pending() && !task_inflight_ && !shutdown_inflight_ &&
-           (st_ == nullptr || !st_->file.inflight);
+           (st_ == nullptr || st_->file == nullptr || !st_->file->inflight);
   }
   void Release() override;
 
@@ -333,7 +333,7 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   // File bytes read into the loop's buffers are queued: a send of them
   // must not wait in the kernel for a reader that may never read.
   bool FileSendsMustNotWait() const {
-    return FileBusy() && !st_->file.splice && st_->file.queued() > 0;
+    return FileBusy() && !st_->file->splice && st_->file->queued() > 0;
   }
   // The file ended before the body did: the connection closes after what
   // is queued (only that tells the client).
@@ -344,8 +344,8 @@ class Connection final : public conn::Protocol, private ExternalOwner {
   // is queued or in flight; ends a finished exchange that waited for it.
   void MaybeEndFile();
   void EndFile();
-  bool FileBusy() const { return st_ != nullptr && !st_->file.idle(); }
-  bool FileOwnsSocket() const { return FileBusy() && st_->file.socket_busy(); }
+  bool FileBusy() const { return st_ != nullptr && st_->file != nullptr && !st_->file->idle(); }
+  bool FileOwnsSocket() const { return FileBusy() && st_->file->socket_busy(); }
 
   // Gives the socket, and the bytes read from `bytes` on, to `next`
   // (ConnectionHost::HandOff).

@@ -154,7 +154,7 @@ void Connection::StartClose(bool graceful) {
   if (live_stream && (!graceful || !Quiet())) env_->stats->aborted_streams.Add();
   // A file answer stops here: a statx, open or read in flight still
   // completes (Freeable waits for it) and lets go of what it got.
-  if (FileBusy()) st_->file.aborted = true;
+  if (FileBusy()) st_->file->aborted = true;
   if (req_pipe() != nullptr) req_pipe()->Abort(static_cast<uint8_t>(http::BodyError::kClientGone));
   if (resp_pipe() != nullptr) resp_pipe()->Abort();
   if (task_ != nullptr && !task_inflight_) FreeTask();

@@ -37,7 +37,8 @@ void Connection::StartFile(const http::Request& request) {
     return AnswerError(404, /*close=*/false, &request);
   }
   if (env_->file_buffers == nullptr) return AnswerError(500, /*close=*/false, &request);
-  FileStream& f = S().file;
+  if (S().file == nullptr) st_->file = env_->streams->AcquireFile();
+  FileStream& f = *st_->file;
   URING_CHECK(f.idle() && !f.inflight);
   std::string_view rel = resolved.relative;
   size_t n = rel.size();
@@ -79,7 +80,7 @@ void Connection::StartFile(const http::Request& request) {
 }
 
 void Connection::OnFileStat(int res) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   if (f.step == FileStream::Step::kProbe) return OnSiblingProbed(res);
   URING_CHECK(f.inflight && f.step == FileStream::Step::kStat);
   f.inflight = false;
@@ -138,7 +139,7 @@ void Connection::OnFileStat(int res) {
 void Connection::RedirectToDirectory() {
   // "/docs" names a directory: its index is "/docs/" (relative links in
   // it resolve against that), as nginx and h2o answer.
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   http::Request request;
   ReparseHead(&request);
   http::Response response;
@@ -150,7 +151,7 @@ void Connection::RedirectToDirectory() {
 }
 
 void Connection::OnFileOpen(int res) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(f.inflight &&
               (f.step == FileStream::Step::kOpen || f.step == FileStream::Step::kCheck));
   f.inflight = false;
@@ -185,7 +186,7 @@ void Connection::OnFileOpen(int res) {
 }
 
 void Connection::ServeFile(const http::Request* request) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   http::Request reparsed;
   if (request == nullptr) {
     ReparseHead(&reparsed);
@@ -293,7 +294,7 @@ void Connection::ServeFile(const http::Request* request) {
 }
 
 void Connection::PumpFile() {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   if (f.step != FileStream::Step::kBody || f.inflight || f.aborted) return;
   if (f.splice) return PumpSplice();
   producer_retry_ = 0;
@@ -329,7 +330,7 @@ void Connection::PumpFile() {
 
 void Connection::YieldFileOutput() {
   if (!FileBusy()) return;
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   if (f.splice || f.aborted || f.step < FileStream::Step::kBody) return;
   const size_t back = out_.TakeBack(&f);
   f.next -= back;
@@ -343,7 +344,7 @@ void Connection::YieldFileOutput() {
 }
 
 void Connection::WaitForRoom() {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(!f.inflight);
   f.inflight = true;
   f.op = FileStream::Op::kPoll;
@@ -353,7 +354,7 @@ void Connection::WaitForRoom() {
 }
 
 void Connection::OnFileRead(int res) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(f.inflight);
   f.inflight = false;
   if (f.step == FileStream::Step::kLoad) {
@@ -403,7 +404,7 @@ void Connection::FileTruncated() {
   // The file shrank or vanished under us (or a read failed): the head
   // promised more than there is, and only closing the connection can say
   // so. What is queued still goes out; the cache forgets the file.
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   env_->stats->file_truncated.Add();
   if (f.entry != nullptr) env_->file_cache->Remove(f.entry);
   f.step = FileStream::Step::kDone;
@@ -412,7 +413,7 @@ void Connection::FileTruncated() {
 }
 
 void Connection::PumpSplice() {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   if (f.inflight || f.aborted || f.step != FileStream::Step::kBody) return;
   if (f.in_pipe == 0) {
     if (f.next == f.end) {
@@ -438,7 +439,7 @@ void Connection::PumpSplice() {
 }
 
 void Connection::OnFileSplice(int res) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(f.inflight && (f.op == FileStream::Op::kFill ||
                              f.op == FileStream::Op::kDrain));
   const FileStream::Op op = f.op;
@@ -474,7 +475,7 @@ void Connection::OnFileSplice(int res) {
 }
 
 void Connection::OnWritable(int res) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(f.inflight && f.op == FileStream::Op::kPoll);
   f.inflight = false;
   f.op = FileStream::Op::kNone;
@@ -499,7 +500,7 @@ void Connection::FileError(int status) {
 
 void Connection::MaybeEndFile() {
   if (!FileBusy()) return;
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   if (f.inflight || f.queued() != 0) return;
   if (f.step != FileStream::Step::kDone && !f.aborted) return;
   EndFile();
@@ -507,8 +508,8 @@ void Connection::MaybeEndFile() {
 }
 
 void Connection::EndFile() {
-  if (st_ == nullptr) return;
-  FileStream& f = st_->file;
+  if (st_ == nullptr || st_->file == nullptr) return;
+  FileStream& f = *st_->file;
   URING_CHECK(!f.inflight && f.queued() == 0);
   if (f.entry != nullptr) env_->file_cache->Unref(f.entry);
   if (f.own_index >= 0) env_->file_closer->CloseFile(f.own_index);
@@ -527,6 +528,8 @@ void Connection::EndFile() {
   f.mount = nullptr;
   f.path_len = 0;
   f.next = f.end = 0;
+  // Back to the pool: a stream state holds a file's only while it runs.
+  env_->streams->ReleaseFile(std::move(st_->file));
 }
 
 }  // namespace uring_http::http1

@@ -29,7 +29,7 @@ void SetPath(FileStream& f, uint32_t base_len, std::string_view suffix) {
 }  // namespace
 
 bool Connection::ChooseFileVariant(const http::Request& request) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   const router::StaticOptions& options = f.mount->options;
   files::OpenFileCache* cache = env_->file_cache;
   const http::CompressionOptions& gz = env_->config->compression;
@@ -120,7 +120,7 @@ bool Connection::ChooseFileVariant(const http::Request& request) {
 }
 
 void Connection::ProbeSibling() {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   // The path stays the original's (path_len); only the bytes past it change.
   const std::string_view suffix = files::SiblingSuffix(files::kSiblingEncodings[f.probe]);
   std::memcpy(f.path + f.base_len, suffix.data(), suffix.size());
@@ -131,7 +131,7 @@ void Connection::ProbeSibling() {
 }
 
 void Connection::OnSiblingProbed(int res) {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(f.inflight && f.step == FileStream::Step::kProbe);
   f.inflight = false;
   f.path[f.base_len] = '\0';
@@ -149,7 +149,7 @@ void Connection::OnSiblingProbed(int res) {
 }
 
 void Connection::FallBackToOriginal() {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   URING_CHECK(f.entry == nullptr && f.own_index < 0 && !f.inflight);
   f.encoding = files::Encoding::kIdentity;
   SetPath(f, f.base_len, "");
@@ -160,7 +160,7 @@ void Connection::FallBackToOriginal() {
 }
 
 void Connection::ServeListing() {
-  FileStream& f = st_->file;
+  FileStream& f = *st_->file;
   // The path is the directory's with "/index.html" (or "index.html" at the
   // root) appended.
   const std::string_view path = f.path_view();

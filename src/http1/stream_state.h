@@ -1,6 +1,7 @@
 // StreamState: what a connection needs only while a request body is being
 // read or a body streams: the body decoder, a worker's pipes, a FAST
-// handler's sink or producer, a static file being sent. Most requests need none of it (a GET, a
+// handler's sink or producer, a static file being sent (its FileStream
+// taken separately, only for a file). Most requests need none of it (a GET, a
 // small body that arrives with its head), so a connection holds one only
 // while it does, from its loop's pool, and an idle connection stays small:
 // a loop preallocates a slot for every connection it may hold.
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "src/base/check.h"
 #include "src/http/body_decoder.h"
 #include "src/http/chunked_decoder.h"
 #include "src/http/gzip_encoder.h"
@@ -46,9 +48,14 @@ struct StreamState {
   StreamFraming produce_framing = StreamFraming::kChunked;
   // Its gzip, when compressed (about 128 KiB): released with the producer.
   std::unique_ptr<http::GzipStream> gzip;
-  FileStream file;                              // a static file's answer
+  // A static file's answer, while one runs: from the pool's own list, not
+  // part of every stream state (it is 4.9 KB, most of it the path), so
+  // that a streamed answer (an open event stream) does not hold one.
+  std::unique_ptr<FileStream> file;
 
-  bool idle() const { return !req_pipe && !sink && !resp_pipe && !producer && file.idle(); }
+  bool idle() const {
+    return !req_pipe && !sink && !resp_pipe && !producer && (file == nullptr || file->idle());
+  }
 };
 
 // A free list of StreamStates, kept for reuse (up to `keep` of them).
@@ -62,6 +69,7 @@ class StreamStatePool {
     return s;
   }
   void Release(std::unique_ptr<StreamState> s) {
+    if (s->file != nullptr) ReleaseFile(std::move(s->file));
     if (free_.size() >= keep_) return;  // freed
     s->trailers.clear();
     s->gzip.reset();
@@ -69,11 +77,23 @@ class StreamStatePool {
     s->pipe_head_due = s->pipe_sends_body = false;
     free_.push_back(std::move(s));
   }
+  // A file answer's state (idle: FileStream's defaults, or as EndFile left it).
+  std::unique_ptr<FileStream> AcquireFile() {
+    if (free_files_.empty()) return std::make_unique<FileStream>();
+    std::unique_ptr<FileStream> f = std::move(free_files_.back());
+    free_files_.pop_back();
+    return f;
+  }
+  void ReleaseFile(std::unique_ptr<FileStream> f) {
+    URING_CHECK(f->idle() && !f->inflight);
+    if (free_files_.size() < keep_) free_files_.push_back(std::move(f));
+  }
 
  private:
   const http::ChunkedLimits limits_;
   const size_t keep_;
   std::vector<std::unique_ptr<StreamState>> free_;
+  std::vector<std::unique_ptr<FileStream>> free_files_;
 };
 
 }  // namespace uring_http::http1
