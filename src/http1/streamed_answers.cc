@@ -118,6 +118,7 @@ void Connection::PumpPipe() {
         SetRequestId(*id);
       }
     }
+    task_->stream_head.reset();  // serialized: not held while the body streams
   }
   // A chunk's size line, its bytes (from the pipe's memory) and its CRLF.
   const bool chunked = S().pipe_framing == StreamFraming::kChunked;
@@ -144,7 +145,7 @@ void Connection::PumpPipe() {
       // cannot take the cut-short body for a whole one.
       if (chunked && S().pipe_sends_body && !task_->stream_broken) {
         if (out_.room() < 1) return;  // its sends bring us back
-        if (const http::HeaderTable* trailers = task_->stream_head->trailers.get()) {
+        if (const http::HeaderTable* trailers = task_->stream_trailers.get()) {
           URING_CHECK(out_.Append(LastChunk(*trailers)));
         } else {
           URING_CHECK(out_.Append("0\r\n\r\n"));

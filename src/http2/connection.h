@@ -179,10 +179,10 @@ class Connection final : public conn::Protocol, private SessionEvents {
     std::vector<http::Header> upgrade_fields;
     http::Response response;
     // A SLOW route's task, while a worker has it; then, for a streamed
-    // answer, its pipe (the ring's once seen) and head (for the trailers).
+    // answer, its pipe (the ring's once seen) and trailers (null: none).
     worker::TaskBuffer* task = nullptr;
     std::unique_ptr<worker::BodyPipe> pipe;
-    std::unique_ptr<worker::StreamHead> stream_head;
+    std::unique_ptr<http::HeaderTable> trailers;
     bool task_done = false;
     bool stream_broken = false;
     bool ended = false;      // EndData or a reset: nothing more is written

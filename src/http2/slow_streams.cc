@@ -142,7 +142,7 @@ void Connection::TakeTaskResult(Stream& s) {
   }
   if (s.pipe != nullptr) {
     if (!s.answered) StartStreamed(s);
-    s.stream_head = std::move(task->stream_head);
+    s.trailers = std::move(task->stream_trailers);
     s.stream_broken = task->stream_broken;
     s.task = nullptr;
     FreeTaskOf(task);
@@ -157,13 +157,17 @@ void Connection::TakeTaskResult(Stream& s) {
 }
 
 void Connection::StartStreamed(Stream& s) {
-  const worker::StreamHead* head =
-      s.task != nullptr ? s.task->stream_head.get() : s.stream_head.get();
+  // (Called with the task still there: its completion starts a stream it
+  // did not hear of before it takes the task's trailers.)
+  const worker::StreamHead* head = s.task != nullptr ? s.task->stream_head.get() : nullptr;
   if (head == nullptr || s.answered) return;
   s.answered = true;
   const int status = head->status;
   const bool has_body = !s.head_request && http::StatusHasBody(status);
-  if (!SubmitHead(s, status, head->fields, head->length_known, head->length, has_body)) {
+  const bool submitted =
+      SubmitHead(s, status, head->fields, head->length_known, head->length, has_body);
+  s.task->stream_head.reset();  // (the session copied it) not held while the body streams
+  if (!submitted) {
     s.ended = true;
     return;
   }
@@ -194,8 +198,7 @@ void Connection::PumpPipe(Stream& s) {
       // The trailers are the task's to give once it has returned.
       if (!s.task_done) return;
       s.ended = true;
-      const http::HeaderTable* trailers =
-          s.stream_head != nullptr ? s.stream_head->trailers.get() : nullptr;
+      const http::HeaderTable* trailers = s.trailers.get();
       session_->EndData(s.id, trailers != nullptr && !trailers->empty() ? trailers : nullptr);
       return;
     }

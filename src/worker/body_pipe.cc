@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 namespace uring_http::worker {
 namespace {
@@ -24,15 +25,64 @@ void FutexWake(std::atomic<uint32_t>* word) {
           0);
 }
 
+// One-thread pipes' idle buffers, per thread and size (a ring's streams
+// all have the one size its runner gives them), kept up to kShelved: what
+// the streams with unsent bytes at one moment need, not one per stream.
+class Shelf {
+ public:
+  std::unique_ptr<char[]> Take(size_t size) {
+    if (size != size_ || buffers_.empty()) return std::unique_ptr<char[]>(new char[size]);
+    std::unique_ptr<char[]> b = std::move(buffers_.back());
+    buffers_.pop_back();
+    return b;
+  }
+  void Put(std::unique_ptr<char[]> b, size_t size) {
+    if (size_ != size) {
+      if (!buffers_.empty()) return;  // another size's pipes: freed
+      size_ = size;
+      buffers_.reserve(kShelved);
+    }
+    if (buffers_.size() < kShelved) buffers_.push_back(std::move(b));
+  }
+
+ private:
+  static constexpr size_t kShelved = 1024;
+  size_t size_ = 0;
+  std::vector<std::unique_ptr<char[]>> buffers_;
+};
+
+thread_local Shelf shelf;
+
 }  // namespace
 
-BodyPipe::BodyPipe(size_t capacity)
+BodyPipe::BodyPipe(size_t capacity, Ends ends)
     : mask_(std::bit_ceil(std::max<size_t>(capacity, 64)) - 1),
+      ends_(ends),
       // Not zeroed (make_unique would write every byte): a pipe's pages
       // become resident only as far as its stream has used them.
-      buffer_(new char[mask_ + 1]) {}
+      buffer_(ends == Ends::kTwoThreads ? new char[mask_ + 1] : nullptr) {}
+
+// (A one-thread pipe's buffer, if it still has one, is freed, not shelved:
+// a pipe may outlive its thread's shelf at exit.)
+BodyPipe::~BodyPipe() = default;
+
+void BodyPipe::TakeBuffer() {
+  buffer_ = shelf.Take(capacity());
+  // Empty (nothing is read from the old positions): both move on to the
+  // next multiple of the capacity, the buffer's front, so that a stream of
+  // small pieces touches only the buffer's first page.
+  const uint64_t at = (write_pos_.load(std::memory_order_relaxed) + mask_) & ~uint64_t{mask_};
+  write_pos_.store(at, std::memory_order_relaxed);
+  read_pos_.store(at, std::memory_order_relaxed);
+}
+
+void BodyPipe::ShelveBuffer() { shelf.Put(std::move(buffer_), capacity()); }
 
 size_t BodyPipe::Write(const char* data, size_t n) {
+  if (buffer_ == nullptr) {
+    if (n == 0) return 0;
+    TakeBuffer();
+  }
   const uint64_t w = write_pos_.load(std::memory_order_relaxed);
   // Acquire: the consumer is done with the bytes it freed before we reuse them.
   const uint64_t r = read_pos_.load(std::memory_order_acquire);
@@ -83,6 +133,10 @@ void BodyPipe::Consume(size_t n) {
   // Release: our reads of the freed bytes happen before the producer's
   // writes into them. seq_cst for the same reason as in Write().
   read_pos_.store(r + n, std::memory_order_seq_cst);
+  if (ends_ == Ends::kOneThread && readable() == 0) {
+    ShelveBuffer();
+    return;  // (no other thread waits on a one-thread pipe)
+  }
   Wake();
 }
 

@@ -22,8 +22,19 @@
 // the other side reads after it has seen the abort; the first reason given
 // stays.
 //
+// A pipe whose two ends are one thread (Ends::kOneThread: a ring's ASYNC
+// stream, written by its runner and sent by its connection) holds its
+// buffer only while it has bytes: taken from that thread's shelf by the
+// write that finds it empty, and shelved again by the Consume that empties
+// it (the kernel is done with every byte by then: the ring consumes only
+// what has been sent). An open event stream that is idle between events
+// then holds no buffer at all, and a long one never touches more than the
+// pages its largest burst needs (each use starts at the buffer's front),
+// where a kept buffer would, byte by byte, touch all of its capacity.
+//
 // Thread-safety: one producer thread and one consumer thread, plus Abort()
-// from either. ArmNotify() is the ring thread's; TakeNotify() the worker's.
+// from either (kOneThread: one thread for all). ArmNotify() is the ring
+// thread's; TakeNotify() the worker's.
 #ifndef URING_HTTP_SRC_WORKER_BODY_PIPE_H_
 #define URING_HTTP_SRC_WORKER_BODY_PIPE_H_
 
@@ -37,12 +48,19 @@ namespace uring_http::worker {
 
 class BodyPipe {
  public:
+  enum class Ends : uint8_t {
+    kTwoThreads,  // a worker and a ring: the buffer is the pipe's for its life
+    kOneThread,   // both on one thread: the buffer is held only while in use
+  };
   // `capacity` is rounded up to a power of two.
-  explicit BodyPipe(size_t capacity);
+  explicit BodyPipe(size_t capacity, Ends ends = Ends::kTwoThreads);
+  ~BodyPipe();
   BodyPipe(const BodyPipe&) = delete;
   BodyPipe& operator=(const BodyPipe&) = delete;
 
   size_t capacity() const { return mask_ + 1; }
+  // kOneThread: whether it holds a buffer now (it has unconsumed bytes).
+  bool holds_buffer() const { return buffer_ != nullptr; }
 
   // ---- producer
   // Copies as much of data[0..n) as fits; returns how much (never blocks).
@@ -110,7 +128,13 @@ class BodyPipe {
   bool WaiterReady(uint64_t need, bool any) const;
   void Wait(uint64_t need);
 
+  // kOneThread: a buffer for the write that finds the pipe empty (the
+  // positions move to the front of it), and back to the shelf.
+  void TakeBuffer();
+  void ShelveBuffer();
+
   const size_t mask_;
+  const Ends ends_;
   std::unique_ptr<char[]> buffer_;
   // Monotonic byte counts; the buffer index is pos & mask_.
   alignas(64) std::atomic<uint64_t> write_pos_{0};

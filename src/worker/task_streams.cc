@@ -85,7 +85,10 @@ bool PipeResponseStream::Start(http::Response& response) {
   head->length_known = length_known_;
   head->length = length_;
   task_->stream_head = std::move(head);
-  auto pipe = std::make_unique<BodyPipe>(pipe_bytes_);
+  // A staging stream's writer is its ring's thread, as is the pipe's
+  // reader: its buffer is held only while it has bytes (body_pipe.h).
+  auto pipe = std::make_unique<BodyPipe>(
+      pipe_bytes_, mode_ == Mode::kStaging ? BodyPipe::Ends::kOneThread : BodyPipe::Ends::kTwoThreads);
   pipe_ = pipe.get();
   // Release: the ring reads the pipe and the head through this pointer.
   task_->response_body.store(pipe.release(), std::memory_order_release);
@@ -237,7 +240,7 @@ void PipeResponseStream::FinishBody(http::Response& response) {
     // For the ring to send after the body (a chunked HTTP/1 body's trailer
     // section); released with the pipe's Finish().
     if (!response.trailers().empty()) {
-      task_->stream_head->trailers = std::make_unique<http::HeaderTable>(response.trailers());
+      task_->stream_trailers = std::make_unique<http::HeaderTable>(response.trailers());
     }
   }
 }

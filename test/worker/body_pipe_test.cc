@@ -60,6 +60,58 @@ TEST(BodyPipeTest, PeekAtSkipsWhatIsQueuedAndStopsAtTheWrap) {
   EXPECT_TRUE(pipe.PeekAt(44).empty());
 }
 
+// A one-thread pipe (a ring's ASYNC stream) holds a buffer only while it
+// has bytes, and each use starts at the buffer's front: an idle event
+// stream holds none, a long one of small pieces touches one page.
+TEST(BodyPipeTest, OneThreadPipeHoldsItsBufferOnlyWhileItHasBytes) {
+  BodyPipe pipe(4096, BodyPipe::Ends::kOneThread);
+  EXPECT_FALSE(pipe.holds_buffer());
+  EXPECT_TRUE(pipe.PeekAt(0).empty());
+  const std::string data = Pattern(5000, 3);
+  ASSERT_EQ(pipe.Write(data.data(), 100), 100u);
+  EXPECT_TRUE(pipe.holds_buffer());
+  const char* front = pipe.PeekAt(0).data();
+  pipe.Consume(60);
+  EXPECT_TRUE(pipe.holds_buffer());  // 40 bytes are still unsent
+  EXPECT_EQ(pipe.PeekAt(0), data.substr(60, 40));
+  pipe.Consume(40);
+  EXPECT_FALSE(pipe.holds_buffer());
+  for (int round = 0; round < 100; ++round) {
+    // The shelved buffer comes back, its next bytes at its front again.
+    ASSERT_EQ(pipe.Write(data.data() + round, 30), 30u);
+    EXPECT_EQ(pipe.PeekAt(0).data(), front) << round;
+    EXPECT_EQ(pipe.PeekAt(0), data.substr(static_cast<size_t>(round), 30));
+    pipe.Consume(30);
+    EXPECT_FALSE(pipe.holds_buffer());
+  }
+  // Full and wrapping as a kept buffer does; emptied, given back.
+  std::string out;
+  size_t written = 0;
+  while (out.size() < data.size()) {
+    written += pipe.Write(data.data() + written, std::min<size_t>(data.size() - written, 3000));
+    EXPECT_LE(pipe.readable(), 4096u);
+    char buf[1700];
+    out.append(buf, pipe.Read(buf, sizeof buf));
+  }
+  EXPECT_EQ(out, data);
+  EXPECT_FALSE(pipe.holds_buffer());
+  EXPECT_EQ(pipe.Write(data.data(), 5000), 4096u);
+  EXPECT_EQ(pipe.writable(), 0u);
+  pipe.Finish();
+  EXPECT_EQ(pipe.Read(out.data(), 5000), 4096u);
+  EXPECT_TRUE(pipe.finished());
+  EXPECT_FALSE(pipe.holds_buffer());
+}
+
+// A two-thread pipe keeps its one buffer for its life.
+TEST(BodyPipeTest, TwoThreadPipeKeepsItsBuffer) {
+  BodyPipe pipe(64);
+  EXPECT_TRUE(pipe.holds_buffer());
+  pipe.Write("abc", 3);
+  pipe.Consume(3);
+  EXPECT_TRUE(pipe.holds_buffer());
+}
+
 TEST(BodyPipeTest, ReadNotifyIsAskedOnlyWhenNothingNewIsReadable) {
   BodyPipe pipe(1024);
   EXPECT_TRUE(pipe.ArmReadNotify(0));  // empty: asked
