@@ -16,6 +16,11 @@ namespace uring_http::testing {
 
 extern std::atomic<uint64_t> g_allocations;
 extern std::atomic<bool> g_counting;
+// The bytes operator new has handed out and operator delete not taken
+// back (malloc_usable_size of each block), always kept: the difference
+// between two moments is what the process came to hold in between.
+// (Aligned new, and malloc itself, are not in it.)
+extern std::atomic<int64_t> g_live_bytes;
 
 }  // namespace uring_http::testing
 
