@@ -120,7 +120,7 @@ class Exchange {
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
-  const http::Request& request() const { return request_; }
+  const http::Request& request() const { return *request_; }
   http::Response& response() { return *response_; }
 
   // Why the exchange should stop (kNone: it should not).
@@ -266,9 +266,10 @@ class Exchange {
     body_error_ = http::BodyError::kNone;
     body_read_ = 0;
     job_ = nullptr;
-    request_ = http::Request();
   }
-  http::Request request_;
+  // Set by the runner before the handler runs: in the task's memory, or
+  // the exchange slot's spare (runner.cc).
+  http::Request* request_ = nullptr;
 
  private:
   void Suspend(Pending what, std::coroutine_handle<> waiter) {

@@ -57,6 +57,7 @@ Runner::~Runner() {
   // ring, and every operation they awaited, is gone already).
   for (Slot* s : slots_) {
     s->coroutine.Reset();
+    if (s->task != nullptr) DropRequest(*s);  // (the loop frees tasks after us)
     // Other threads may hold their streams and answers still: closed
     // (under their locks), they never touch the inbox that goes with us.
     if (s->push != nullptr) s->push->Close(http::StopReason::kDraining);
@@ -115,15 +116,10 @@ bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_
   // The head was validated by the connection; parsed again into views of
   // the task, which outlives the exchange (as on a worker).
   const std::string_view head(task->data(), task->head_len);
-  http::Header* headers = s->headers;
-  size_t capacity = kInlineHeaders;
-  if (MoreLinesThan(head, kInlineHeaders)) {
-    const size_t want = std::max<size_t>(options_.limits.max_headers, 1);
-    if (s->more_headers.size() < want) s->more_headers.resize(want);
-    headers = s->more_headers.data();
-    capacity = s->more_headers.size();
-  }
-  http::Request& request = s->request_;
+  http::Header* headers = nullptr;
+  size_t capacity = 0;
+  PlaceRequest(*s, head, &headers, &capacity);
+  http::Request& request = *s->request_;
   const http::ParseResult parsed =
       http::ParseRequestHead(head, options_.limits, &request, headers, capacity);
   http::Response& response = task->response;
@@ -175,6 +171,46 @@ bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_
   return true;
 }
 
+void Runner::PlaceRequest(Slot& s, std::string_view head, http::Header** headers,
+                          size_t* capacity) {
+  worker::TaskBuffer* task = s.task;
+  const uintptr_t used = reinterpret_cast<uintptr_t>(task->data()) + task->head_len +
+                         task->body_len + task->allow_len;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(task->data()) + task->capacity;
+  const uintptr_t at = (used + alignof(http::Request) - 1) & ~uintptr_t{alignof(http::Request) - 1};
+  const uintptr_t fields = at + sizeof(http::Request);
+  static_assert(alignof(http::Header) <= alignof(http::Request) &&
+                sizeof(http::Request) % alignof(http::Header) == 0);
+  if (fields <= end) {
+    const size_t room = (end - fields) / sizeof(http::Header);
+    if (room > 0 && !MoreLinesThan(head, room)) {
+      s.request_ = new (reinterpret_cast<void*>(at)) http::Request();
+      s.request_in_task = true;
+      *headers = reinterpret_cast<http::Header*>(fields);
+      *capacity = room;
+      return;
+    }
+  }
+  if (s.spare == nullptr) s.spare = std::make_unique<Slot::Spare>();
+  Slot::Spare& spare = *s.spare;
+  spare.request = http::Request();
+  if (spare.headers.empty()) {
+    spare.headers.resize(std::max<size_t>(options_.limits.max_headers, 1));
+  }
+  s.request_ = &spare.request;
+  s.request_in_task = false;
+  *headers = spare.headers.data();
+  *capacity = spare.headers.size();
+}
+
+void Runner::DropRequest(Slot& s) {
+  if (s.request_in_task) {
+    s.request_->~Request();
+    s.request_in_task = false;
+  }
+  s.request_ = nullptr;
+}
+
 void Runner::OnTaskEnd(void* arg) {
   Slot* s = static_cast<Slot*>(arg);
   s->in_ready = true;
@@ -224,7 +260,7 @@ void Runner::RunReady() {
 void Runner::Finish(Slot& s) {
   worker::TaskBuffer* task = s.task;
   const router::Route& route = *s.route;
-  http::Request& request = s.request_;
+  http::Request& request = *s.request_;
   http::Response& response = task->response;
   static const router::Pipeline kNoPipeline;
   const router::Pipeline& pipeline = pipeline_ != nullptr ? *pipeline_ : kNoPipeline;
@@ -311,6 +347,7 @@ void Runner::Answer(Slot& s) {
   }
   if (s.push_taken.capacity() > options_.stream_pipe_bytes) s.push_taken = std::string();
   s.closing = false;
+  DropRequest(s);  // before the connection frees the task it may live in
   s.task = nullptr;
   s.in_ready = false;
   ++s.generation;

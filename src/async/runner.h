@@ -167,6 +167,11 @@ class Runner final : private ExchangeOps {
 
   Slot* Take();
   void Grow();
+  // Where `s`'s request is parsed (request_ and its header array): in its
+  // task's memory past the copied bytes if the head's fields fit there,
+  // else in the slot's spare; DropRequest ends it.
+  void PlaceRequest(Slot& s, std::string_view head, http::Header** headers, size_t* capacity);
+  static void DropRequest(Slot& s);
   static void OnTaskEnd(void* slot);
   // The answer of an ended (or never started) handler, in its TaskBuffer.
   void Finish(Slot& s);

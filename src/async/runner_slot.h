@@ -17,10 +17,6 @@
 
 namespace uring_http::async {
 
-// Header lines an exchange keeps room for in itself; a request with more
-// (up to --max-headers) gets a heap array for that exchange slot, kept.
-inline constexpr size_t kInlineHeaders = 32;
-
 struct Runner::Slot : Exchange {
   Runner* runner = nullptr;
   uint32_t index = 0;
@@ -51,8 +47,17 @@ struct Runner::Slot : Exchange {
   // A ReadBody waiting for bytes: where they go.
   char* read_buf = nullptr;
   size_t read_len = 0;
-  http::Header headers[kInlineHeaders];
-  std::vector<http::Header> more_headers;
+  // The request (request_) is parsed into the task's memory, past the
+  // bytes the connection copied, when that has room (a chunk's tail: its
+  // page is the task's anyway), so that an open exchange holds no request
+  // of its own (the slot is a tenth of its size); else into the spare,
+  // made by the first request without room and kept.
+  struct Spare {
+    http::Request request;
+    std::vector<http::Header> headers;
+  };
+  std::unique_ptr<Spare> spare;
+  bool request_in_task = false;  // request_ was made in the task: destroyed at the end
 };
 
 }  // namespace uring_http::async

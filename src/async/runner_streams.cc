@@ -15,7 +15,7 @@ long Runner::StartRead(Exchange& ex, char* buf, size_t len) {
   Slot& s = static_cast<Slot&>(ex);
   if (s.task->request_body == nullptr) {
     // A buffered body: all here already.
-    const std::string_view body = s.request_.body;
+    const std::string_view body = s.request_->body;
     const size_t n = std::min<size_t>(len, body.size() - s.body_read_);
     if (n > 0) std::memcpy(buf, body.data() + s.body_read_, n);
     s.body_read_ += n;
@@ -67,7 +67,7 @@ Runner::WriteStart Runner::StartWrite(Exchange& ex, std::string_view data) {
 void Runner::EnsureStream(Slot& s) {
   if (s.stream.has_value()) return;
   s.stream.emplace(s.task, options_.compression,
-                   exchange::GzipAccepted(options_.compression, s.request_),
+                   exchange::GzipAccepted(options_.compression, *s.request_),
                    worker::PipeResponseStream::Mode::kStaging, &Notice, this,
                    options_.stream_pipe_bytes);
 }

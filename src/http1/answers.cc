@@ -83,7 +83,8 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   auto* task = new (memory) worker::TaskBuffer();
   task->head_len = static_cast<uint32_t>(head.size());
   task->body_len = body.size();
-  task->capacity = static_cast<uint32_t>(head.size() + body.size() + allow.size());
+  task->capacity = static_cast<uint32_t>(
+      (need <= chunks->chunk_size() ? chunks->chunk_size() : need) - sizeof(worker::TaskBuffer));
   task->allow_len = static_cast<uint16_t>(allow.size());
   task->head_only = ex_.head;
   task->keep_alive = ex_.keep_alive;

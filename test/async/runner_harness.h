@@ -85,13 +85,18 @@ struct FakeRing final : Runner::Ring {
   std::vector<std::string> events;
 };
 
-// A task as a connection makes one: the head, an empty body, no Allow.
+// A task as a connection makes one: the head, an empty body, no Allow, in
+// a 4 KiB chunk as HTTP/1's are (the runner parses the request into its
+// rest), or (`exact`) in just the memory it needs, as HTTP/2's are.
 struct TaskMemory {
-  explicit TaskMemory(std::string_view head, uint32_t stream = 0) {
-    memory = std::malloc(sizeof(worker::TaskBuffer) + head.size());
+  static constexpr size_t kChunk = 4096;
+  explicit TaskMemory(std::string_view head, uint32_t stream = 0, bool exact = false) {
+    const size_t need = sizeof(worker::TaskBuffer) + head.size();
+    const size_t size = exact || need > kChunk ? need : kChunk;
+    memory = std::malloc(size);
     task = new (memory) worker::TaskBuffer();
     task->head_len = static_cast<uint32_t>(head.size());
-    task->capacity = static_cast<uint32_t>(head.size());
+    task->capacity = static_cast<uint32_t>(size - sizeof(worker::TaskBuffer));
     task->stream = stream;
     std::memcpy(task->data(), head.data(), head.size());
   }

@@ -53,25 +53,39 @@ TEST_F(RunnerTest, ASleepIsOneTimeoutAndTheAnswerGoesAfterTheBatch) {
   EXPECT_EQ(stats.active.Get(), 0u);
 }
 
-TEST_F(RunnerTest, HeadsWithMoreFieldsThanTheExchangeHoldsInlineAreParsedWhole) {
-  // 31 fields fit the inline array with the request line (32 lines); 32 and
-  // 60 take the slot's larger array. Each handler sees its last field.
+TEST_F(RunnerTest, RequestsAreParsedIntoTheTasksChunkWhenTheyFitElseIntoTheSlotsSpare) {
+  // A chunk's rest holds the request and as many fields as fit; a head
+  // with more, or a task in just its own memory (HTTP/2's), uses the
+  // exchange slot's spare. Each handler sees its last field whichever.
   std::string seen;
-  const router::Route& route = AddRoute([&seen](Exchange& ex) -> Task<> {
+  const void* request_at = nullptr;
+  const router::Route& route = AddRoute([&](Exchange& ex) -> Task<> {
     seen = std::string(ex.request().FindHeader("x-last")) + " " +
            std::to_string(ex.request().num_headers);
+    request_at = &ex.request();
     co_return;
   });
   Runner& r = MakeRunner();
-  for (const int fields : {30, 31, 32, 60}) {
-    std::string head = "GET /x HTTP/1.1\r\nHost: t\r\n";
-    for (int i = 0; i < fields - 2; ++i) head += "X-F" + std::to_string(i) + ": v\r\n";
-    head += "X-Last: " + std::to_string(fields) + "\r\n\r\n";
-    TaskMemory t(head);
-    ASSERT_TRUE(r.Start(t.task, route, 1, 0));
-    r.RunReady();
-    EXPECT_EQ(t.task->response.status(), 200) << fields;
-    EXPECT_EQ(seen, std::to_string(fields) + " " + std::to_string(fields)) << fields;
+  for (const bool exact : {false, true}) {
+    for (const int fields : {2, 30, 31, 32, 60, 100}) {
+      std::string head = "GET /x HTTP/1.1\r\nHost: t\r\n";
+      for (int i = 0; i < fields - 2; ++i) head += "X-F" + std::to_string(i) + ": v\r\n";
+      head += "X-Last: " + std::to_string(fields) + "\r\n\r\n";
+      TaskMemory t(head, 0, exact);
+      ASSERT_TRUE(r.Start(t.task, route, 1, 0));
+      r.RunReady();
+      EXPECT_EQ(t.task->response.status(), 200) << fields;
+      EXPECT_EQ(seen, std::to_string(fields) + " " + std::to_string(fields)) << fields;
+      const char* begin = t.task->data();
+      const bool in_task = request_at >= begin && request_at < begin + t.task->capacity;
+      // 30 fields fit a chunk's rest (about 1.6 KB is free past the task
+      // and its head); 100 do not.
+      if (exact || fields == 100) {
+        EXPECT_FALSE(in_task) << fields << (exact ? " exact" : "");
+      } else if (fields <= 30) {
+        EXPECT_TRUE(in_task) << fields;
+      }
+    }
   }
 }
 
