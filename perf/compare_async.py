@@ -21,6 +21,9 @@ servers pinned to CPU 0 and the load to CPU 1, medians reported:
           delay of each event after the first against its schedule (p50,
           p99), and the server's resident memory per open stream (VmRSS
           with all streams open, minus before, over N).
+  long    (only when asked: --only long) ours -A1 -w1: 1,000 clients of
+          1,500 events 4 ms apart (about 45 KB each, past a pipe's 32 KiB):
+          the server's peak VmRSS per stream.
 
 Writes perf/results/compare_async-DATE.md and prints it.
 """
@@ -286,6 +289,40 @@ def phase_events(a, lines):
         ours.stop()
 
 
+async def long_load(port, n, count, interval_ms, pid):
+    """n streams of `count` events each, read as they come: the server's
+    peak VmRSS over the run, sampled every 0.2 s."""
+    per_stream = [[] for _ in range(n)]
+    errors = []
+    before = rss_kib(pid)
+    tasks = [asyncio.create_task(one_stream(port, f"/test/events?count={count}&interval_ms={interval_ms}",
+                                            per_stream[i], errors)) for i in range(n)]
+    peak = before
+    while not all(t.done() for t in tasks):
+        await asyncio.sleep(0.2)
+        peak = max(peak, rss_kib(pid))
+    return per_stream, errors, before, peak
+
+
+def phase_long(a, lines):
+    """Long streams: what a stream holds once it has written far more than
+    its pipe's bound (a pipe that kept its buffer came to hold all of it)."""
+    port = free_port()
+    ours = Proc([SERVER, "-p", str(port), "--address=127.0.0.1", "-A", "1", "-w", "1"], port)
+    try:
+        n, count, interval = 1000, 1500, 4
+        per_stream, errors, before, peak = asyncio.run(long_load(port, n, count, interval, ours.p.pid))
+        delivered = sum(len(s) for s in per_stream)
+        lines.append(f"\n### {n:,} clients of /test/events?count={count}&interval_ms={interval} "
+                     f"(about 45 KB each), ours -A1 -w1\n")
+        lines.append(f"- events delivered: {delivered:,} of {n * count:,}; client errors: {len(errors)}")
+        lines.append(f"- server VmRSS: {before:,} KiB before, peak {peak:,} KiB: "
+                     f"{(peak - before) * 1024 / n:,.0f} bytes per stream at the peak (connection, and "
+                     f"the unsent bytes of one Python client reading them all, included)")
+    finally:
+        ours.stop()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
@@ -309,6 +346,8 @@ def main():
         phase_zero(a, lines)
     if "events" in only:
         phase_events(a, lines)
+    if "long" in only:
+        phase_long(a, lines)
     text = "\n".join(lines) + "\n"
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     path = os.path.join(HERE, "results", f"compare_async-{datetime.datetime.now():%Y%m%d-%H%M%S}.md")
