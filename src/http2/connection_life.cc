@@ -21,7 +21,10 @@ thread_local std::vector<std::unique_ptr<char[]>> spare_output;
 }  // namespace
 
 std::unique_ptr<char[]> Connection::TakeOutputBuffer() {
-  if (spare_output.empty()) return std::make_unique<char[]>(kOutputBytes);
+  // Not zeroed (make_unique would write all 64 KiB): a buffer's pages
+  // become resident only as far as its sends have reached, and a spare one
+  // keeps only those. (Each send's bytes start at its front.)
+  if (spare_output.empty()) return std::unique_ptr<char[]>(new char[kOutputBytes]);
   std::unique_ptr<char[]> b = std::move(spare_output.back());
   spare_output.pop_back();
   return b;
