@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/base/buffer_shelf.h"
 #include "src/base/check.h"
 #include "src/http2/connection.h"
 
@@ -15,24 +16,14 @@ namespace {
 // Output buffers (kOutputBytes each) of connections with nothing to send
 // wait here for the next that has: an idle connection holds none, and a
 // busy loop does not allocate one per answer. Per thread: a loop is one.
-constexpr size_t kSpareOutputBuffers = 64;
-thread_local std::vector<std::unique_ptr<char[]>> spare_output;
+thread_local base::BufferShelf spare_output(64);
 
 }  // namespace
 
-std::unique_ptr<char[]> Connection::TakeOutputBuffer() {
-  // Not zeroed (make_unique would write all 64 KiB): a buffer's pages
-  // become resident only as far as its sends have reached, and a spare one
-  // keeps only those. (Each send's bytes start at its front.)
-  if (spare_output.empty()) return std::unique_ptr<char[]>(new char[kOutputBytes]);
-  std::unique_ptr<char[]> b = std::move(spare_output.back());
-  spare_output.pop_back();
-  return b;
-}
+std::unique_ptr<char[]> Connection::TakeOutputBuffer() { return spare_output.Take(kOutputBytes); }
 
 void Connection::GiveOutputBuffer(std::unique_ptr<char[]>& b) {
-  if (b == nullptr) return;
-  if (spare_output.size() < kSpareOutputBuffers) spare_output.push_back(std::move(b));
+  if (b != nullptr) spare_output.Put(std::move(b), kOutputBytes);
   b.reset();
 }
 

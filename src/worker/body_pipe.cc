@@ -7,7 +7,8 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <vector>
+
+#include "src/base/buffer_shelf.h"
 
 namespace uring_http::worker {
 namespace {
@@ -25,33 +26,10 @@ void FutexWake(std::atomic<uint32_t>* word) {
           0);
 }
 
-// One-thread pipes' idle buffers, per thread and size (a ring's streams
-// all have the one size its runner gives them), kept up to kShelved: what
-// the streams with unsent bytes at one moment need, not one per stream.
-class Shelf {
- public:
-  std::unique_ptr<char[]> Take(size_t size) {
-    if (size != size_ || buffers_.empty()) return std::unique_ptr<char[]>(new char[size]);
-    std::unique_ptr<char[]> b = std::move(buffers_.back());
-    buffers_.pop_back();
-    return b;
-  }
-  void Put(std::unique_ptr<char[]> b, size_t size) {
-    if (size_ != size) {
-      if (!buffers_.empty()) return;  // another size's pipes: freed
-      size_ = size;
-      buffers_.reserve(kShelved);
-    }
-    if (buffers_.size() < kShelved) buffers_.push_back(std::move(b));
-  }
-
- private:
-  static constexpr size_t kShelved = 1024;
-  size_t size_ = 0;
-  std::vector<std::unique_ptr<char[]>> buffers_;
-};
-
-thread_local Shelf shelf;
+// One-thread pipes' idle buffers (a ring's streams all have the one size
+// its runner gives them): what the streams with unsent bytes at one moment
+// need, not one per stream.
+thread_local base::BufferShelf shelf(1024);
 
 }  // namespace
 
