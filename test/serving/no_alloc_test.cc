@@ -244,7 +244,14 @@ TEST(NoAllocationTest, AnOpenEventStreamHoldsNoHeapOfItsOwnOnceWarm) {
   ASSERT_TRUE(open_all());
   ASSERT_EQ(server.Stats().async_active, static_cast<uint64_t>(kStreams));
   const int64_t held = g_live_bytes.load() - before;
-  EXPECT_LT(held / kStreams, 512) << held << " bytes held by " << kStreams << " open streams";
+  // The ring's shelf of pipe buffers (32 KiB each) is as large as the most
+  // streams that had unsent bytes at one moment, which timing decides: a
+  // busy machine may make this round need a few more than the warm-up did
+  // (a CI run added 5). Allowed for, up to 16; the streams themselves get
+  // 512 bytes each. (The old code held 34 KB per stream: 6.8 MB here.)
+  constexpr int64_t kShelfGrowth = 16 * 32 * 1024;
+  EXPECT_LT(held, kStreams * 512 + kShelfGrowth)
+      << held << " bytes held by " << kStreams << " open streams";
   ASSERT_TRUE(close_all());
   server.Stop();
   server.Wait();
