@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/base/check.h"
+#include "src/http2/codec_memory.h"
 #include "src/http2/field_list.h"
 #include "src/http2/peer_frame_check.h"
 #include "src/http2/stream.h"
@@ -403,19 +404,15 @@ struct Session::Impl {
     nghttp2_session_resume_data(session, s->id);
   }
 
-  // ---- nghttp2_mem: counted ----
-  static void* Malloc(size_t size, void* ud) {
-    ++Self(ud)->allocations;
-    return std::malloc(size);
-  }
-  static void Free(void* ptr, void*) { std::free(ptr); }
+  // ---- nghttp2_mem: from the ring thread's size-class lists
+  // (codec_memory.h); `allocations` counts only what reached the heap.
+  static void* Malloc(size_t size, void* ud) { return internal::CodecMemory::Allocate(size, &Self(ud)->allocations); }
+  static void Free(void* ptr, void*) { internal::CodecMemory::Free(ptr); }
   static void* Calloc(size_t n, size_t size, void* ud) {
-    ++Self(ud)->allocations;
-    return std::calloc(n, size);
+    return internal::CodecMemory::AllocateZeroed(n, size, &Self(ud)->allocations);
   }
   static void* Realloc(void* ptr, size_t size, void* ud) {
-    ++Self(ud)->allocations;
-    return std::realloc(ptr, size);
+    return internal::CodecMemory::Reallocate(ptr, size, &Self(ud)->allocations);
   }
 };
 

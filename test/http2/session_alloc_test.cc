@@ -2,7 +2,7 @@
 // the nghttp2_mem the Session gives it (Session::allocations()), and the
 // codec's own C++ ones, counted by the operator new below while the server
 // side runs (the test client's work is not counted). The figures are
-// printed for the log; the test fails if they grow.
+// printed for the log; the test fails if any is made once warm.
 #include <nghttp2/nghttp2.h>
 
 #include <atomic>
@@ -115,7 +115,8 @@ TEST(SessionAllocTest, WarmConnectionAllocatesBoundedPerRequest) {
   RecordProperty("nghttp2_allocations_per_request", std::to_string(nghttp2_per_request));
   RecordProperty("codec_allocations_per_request", std::to_string(ours_per_request));
   EXPECT_EQ(g_new_calls.load(), 0u);  // the codec's own buffers are pooled
-  EXPECT_LE(nghttp2_per_request, 40.0);
+  // nghttp2's blocks come back to the thread's lists (codec_memory.h).
+  EXPECT_EQ(server.allocations(), nghttp2_before);
 }
 
 }  // namespace
