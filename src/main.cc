@@ -95,11 +95,14 @@ int main(int argc, char** argv) {
   // The flags of this program rather than of the server: the test routes'
   // -D, the one static mount, and running as a daemon with a pid file.
   serving::Flags flags(
-      "uring-http: an io_uring HTTP/1.1 server (event loop + worker threads). Endpoints: "
-      "GET /test/fast (200, inline), GET /test/slow (200 after --slow-duration on a worker), "
-      "GET /test/bytes?N, GET /test/text?N, POST /test/echo (the body back), POST /test/sink "
-      "and /test/count (a streamed body of any size, answered with its length), GET "
-      "/test/stream?bytes=N&chunk=M (streamed from a worker); with --root, files.");
+      "uring-http: an io_uring HTTP/1.1, HTTP/2 and WebSocket server (event loop + worker "
+      "threads). Endpoints: GET /test/fast (200, inline), GET /test/slow (200 after "
+      "--slow-duration on a worker), GET /test/sleep?ms=N (200 after N ms on a ring timer, no "
+      "thread held), GET /test/events?count=N&interval_ms=M (server-sent events), GET "
+      "/test/bytes?N, GET /test/text?N, POST /test/echo (the body back), POST /test/sink and "
+      "/test/count (a streamed body of any size, answered with its length), GET "
+      "/test/stream?bytes=N&chunk=M (streamed from a worker), WebSockets /test/ws (echo) and "
+      "/test/ws/topic?name=T (publish/subscribe); with --root, files.");
   flags.Section("This program");
   uint32_t slow_ms = 30;
   flags.Add("slow-duration", &slow_ms, "What GET /test/slow sleeps on a worker, in ms", 0u,

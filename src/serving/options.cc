@@ -145,8 +145,8 @@ struct ParseState {
 Flags ServerFlags(Options& options) {
   ServerConfig& c = options.config;
   auto state = std::make_shared<ParseState>();
-  Flags f("A server built on uring-http, an io_uring HTTP/1.1 server (event loop + worker "
-          "threads).");
+  Flags f("A server built on uring-http, an io_uring HTTP/1.1, HTTP/2 and WebSocket server "
+          "(event loop + worker threads).");
 
   f.Section("Server");
   f.Add("port", &c.port, "Listen port; 0 picks a free port (named in the ready line)").Short('p');
