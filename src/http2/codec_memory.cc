@@ -2,6 +2,9 @@
 
 #include <sanitizer/asan_interface.h>
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -9,30 +12,42 @@
 namespace uring_http::http2::internal {
 namespace {
 
-constexpr uint32_t kDirect = UINT32_MAX;  // malloc's alone: freed, never kept
+// Classes of 16-byte steps up to 256 bytes, then powers of two: a block
+// nghttp2 keeps for a session's life (its settings, its HPACK rings) costs
+// little more than malloc would give it, and a request's blocks (about 100
+// to 400 bytes) find their class's list.
+constexpr size_t ClassBytes(uint32_t c) { return c < 16 ? size_t{c + 1} * 16 : size_t{256} << (c - 15); }
+static_assert(ClassBytes(CodecMemory::kClasses - 1) == CodecMemory::kLargestClass);
 
-// Before every block, so that Free (which nghttp2 calls without a size)
-// knows the block's class. 16 bytes keep the payload as aligned as
-// malloc's. A kept block's link lives here too, not in the payload, so that
-// under ASan the whole payload stays poisoned while the block waits.
-struct alignas(16) Header {
-  uint32_t size_class;
-  void* next;  // the next spare block's header, while on a list
-};
-static_assert(sizeof(Header) == 16);
-
-constexpr size_t ClassBytes(uint32_t c) { return size_t{64} << c; }
-
-uint32_t ClassOf(size_t size) {
-  if (size <= 64) return 0;
-  return static_cast<uint32_t>(std::bit_width(size - 1)) - 6;
+// The class that serves an allocation of `size` (at most kLargestClass).
+uint32_t ClassFor(size_t size) {
+  if (size <= 256) return size == 0 ? 0 : static_cast<uint32_t>((size - 1) / 16);
+  return static_cast<uint32_t>(std::bit_width(size - 1)) + 7;
 }
 
-Header* HeaderOf(void* p) { return static_cast<Header*>(p) - 1; }
-void* PayloadOf(Header* h) { return h + 1; }
+// A block carries no header: Free (which nghttp2 calls without a size)
+// reads what the block holds back from malloc_usable_size, and the block
+// joins the largest class it can hold. That is its own class for a block
+// made here (malloc gives at least what was asked), and some class for one
+// that came from AllocateZeroed's calloc; either way, whoever takes it from
+// that list gets no more than it holds. Blocks past the largest class are
+// made at least kDirectBytes long, which no class block's usable size
+// reaches (glibc adds at most 24 bytes; ASan's is exact), and are freed.
+constexpr size_t kDirectBytes = CodecMemory::kLargestClass + 64;
+
+uint32_t LargestClassWithin(size_t usable) {
+  if (usable < 256) return static_cast<uint32_t>(usable / 16) - 1;  // usable >= 16
+  return std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(usable)) + 6, CodecMemory::kClasses - 1);
+}
+
+// A spare block's link to the next, in its first bytes; the rest of it is
+// poisoned under ASan while it waits.
+struct Spare {
+  Spare* next;
+};
 
 struct Lists {
-  Header* head[CodecMemory::kClasses] = {};
+  Spare* head[CodecMemory::kClasses] = {};
   size_t count[CodecMemory::kClasses] = {};
   Lists();
   ~Lists();
@@ -49,11 +64,11 @@ thread_local Lists t_lists;
 Lists::Lists() { t_state = kAlive; }
 Lists::~Lists() {
   t_state = kGone;
-  for (Header*& h : head) {
-    while (h != nullptr) {
-      Header* next = static_cast<Header*>(h->next);
-      std::free(h);
-      h = next;
+  for (uint32_t c = 0; c < CodecMemory::kClasses; ++c) {
+    while (Spare* b = head[c]) {
+      ASAN_UNPOISON_MEMORY_REGION(b, ClassBytes(c));
+      head[c] = b->next;
+      std::free(b);
     }
   }
 }
@@ -63,45 +78,36 @@ Lists* ThisThreadsLists() {
   return &t_lists;  // constructs them on the thread's first use
 }
 
-void* NewBlock(uint32_t size_class, size_t bytes, uint64_t* heap_allocations) {
-  auto* h = static_cast<Header*>(std::malloc(sizeof(Header) + bytes));
-  if (h == nullptr) return nullptr;
-  if (heap_allocations != nullptr) ++*heap_allocations;
-  h->size_class = size_class;
-  h->next = nullptr;
-  return PayloadOf(h);
+void* FromHeap(size_t bytes, uint64_t* heap_allocations) {
+  void* p = std::malloc(bytes);
+  if (p != nullptr && heap_allocations != nullptr) ++*heap_allocations;
+  return p;
 }
 
 }  // namespace
 
 void* CodecMemory::Allocate(size_t size, uint64_t* heap_allocations) {
-  if (size > kLargestClass) return NewBlock(kDirect, size, heap_allocations);
-  const uint32_t c = ClassOf(size);
+  if (size > kLargestClass) return FromHeap(std::max(size, kDirectBytes), heap_allocations);
+  const uint32_t c = ClassFor(size);
   Lists* lists = ThisThreadsLists();
-  if (lists == nullptr) return NewBlock(kDirect, size, heap_allocations);
-  Header* h = lists->head[c];
-  if (h == nullptr) return NewBlock(c, ClassBytes(c), heap_allocations);
-  lists->head[c] = static_cast<Header*>(h->next);
+  Spare* b = lists == nullptr ? nullptr : lists->head[c];
+  if (b == nullptr) return FromHeap(ClassBytes(c), heap_allocations);
+  ASAN_UNPOISON_MEMORY_REGION(b, ClassBytes(c));
+  lists->head[c] = b->next;
   --lists->count[c];
-  h->next = nullptr;
-  ASAN_UNPOISON_MEMORY_REGION(PayloadOf(h), ClassBytes(c));
-  return PayloadOf(h);
+  return b;
 }
 
 void* CodecMemory::AllocateZeroed(size_t count, size_t size, uint64_t* heap_allocations) {
+  // Always calloc's: nghttp2 asks for zeroed memory only when a session is
+  // made (its state, its stream map's 4 KiB of buckets), never per request,
+  // and calloc knows when its memory is fresh and need not be cleared: the
+  // map's untouched buckets stay out of an idle connection's resident
+  // memory, which a memset here would bring in.
   size_t bytes = 0;
   if (__builtin_mul_overflow(count, size, &bytes)) return nullptr;
-  if (bytes > kLargestClass) {
-    // calloc knows when its memory is fresh and need not be cleared (the
-    // session's large tables): no memset here.
-    auto* h = static_cast<Header*>(std::calloc(1, sizeof(Header) + bytes));
-    if (h == nullptr) return nullptr;
-    if (heap_allocations != nullptr) ++*heap_allocations;
-    h->size_class = kDirect;
-    return PayloadOf(h);
-  }
-  void* p = Allocate(bytes, heap_allocations);
-  if (p != nullptr) std::memset(p, 0, bytes);
+  void* p = std::calloc(1, bytes);
+  if (p != nullptr && heap_allocations != nullptr) ++*heap_allocations;
   return p;
 }
 
@@ -111,45 +117,44 @@ void* CodecMemory::Reallocate(void* p, size_t size, uint64_t* heap_allocations) 
     Free(p);
     return nullptr;
   }
-  Header* h = HeaderOf(p);
-  if (h->size_class == kDirect) {
-    auto* moved = static_cast<Header*>(std::realloc(h, sizeof(Header) + size));
-    if (moved == nullptr) return nullptr;
-    if (heap_allocations != nullptr) ++*heap_allocations;
-    return PayloadOf(moved);
+  const size_t usable = malloc_usable_size(p);
+  if (usable >= kDirectBytes) {
+    void* moved = std::realloc(p, std::max(size, kDirectBytes));
+    if (moved != nullptr && heap_allocations != nullptr) ++*heap_allocations;
+    return moved;
   }
-  const size_t have = ClassBytes(h->size_class);
-  if (size <= have) return p;
+  if (size <= usable) return p;
   void* q = Allocate(size, heap_allocations);
   if (q == nullptr) return nullptr;  // p stays valid, as realloc leaves it
-  std::memcpy(q, p, have);
+  std::memcpy(q, p, usable);
   Free(p);
   return q;
 }
 
 void CodecMemory::Free(void* p) {
   if (p == nullptr) return;
-  Header* h = HeaderOf(p);
-  const uint32_t c = h->size_class;
-  if (c == kDirect || t_state != kAlive) {
-    std::free(h);
+  const size_t usable = malloc_usable_size(p);
+  if (usable < 16 || usable >= kDirectBytes || t_state != kAlive) {
+    std::free(p);
     return;
   }
+  const uint32_t c = LargestClassWithin(usable);
   Lists& lists = t_lists;
   if (lists.count[c] * ClassBytes(c) >= kKeepBytes) {
-    std::free(h);
+    std::free(p);
     return;
   }
-  ASAN_POISON_MEMORY_REGION(p, ClassBytes(c));
-  h->next = lists.head[c];
-  lists.head[c] = h;
+  auto* b = static_cast<Spare*>(p);
+  b->next = lists.head[c];
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(b) + sizeof(Spare), ClassBytes(c) - sizeof(Spare));
+  lists.head[c] = b;
   ++lists.count[c];
 }
 
 size_t CodecMemory::SpareBlocks(size_t size) {
   if (size > kLargestClass) return 0;
   Lists* lists = ThisThreadsLists();
-  return lists == nullptr ? 0 : lists->count[ClassOf(size)];
+  return lists == nullptr ? 0 : lists->count[ClassFor(size)];
 }
 
 }  // namespace uring_http::http2::internal

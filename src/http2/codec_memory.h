@@ -10,9 +10,10 @@
 // an idle connection keeps no spare blocks of its own (idle memory is one of
 // HTTP/2's targets), and what a thread keeps is what its busiest moment
 // needed, up to kKeepBytes per class; past that, blocks go back to malloc.
-// A block freed on another thread than the one that made it joins that
-// thread's lists (a block is plain malloc memory with a header), and one
-// freed after its thread's lists are gone goes straight to free().
+// A block is plain malloc memory with no header (its class is read back
+// from malloc_usable_size), so one freed on another thread than the one
+// that made it joins that thread's lists, and one freed after its thread's
+// lists are gone goes straight to free().
 //
 // Thread-safety: each thread has its own lists; the functions are safe to
 // call from any thread.
@@ -25,16 +26,17 @@
 namespace uring_http::http2::internal {
 
 struct CodecMemory {
-  // Size classes 64 B << k for k in [0, kClasses): a larger block is
-  // malloc's alone.
-  static constexpr int kClasses = 7;
-  static constexpr size_t kLargestClass = size_t{64} << (kClasses - 1);
+  // Size classes of 16, 32, ... 256 bytes, then 512 to 4,096 (twice the
+  // last each time); a larger block is malloc's alone.
+  static constexpr int kClasses = 20;
+  static constexpr size_t kLargestClass = 4096;
   // Spare bytes kept per class per thread.
-  static constexpr size_t kKeepBytes = 256 * 1024;
+  static constexpr size_t kKeepBytes = 128 * 1024;
 
   // As malloc, calloc, realloc and free (null and zero sizes as they have
   // them). `heap_allocations`, when given, counts the calls that reached
-  // malloc (or realloc that moved) rather than a list.
+  // the heap rather than a list. AllocateZeroed always does (it is calloc,
+  // for the session's own state).
   static void* Allocate(size_t size, uint64_t* heap_allocations);
   static void* AllocateZeroed(size_t count, size_t size, uint64_t* heap_allocations);
   static void* Reallocate(void* p, size_t size, uint64_t* heap_allocations);

@@ -21,23 +21,41 @@ void OnAFreshThread(F f) {
 TEST(CodecMemoryTest, AFreedBlockServesTheNextAllocationOfItsClassWithoutTheHeap) {
   OnAFreshThread([] {
     uint64_t heap = 0;
-    void* a = CodecMemory::Allocate(200, &heap);  // the 256-byte class
+    void* a = CodecMemory::Allocate(200, &heap);  // the 208-byte class
     ASSERT_NE(a, nullptr);
     EXPECT_EQ(heap, 1u);
     std::memset(a, 0xab, 200);
     const size_t spare = CodecMemory::SpareBlocks(200);
     CodecMemory::Free(a);
     EXPECT_EQ(CodecMemory::SpareBlocks(200), spare + 1);
-    void* b = CodecMemory::Allocate(129, &heap);  // same class
+    void* b = CodecMemory::Allocate(193, &heap);  // same class
     EXPECT_EQ(b, a);
     EXPECT_EQ(heap, 1u);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 16, 0u);
     // Another class is not served from this one's list.
-    void* c = CodecMemory::Allocate(100, &heap);
+    void* c = CodecMemory::Allocate(192, &heap);
     EXPECT_NE(c, a);
     CodecMemory::Free(b);
     CodecMemory::Free(c);
     CodecMemory::Free(nullptr);
+  });
+}
+
+// Every size gets a block that holds it (under ASan a class too small for
+// its size is a heap overflow: a block is exactly its class's bytes), and
+// sizes of one class share its list.
+TEST(CodecMemoryTest, EverySizeFitsItsClass) {
+  OnAFreshThread([] {
+    uint64_t heap = 0;
+    for (size_t size = 0; size <= CodecMemory::kLargestClass + 16; ++size) {
+      void* p = CodecMemory::Allocate(size, &heap);
+      ASSERT_NE(p, nullptr) << size;
+      std::memset(p, 0x5a, size);
+      CodecMemory::Free(p);
+    }
+    // 16-byte steps to 256, then powers of two to 4,096: 20 classes, one
+    // block each, and one heap block for each size past the largest.
+    EXPECT_EQ(heap, 20u + 16u);
   });
 }
 
@@ -56,21 +74,28 @@ TEST(CodecMemoryTest, LargeBlocksAreMallocsAndAreNeverKept) {
   });
 }
 
-TEST(CodecMemoryTest, ZeroedAllocationsAreZeroEvenFromAReusedBlock) {
+TEST(CodecMemoryTest, ZeroedAllocationsAreCallocsEvenWithASpareBlockAtHand) {
   OnAFreshThread([] {
     uint64_t heap = 0;
-    void* a = CodecMemory::Allocate(1000, &heap);
-    std::memset(a, 0xff, 1000);
-    CodecMemory::Free(a);
-    auto* z = static_cast<unsigned char*>(CodecMemory::AllocateZeroed(10, 100, &heap));
-    ASSERT_EQ(static_cast<void*>(z), a);  // reused
-    for (int i = 0; i < 1000; ++i) ASSERT_EQ(z[i], 0) << i;
+    void* dirty = CodecMemory::Allocate(1024, &heap);
+    std::memset(dirty, 0xff, 1024);
+    CodecMemory::Free(dirty);
+    ASSERT_EQ(CodecMemory::SpareBlocks(1024), 1u);
+    auto* z = static_cast<unsigned char*>(CodecMemory::AllocateZeroed(8, 128, &heap));
+    ASSERT_NE(z, nullptr);
+    EXPECT_EQ(heap, 2u);
+    for (int i = 0; i < 1024; ++i) ASSERT_EQ(z[i], 0) << i;
+    // Freed, a calloc'd block joins the list of the largest class it holds,
+    // and serves what fits in it.
     CodecMemory::Free(z);
-    auto* big = static_cast<unsigned char*>(CodecMemory::AllocateZeroed(2, CodecMemory::kLargestClass, &heap));
-    ASSERT_NE(big, nullptr);
-    EXPECT_EQ(big[0], 0);
-    EXPECT_EQ(big[2 * CodecMemory::kLargestClass - 1], 0);
-    CodecMemory::Free(big);
+    EXPECT_EQ(CodecMemory::SpareBlocks(1024), 2u);
+    void* a = CodecMemory::Allocate(1000, &heap);
+    void* b = CodecMemory::Allocate(1000, &heap);
+    EXPECT_EQ(heap, 2u);
+    std::memset(a, 1, 1000);
+    std::memset(b, 1, 1000);
+    CodecMemory::Free(a);
+    CodecMemory::Free(b);
     // count * size overflowing is refused, as calloc refuses it.
     EXPECT_EQ(CodecMemory::AllocateZeroed(SIZE_MAX / 2, 3, &heap), nullptr);
   });
