@@ -172,6 +172,102 @@ TEST(NoAllocationTest, AsyncRequestsAllocateNothingPerRequest) {
   server.Wait();
 }
 
+// HTTP/2 (h2c, prior knowledge) over a real socket: a warm connection's
+// FAST requests allocate nothing on the server's side either, ten streams
+// in flight at a time. The client is frames built by hand (HPACK's static
+// table and literals, no dynamic table), so it allocates nothing; only
+// operator new is counted here, and nghttp2's own blocks (malloc, through
+// src/http2/codec_memory.h) are counted by test/http2:session_alloc_test.
+TEST(NoAllocationTest, Http2StreamsAllocateNothingPerRequest) {
+  ServerConfig config;
+  config.address = "127.0.0.1";
+  config.port = 0;
+  config.accept_threads = 1;
+  config.accept_capacity = 64;
+  config.workers = 1;
+  Server server(config, testing::MakeTestRouter());
+  ASSERT_TRUE(server.Start().ok());
+  testing::TestClient client(server.port());
+  ASSERT_TRUE(client.connected());
+
+  // A HEADERS frame (END_STREAM | END_HEADERS) for GET /fast, its stream id
+  // at bytes 5-8: :method GET and :scheme http by static index, then :path
+  // and :authority as literals without indexing, names by static index.
+  unsigned char headers[9 + 20] = {0, 0, 20, 1, 0x05, 0, 0, 0, 0,
+                                   0x82, 0x86, 0x04, 5, '/', 'f', 'a', 's', 't',
+                                   0x01, 9, '1', '2', '7', '.', '0', '.', '0', '.', '1'};
+  constexpr int kInFlight = 10;
+  unsigned char batch[kInFlight * sizeof(headers)];
+  uint32_t next_id = 1;
+  char in[16384];
+  size_t have = 0;
+  // Sends kInFlight requests at once and reads until each stream has ended
+  // (a HEADERS or DATA frame with END_STREAM); false on anything else that
+  // ends the connection or a stream (GOAWAY, RST_STREAM) or a status that is
+  // not a bare 200 (":status: 200" is static index 8: 0x88).
+  auto round = [&] {
+    for (int i = 0; i < kInFlight; ++i) {
+      const uint32_t id = next_id;
+      next_id += 2;
+      headers[5] = static_cast<unsigned char>(id >> 24);
+      headers[6] = static_cast<unsigned char>(id >> 16);
+      headers[7] = static_cast<unsigned char>(id >> 8);
+      headers[8] = static_cast<unsigned char>(id);
+      std::memcpy(batch + i * sizeof(headers), headers, sizeof(headers));
+    }
+    if (send(client.fd(), batch, sizeof(batch), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(batch))) {
+      return false;
+    }
+    int ended = 0;
+    while (ended < kInFlight) {
+      ssize_t n = recv(client.fd(), in + have, sizeof(in) - have, 0);
+      if (n <= 0) return false;
+      have += static_cast<size_t>(n);
+      size_t at = 0;
+      while (have - at >= 9) {
+        const auto* f = reinterpret_cast<const unsigned char*>(in + at);
+        const size_t length = (size_t{f[0]} << 16) | (size_t{f[1]} << 8) | f[2];
+        if (have - at < 9 + length) break;
+        const unsigned char type = f[3], flags = f[4];
+        if (type == 7 || type == 3) return false;                           // GOAWAY, RST_STREAM
+        if (type == 1 && (length == 0 || f[9] != 0x88)) return false;       // not :status 200
+        if ((type == 0 || type == 1) && (flags & 0x01) != 0) ++ended;      // END_STREAM
+        if (type == 0 && length > 0) {  // DATA: the connection's window back (a stream's is ample)
+          const unsigned char update[13] = {0, 0, 4, 8, 0, 0, 0, 0, 0,
+                                            static_cast<unsigned char>(length >> 24),
+                                            static_cast<unsigned char>(length >> 16),
+                                            static_cast<unsigned char>(length >> 8),
+                                            static_cast<unsigned char>(length)};
+          if (send(client.fd(), update, sizeof(update), MSG_NOSIGNAL) != 13) return false;
+        }
+        if (type == 4 && (flags & 0x01) == 0) {                             // the server's SETTINGS
+          static const unsigned char kAck[9] = {0, 0, 0, 4, 1, 0, 0, 0, 0};
+          if (send(client.fd(), kAck, sizeof(kAck), MSG_NOSIGNAL) != 9) return false;
+        }
+        at += 9 + length;
+      }
+      std::memmove(in, in + at, have - at);
+      have -= at;
+    }
+    return true;
+  };
+
+  static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";  // + empty SETTINGS
+  ASSERT_TRUE(client.Send(std::string_view(kPreface, sizeof(kPreface) - 1)));
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(round()) << "warm-up round " << i;
+  constexpr int kRounds = 1000;
+  g_allocations.store(0);
+  g_counting.store(true);
+  bool ok = true;
+  for (int i = 0; i < kRounds && ok; ++i) ok = round();
+  g_counting.store(false);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(g_allocations.load(), 0u) << "allocations during " << kRounds * kInFlight << " h2c requests";
+  client.Close();  // else the drain's lingering close waits 5 s for our FIN
+  server.Stop();
+  server.Wait();
+}
+
 // What an open event stream holds: a warm server (its exchanges, frames,
 // stream states and pipe buffers made by an earlier round of streams)
 // holds next to nothing more on the heap for each stream it has open, each
