@@ -47,9 +47,8 @@ struct Session::Impl {
   nghttp2_mem mem{};
   uint64_t allocations = 0;
 
-  std::vector<std::unique_ptr<Stream>> all;  // owns every Stream, live or pooled
-  std::vector<Stream*> live;
-  std::vector<Stream*> pool;
+  // Owns the streams open in nghttp2 (closed ones go to the thread's spares).
+  std::vector<std::unique_ptr<Stream>> live;
   size_t announced = 0;  // live streams owed an OnStreamClosed
 
   // Bytes mem_send returned and Send could not yet copy out (valid until
@@ -77,23 +76,17 @@ struct Session::Impl {
   }
 
   Stream* Acquire(int32_t id) {
-    Stream* s;
-    if (!pool.empty()) {
-      s = pool.back();
-      pool.pop_back();
-    } else {
-      all.push_back(std::make_unique<Stream>());
-      s = all.back().get();
-    }
+    std::unique_ptr<Stream> owned = internal::TakeStream();
+    Stream* s = owned.get();
     s->Reset(id);
     if (nghttp2_session_set_stream_user_data(session, id, s) != 0) {
       // No such stream in nghttp2 (refused or gone): nothing would ever
       // close ours, and a peer repeating it would grow `live` without end.
-      pool.push_back(s);
+      internal::GiveBackStream(std::move(owned));
       return nullptr;
     }
     s->live_index = live.size();
-    live.push_back(s);
+    live.push_back(std::move(owned));
     return s;
   }
 
@@ -107,16 +100,18 @@ struct Session::Impl {
     nghttp2_session_set_stream_user_data(session, s->id, nullptr);
     // Out of `live` before the event: a handler that terminates from it
     // closes the others without meeting this one again.
-    URING_CHECK(live[s->live_index] == s);
-    live.back()->live_index = s->live_index;
-    live[s->live_index] = live.back();
+    URING_CHECK(live[s->live_index].get() == s);
+    std::unique_ptr<Stream> owned = std::move(live[s->live_index]);
+    if (s->live_index + 1 != live.size()) {
+      live[s->live_index] = std::move(live.back());
+      live[s->live_index]->live_index = s->live_index;
+    }
     live.pop_back();
     if (s->announced) {
       --announced;
       events->OnStreamClosed(s->id, code);  // the head's views stay valid through it
     }
-    s->Trim();
-    pool.push_back(s);
+    internal::GiveBackStream(std::move(owned));
   }
 
   void CloseAll(uint32_t code) {
@@ -126,7 +121,7 @@ struct Session::Impl {
       return;
     }
     close_all_pending = false;
-    while (!live.empty()) Close(live.back(), code);
+    while (!live.empty()) Close(live.back().get(), code);
   }
 
   // After mem_recv/mem_send: what had to wait until nghttp2 was not on the stack.

@@ -2,8 +2,10 @@
 // request head's and trailers' bytes are copied here field by field as
 // nghttp2 decodes them, and their views built once the block is complete
 // (so that no append can move bytes under a view). The response body waits
-// here until nghttp2 frames it. Streams are pooled by the Session, so their
-// buffers' capacity carries over from one request to the next.
+// here until nghttp2 frames it. A closed stream goes to its thread's
+// spares (TakeStream, GiveBackStream), so its buffers' capacity carries
+// over to the next request of any of the thread's sessions, and an idle
+// connection keeps no stream of its own.
 //
 // Private to src/http2 (no nghttp2 types). Thread-safety: none; the
 // Session's.
@@ -12,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,14 +108,25 @@ struct Stream {
     has_trailers_out = false;
     trailers_out.Clear();
   }
+  // Before it waits among the spares: a request with a large head does not
+  // leave every spare holding that much.
   void Trim() {
-    constexpr size_t kKeep = 8 * 1024;
+    constexpr size_t kKeep = 2 * 1024;
     pseudo.Trim(kKeep);
     fields.Trim(kKeep);
     trailers.Trim(kKeep);
     if (out.capacity() > 64 * 1024) std::string().swap(out);
   }
 };
+
+// A stream from this thread's spares, else a new one (Reset by the caller).
+std::unique_ptr<Stream> TakeStream();
+// Keeps `s` (Trimmed) among this thread's spares, up to kSpareStreams of
+// them; frees it past that, or once the thread's spares are gone (its exit).
+inline constexpr size_t kSpareStreams = 1024;
+void GiveBackStream(std::unique_ptr<Stream> s);
+// How many this thread keeps, for tests.
+size_t SpareStreams();
 
 }  // namespace uring_http::http2::internal
 

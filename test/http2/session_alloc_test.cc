@@ -10,9 +10,11 @@
 #include <cstdlib>
 #include <new>
 #include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
 #include "src/http2/session.h"
+#include "src/http2/stream.h"
 #include "test/http2/h2_test_peer.h"
 
 namespace {
@@ -117,6 +119,37 @@ TEST(SessionAllocTest, WarmConnectionAllocatesBoundedPerRequest) {
   EXPECT_EQ(g_new_calls.load(), 0u);  // the codec's own buffers are pooled
   // nghttp2's blocks come back to the thread's lists (codec_memory.h).
   EXPECT_EQ(server.allocations(), nghttp2_before);
+}
+
+// A closed stream waits among its thread's spares, not in its session: a
+// connection between requests keeps no Stream, and another connection's
+// next request takes it.
+TEST(SessionAllocTest, ClosedStreamsAreTheThreadsSparesNotTheSessions) {
+  std::thread([] {
+    const Fields request = {{":method", "GET"}, {":scheme", "http"}, {":authority", "a"}, {":path", "/"}};
+    ASSERT_EQ(internal::SpareStreams(), 0u);
+    auto serve = [&request](Session& server, TestClient& client, int streams) {
+      for (int i = 0; i < streams; ++i) client.Request(request);
+      CountedPump(server, client);
+    };
+    Responder a_events;
+    auto a = std::make_unique<Session>(&a_events, SessionSettings{});
+    a_events.session = a.get();
+    TestClient a_client;
+    serve(*a, a_client, 10);  // ten at once: ten Streams made
+    ASSERT_EQ(a_events.closed, 10);
+    EXPECT_EQ(internal::SpareStreams(), 10u);
+
+    Responder b_events;
+    Session b(&b_events, {});
+    b_events.session = &b;
+    TestClient b_client;
+    serve(b, b_client, 10);  // served by a's ten: none made, none kept twice
+    ASSERT_EQ(b_events.closed, 10);
+    EXPECT_EQ(internal::SpareStreams(), 10u);
+    a.reset();  // holds none of them
+    EXPECT_EQ(internal::SpareStreams(), 10u);
+  }).join();
 }
 
 }  // namespace
