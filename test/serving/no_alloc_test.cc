@@ -31,13 +31,19 @@ using uring_http::testing::g_live_bytes;
 namespace uring_http::serving {
 namespace {
 
-TEST(NoAllocationTest, FastPathAllocatesNothingPerRequest) {
+// A server on a free loopback port.
+ServerConfig LoopbackConfig(uint32_t accept_threads, uint32_t workers, uint32_t capacity) {
   ServerConfig config;
   config.address = "127.0.0.1";
   config.port = 0;
-  config.accept_threads = 2;
-  config.accept_capacity = 64;
-  config.workers = 2;
+  config.accept_threads = accept_threads;
+  config.accept_capacity = capacity;
+  config.workers = workers;
+  return config;
+}
+
+TEST(NoAllocationTest, FastPathAllocatesNothingPerRequest) {
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/2, /*workers=*/2, /*capacity=*/64);
   router::Router router = testing::MakeTestRouter();
   // A parameterized route: the tree's walk and the params cost nothing
   // either. 200 (empty body) only if the handler saw the right values.
@@ -106,12 +112,7 @@ TEST(NoAllocationTest, FastPathAllocatesNothingPerRequest) {
 // pools, a zero wait is a yield in user space, and a 1 ms wait one
 // IORING_OP_TIMEOUT.
 TEST(NoAllocationTest, AsyncRequestsAllocateNothingPerRequest) {
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 2;
-  config.accept_capacity = 64;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/2, /*workers=*/1, /*capacity=*/64);
   router::Router router;
   ASSERT_TRUE(router
                   .Async("GET", "/yield",
@@ -175,16 +176,11 @@ TEST(NoAllocationTest, AsyncRequestsAllocateNothingPerRequest) {
 // HTTP/2 (h2c, prior knowledge) over a real socket: a warm connection's
 // FAST requests allocate nothing on the server's side either, ten streams
 // in flight at a time. The client is frames built by hand (HPACK's static
-// table and literals, no dynamic table), so it allocates nothing; only
-// operator new is counted here, and nghttp2's own blocks (malloc, through
-// src/http2/codec_memory.h) are counted by test/http2:session_alloc_test.
+// table and literals, no dynamic table), so it allocates nothing. malloc
+// is counted too (outside the sanitizers), so nghttp2's blocks are
+// (src/http2/codec_memory.h).
 TEST(NoAllocationTest, Http2StreamsAllocateNothingPerRequest) {
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 1;
-  config.accept_capacity = 64;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/1, /*workers=*/1, /*capacity=*/64);
   Server server(config, testing::MakeTestRouter());
   ASSERT_TRUE(server.Start().ok());
   testing::TestClient client(server.port());
@@ -256,13 +252,24 @@ TEST(NoAllocationTest, Http2StreamsAllocateNothingPerRequest) {
   ASSERT_TRUE(client.Send(std::string_view(kPreface, sizeof(kPreface) - 1)));
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(round()) << "warm-up round " << i;
   constexpr int kRounds = 1000;
+  const auto second = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t first_second = second();
   g_allocations.store(0);
   g_counting.store(true);
   bool ok = true;
   for (int i = 0; i < kRounds && ok; ++i) ok = round();
   g_counting.store(false);
   ASSERT_TRUE(ok);
-  EXPECT_EQ(g_allocations.load(), 0u) << "allocations during " << kRounds * kInFlight << " h2c requests";
+  // Each new second's `date` value enters HPACK's dynamic table: nghttp2
+  // takes two blocks for it until its 4 KiB table is full (about 40 s of
+  // dates), after which the entries it evicts serve the new ones. That is
+  // per second, not per request.
+  const uint64_t per_second = 2 * static_cast<uint64_t>(second() - first_second);
+  EXPECT_LE(g_allocations.load(), per_second)
+      << "allocations during " << kRounds * kInFlight << " h2c requests";
   client.Close();  // else the drain's lingering close waits 5 s for our FIN
   server.Stop();
   server.Wait();
@@ -277,12 +284,7 @@ TEST(NoAllocationTest, Http2StreamsAllocateNothingPerRequest) {
 // runner's), and the task's arena chunk is not the heap: both are in the
 // figure perf/compare_async measures with VmRSS.
 TEST(NoAllocationTest, AnOpenEventStreamHoldsNoHeapOfItsOwnOnceWarm) {
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 1;
-  config.accept_capacity = 512;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/1, /*workers=*/1, /*capacity=*/512);
   router::Router router;
   ASSERT_TRUE(router
                   .Async("GET", "/events",
@@ -356,12 +358,7 @@ TEST(NoAllocationTest, AnOpenEventStreamHoldsNoHeapOfItsOwnOnceWarm) {
 // either: a request id generated or echoed, the CORS headers of an allowed
 // origin, a route middleware of the application's.
 TEST(NoAllocationTest, FastRouteWithMiddlewareAllocatesNothingPerRequest) {
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 1;
-  config.accept_capacity = 64;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/1, /*workers=*/1, /*capacity=*/64);
   router::Router router;
   router.Use(middleware::RequestId());
   middleware::CorsOptions cors;
@@ -432,12 +429,7 @@ TEST(NoAllocationTest, CachedFilesAllocateNothingPerRequest) {
     std::fwrite(content->data(), 1, content->size(), f);
     std::fclose(f);
   }
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 1;
-  config.accept_capacity = 64;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/1, /*workers=*/1, /*capacity=*/64);
   config.file_splice_min_bytes = 500'000;  // large.bin is spliced, medium.bin read
   config.open_file_cache_valid_ms = 3'600'000;
   router::Router router = testing::MakeTestRouter();
@@ -494,12 +486,7 @@ TEST(NoAllocationTest, CachedFilesAllocateNothingPerRequest) {
 // allocation, and a request a bucket refuses (429 with Retry-After) costs
 // none either.
 TEST(NoAllocationTest, LimitsAllocateNothingPerRequest) {
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 1;
-  config.accept_capacity = 64;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/1, /*workers=*/1, /*capacity=*/64);
   config.max_in_flight = 100;
   config.rate_limit = limits::RateLimit{1e9, 0};  // never empty
   router::Router router;
@@ -570,12 +557,7 @@ TEST(NoAllocationTest, UncompressedAnswersWithGzipOnAllocateNothing) {
     resp.set_content_type("text/plain");
     resp.set_static_body("small");
   });
-  ServerConfig config;
-  config.address = "127.0.0.1";
-  config.port = 0;
-  config.accept_threads = 1;
-  config.accept_capacity = 64;
-  config.workers = 1;
+  ServerConfig config = LoopbackConfig(/*accept_threads=*/1, /*workers=*/1, /*capacity=*/64);
   config.compression.enabled = true;
   Server server(config, std::move(router));
   ASSERT_TRUE(server.Start().ok());
