@@ -7,7 +7,7 @@ namespace uring_http::http2::internal {
 
 namespace {
 
-// RFC 9113 6 and 7 (nghttp2.h stays in session.cc).
+// RFC 9113 6 and 7 (nghttp2.h stays in session_impl.h and its two .cc files).
 constexpr uint8_t kData = 0x0;
 constexpr uint8_t kHeaders = 0x1;
 constexpr uint8_t kPriority = 0x2;

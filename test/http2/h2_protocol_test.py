@@ -74,7 +74,7 @@ MAX_BODY_BYTES = 256 * 1024
 SLOW_MS = 300
 # What the session allows a header list (connection.cc: the HTTP/1 measure
 # plus 28 bytes per field for the pseudo-headers and HTTP/2's overhead), and
-# four times that ends the connection as a decoding flood (session.cc).
+# four times that ends the connection as a decoding flood (session_callbacks.cc).
 SESSION_HEADER_LIST = MAX_HEADER_BYTES + 28 * (MAX_HEADERS + 4)
 # flood_guard.h: frames of one kind per connection and second.
 # --http2-max-streams for MAIN (the default is 128).
