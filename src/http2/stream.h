@@ -108,14 +108,15 @@ struct Stream {
     has_trailers_out = false;
     trailers_out.Clear();
   }
-  // Before it waits among the spares: a request with a large head does not
-  // leave every spare holding that much.
+  // Before it waits among the spares: a request with a large head, or an
+  // answer with a large body, does not leave every spare (up to
+  // kSpareStreams a thread) holding that much; a small one's buffers stay.
   void Trim() {
     constexpr size_t kKeep = 2 * 1024;
     pseudo.Trim(kKeep);
     fields.Trim(kKeep);
     trailers.Trim(kKeep);
-    if (out.capacity() > 64 * 1024) std::string().swap(out);
+    if (out.capacity() > 16 * 1024) std::string().swap(out);
   }
 };
 
