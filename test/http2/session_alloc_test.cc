@@ -89,7 +89,7 @@ void CountedPump(Session& server, TestClient& client) {
   }
 }
 
-TEST(SessionAllocTest, WarmConnectionAllocatesBoundedPerRequest) {
+TEST(SessionAllocTest, WarmConnectionAllocatesNothingPerRequest) {
   Responder events;
   Session server(&events, {});
   events.session = &server;
