@@ -330,7 +330,12 @@ def main():
     p.add_argument("--seconds", type=int, default=3)
     p.add_argument("--streams", type=int, default=10000)
     p.add_argument("--only", default="sleep,zero,events")
+    p.add_argument("--ours-binary", default=None,
+                   help="run this build of ours instead of bazel-bin/src/server (an A/B of two builds)")
     a = p.parse_args()
+    if a.ours_binary:
+        global SERVER
+        SERVER = os.path.abspath(a.ours_binary)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     for binary in (SERVER, BARE):

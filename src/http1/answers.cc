@@ -74,17 +74,15 @@ void Connection::SendHandlerResponse(const http::Request& request, http::Respons
 void Connection::Dispatch(const http::Request& request, std::string_view head,
                           std::string_view body) {
   (void)request;
-  io::ChunkPool* chunks = env_->chunks;
   const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
-  const size_t need = sizeof(worker::TaskBuffer) + head.size() + body.size() + allow.size();
-  char* memory = need <= chunks->chunk_size() ? chunks->Acquire()
-                                              : static_cast<char*>(std::malloc(need));
-  if (memory == nullptr) return Abort();
-  auto* task = new (memory) worker::TaskBuffer();
+  // An ASYNC handler's request is parsed into its task, on this thread.
+  const size_t parsed =
+      ex_.route->kind == router::HandlerKind::kAsync ? worker::ParsedRequestBytes(head) : 0;
+  worker::TaskBuffer* task =
+      worker::NewTaskBuffer(head.size() + body.size() + allow.size() + parsed);
+  if (task == nullptr) return Abort();
   task->head_len = static_cast<uint32_t>(head.size());
   task->body_len = body.size();
-  task->capacity = static_cast<uint32_t>(
-      (need <= chunks->chunk_size() ? chunks->chunk_size() : need) - sizeof(worker::TaskBuffer));
   task->allow_len = static_cast<uint16_t>(allow.size());
   task->head_only = ex_.head;
   task->keep_alive = ex_.keep_alive;
@@ -98,8 +96,7 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
     std::memcpy(task->data() + head.size() + body.size(), allow.data(), allow.size());
   }
   if (!env_->host->Dispatch(slot_, task, *ex_.route, ex_.started_ns)) {
-    task->~TaskBuffer();
-    chunks->Release(memory);
+    worker::DeleteTaskBuffer(task);
     env_->stats->slow_rejected.Add();
     if (st_) st_->req_pipe.reset();
     // Queue full: a clean 503. A body not read yet will not be: close.
@@ -382,8 +379,7 @@ void Connection::FreeTask() {
       resp_pipe()->Abort();
     }
   }
-  task_->~TaskBuffer();
-  env_->chunks->Release(reinterpret_cast<char*>(task_));
+  worker::DeleteTaskBuffer(task_);
   task_ = nullptr;
 }
 

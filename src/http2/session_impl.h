@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "src/base/check.h"
-#include "src/http2/codec_memory.h"
+#include "src/base/size_class_memory.h"
 #include "src/http2/field_list.h"
 #include "src/http2/flood_guard.h"
 #include "src/http2/peer_frame_check.h"
@@ -233,13 +233,13 @@ struct Session::Impl {
 
   // ---- nghttp2_mem: from the ring thread's size-class lists
   // (codec_memory.h); `allocations` counts only what reached the heap.
-  static void* Malloc(size_t size, void* ud) { return internal::CodecMemory::Allocate(size, &Self(ud)->allocations); }
-  static void Free(void* ptr, void*) { internal::CodecMemory::Free(ptr); }
+  static void* Malloc(size_t size, void* ud) { return base::SizeClassMemory::Allocate(size, &Self(ud)->allocations); }
+  static void Free(void* ptr, void*) { base::SizeClassMemory::Free(ptr); }
   static void* Calloc(size_t n, size_t size, void* ud) {
-    return internal::CodecMemory::AllocateZeroed(n, size, &Self(ud)->allocations);
+    return base::SizeClassMemory::AllocateZeroed(n, size, &Self(ud)->allocations);
   }
   static void* Realloc(void* ptr, size_t size, void* ud) {
-    return internal::CodecMemory::Reallocate(ptr, size, &Self(ud)->allocations);
+    return base::SizeClassMemory::Reallocate(ptr, size, &Self(ud)->allocations);
   }
 };
 

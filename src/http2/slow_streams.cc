@@ -30,14 +30,14 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   }
   head.append("\r\n");
   const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
-  const size_t need =
-      sizeof(worker::TaskBuffer) + head.size() + request.body.size() + allow.size();
-  void* memory = std::malloc(need);
-  if (memory == nullptr) return false;
-  auto* task = new (memory) worker::TaskBuffer();
+  // An ASYNC handler's request is parsed into its task, on this thread.
+  const size_t parsed =
+      route.kind == router::HandlerKind::kAsync ? worker::ParsedRequestBytes(head) : 0;
+  worker::TaskBuffer* task =
+      worker::NewTaskBuffer(head.size() + request.body.size() + allow.size() + parsed);
+  if (task == nullptr) return false;
   task->head_len = static_cast<uint32_t>(head.size());
   task->body_len = request.body.size();
-  task->capacity = static_cast<uint32_t>(need - sizeof(worker::TaskBuffer));
   task->allow_len = static_cast<uint16_t>(allow.size());
   task->head_only = s.head_request;
   task->keep_alive = true;
@@ -54,8 +54,7 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
     std::memcpy(task->data() + head.size() + request.body.size(), allow.data(), allow.size());
   }
   if (!env_->host->Dispatch(slot_, task, route, s.started_ns)) {
-    task->~TaskBuffer();
-    std::free(memory);
+    worker::DeleteTaskBuffer(task);
     return false;
   }
   // (An ASYNC route's task runs on this ring: the runner counts it.)
@@ -239,8 +238,7 @@ void Connection::FreeTaskOf(worker::TaskBuffer* task) {
   }
   // A pipe the ring never took is still the task's.
   delete task->response_body.exchange(nullptr, std::memory_order_acq_rel);
-  task->~TaskBuffer();
-  std::free(task);
+  worker::DeleteTaskBuffer(task);
 }
 
 }  // namespace uring_http::http2

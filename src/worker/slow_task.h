@@ -2,8 +2,8 @@
 // response travels back.
 //
 // The ring thread copies the request's head (and its buffered body) into a
-// TaskBuffer that the connection owns (a chunk of the thread's arena, or the
-// heap when larger), pushes a small fixed-size SlowTask onto the MPMC queue,
+// TaskBuffer that the connection owns (NewTaskBuffer: a block as large as
+// the request needs, from the thread's size classes), pushes a small fixed-size SlowTask onto the MPMC queue,
 // and forgets about it until the worker's MSG_RING completion arrives. The
 // worker parses the head again (into views of the TaskBuffer), runs the
 // handler and leaves the result in the TaskBuffer as structured data (a
@@ -32,12 +32,20 @@
 #ifndef URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 #define URING_HTTP_SRC_WORKER_SLOW_TASK_H_
 
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <new>
+#include <string_view>
 
+#include "src/base/size_class_memory.h"
 #include "src/http/client_address.h"
 #include "src/http/client_certificate.h"
+#include "src/http/header.h"
+#include "src/http/request.h"
 #include "src/http/response.h"
 #include "src/worker/body_pipe.h"
 
@@ -125,6 +133,42 @@ struct TaskBuffer {
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
 };
+
+// A TaskBuffer with room for at least `data_bytes` at data() (its
+// `capacity` says how much: the rest of its block), or null when the heap
+// refuses. The block comes from the ring thread's size classes
+// (base/size_class_memory.h): a warm ring makes tasks without malloc, and
+// a task takes no more memory than its request needs (one an open stream
+// keeps, for the stream's life). Made and deleted on the ring thread.
+inline TaskBuffer* NewTaskBuffer(size_t data_bytes) {
+  const size_t bytes = sizeof(TaskBuffer) + data_bytes;
+  void* memory = base::SizeClassMemory::Allocate(bytes, nullptr);
+  if (memory == nullptr) return nullptr;
+  auto* task = new (memory) TaskBuffer();
+  task->capacity = static_cast<uint32_t>(
+      std::min<size_t>(base::SizeClassMemory::BlockBytes(bytes) - sizeof(TaskBuffer), UINT32_MAX));
+  return task;
+}
+
+inline void DeleteTaskBuffer(TaskBuffer* task) {
+  task->~TaskBuffer();
+  base::SizeClassMemory::Free(task);
+}
+
+// What an ASYNC exchange's request takes when it is parsed into its task,
+// past the bytes the connection copied (async/runner.cc, PlaceRequest):
+// the Request, aligned, and a Header for each line of the head (two more
+// than it has fields). The connection asks for this much more room, so
+// that the request lives in the task's block rather than one of its own.
+inline size_t ParsedRequestBytes(std::string_view head) {
+  size_t lines = 0;
+  const char* const end = head.data() + head.size();
+  for (const char* at = head.data(); at < end; ++at, ++lines) {
+    at = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
+    if (at == nullptr) break;
+  }
+  return alignof(http::Request) - 1 + sizeof(http::Request) + lines * sizeof(http::Header);
+}
 
 // Work for a worker that is not a handler (a TLS handshake step that signs
 // with an RSA key): the worker calls run(job), then posts the task's

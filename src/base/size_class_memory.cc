@@ -1,28 +1,28 @@
-#include "src/http2/codec_memory.h"
+#include "src/base/size_class_memory.h"
 
 #include <sanitizer/asan_interface.h>
 
 #include <malloc.h>
 
 #include <algorithm>
-#include <bit>
 #include <cstdlib>
 #include <cstring>
 
-namespace uring_http::http2::internal {
+namespace uring_http::base {
 namespace {
 
-// Classes of 16-byte steps up to 256 bytes, then powers of two: a block
-// nghttp2 keeps for a session's life (its settings, its HPACK rings) costs
-// little more than malloc would give it, and a request's blocks (about 100
-// to 400 bytes) find their class's list.
-constexpr size_t ClassBytes(uint32_t c) { return c < 16 ? size_t{c + 1} * 16 : size_t{256} << (c - 15); }
-static_assert(ClassBytes(CodecMemory::kClasses - 1) == CodecMemory::kLargestClass);
+// Classes of 16-byte steps up to 256 bytes, then 256-byte steps: a block
+// kept for a long time (nghttp2's settings and HPACK rings for a session's
+// life, a task for an open stream's) costs little more than malloc would
+// give it, and a request's blocks (about 100 to 400 bytes for nghttp2, 1
+// to 3 KiB for a task) find their class's list.
+constexpr size_t ClassBytes(uint32_t c) { return c < 16 ? size_t{c + 1} * 16 : size_t{c - 14} * 256; }
+static_assert(ClassBytes(SizeClassMemory::kClasses - 1) == SizeClassMemory::kLargestClass);
 
 // The class that serves an allocation of `size` (at most kLargestClass).
 uint32_t ClassFor(size_t size) {
   if (size <= 256) return size == 0 ? 0 : static_cast<uint32_t>((size - 1) / 16);
-  return static_cast<uint32_t>(std::bit_width(size - 1)) + 7;
+  return static_cast<uint32_t>((size - 1) / 256) + 15;
 }
 
 // A block carries no header: Free (which nghttp2 calls without a size)
@@ -33,11 +33,12 @@ uint32_t ClassFor(size_t size) {
 // that list gets no more than it holds. Blocks past the largest class are
 // made at least kDirectBytes long, which no class block's usable size
 // reaches (glibc adds at most 24 bytes; ASan's is exact), and are freed.
-constexpr size_t kDirectBytes = CodecMemory::kLargestClass + 64;
+constexpr size_t kDirectBytes = SizeClassMemory::kLargestClass + 64;
 
 uint32_t LargestClassWithin(size_t usable) {
   if (usable < 256) return static_cast<uint32_t>(usable / 16) - 1;  // usable >= 16
-  return std::min<uint32_t>(static_cast<uint32_t>(std::bit_width(usable)) + 6, CodecMemory::kClasses - 1);
+  if (usable < 512) return 15;                                       // 256 bytes
+  return std::min<uint32_t>(static_cast<uint32_t>(usable / 256) + 14, SizeClassMemory::kClasses - 1);
 }
 
 // A spare block's link to the next, in its first bytes; the rest of it is
@@ -47,8 +48,8 @@ struct Spare {
 };
 
 struct Lists {
-  Spare* head[CodecMemory::kClasses] = {};
-  size_t count[CodecMemory::kClasses] = {};
+  Spare* head[SizeClassMemory::kClasses] = {};
+  size_t count[SizeClassMemory::kClasses] = {};
   Lists();
   ~Lists();
 };
@@ -64,7 +65,7 @@ thread_local Lists t_lists;
 Lists::Lists() { t_state = kAlive; }
 Lists::~Lists() {
   t_state = kGone;
-  for (uint32_t c = 0; c < CodecMemory::kClasses; ++c) {
+  for (uint32_t c = 0; c < SizeClassMemory::kClasses; ++c) {
     while (Spare* b = head[c]) {
       ASAN_UNPOISON_MEMORY_REGION(b, ClassBytes(c));
       head[c] = b->next;
@@ -86,7 +87,7 @@ void* FromHeap(size_t bytes, uint64_t* heap_allocations) {
 
 }  // namespace
 
-void* CodecMemory::Allocate(size_t size, uint64_t* heap_allocations) {
+void* SizeClassMemory::Allocate(size_t size, uint64_t* heap_allocations) {
   if (size > kLargestClass) return FromHeap(std::max(size, kDirectBytes), heap_allocations);
   const uint32_t c = ClassFor(size);
   Lists* lists = ThisThreadsLists();
@@ -98,7 +99,7 @@ void* CodecMemory::Allocate(size_t size, uint64_t* heap_allocations) {
   return b;
 }
 
-void* CodecMemory::AllocateZeroed(size_t count, size_t size, uint64_t* heap_allocations) {
+void* SizeClassMemory::AllocateZeroed(size_t count, size_t size, uint64_t* heap_allocations) {
   // Always calloc's: nghttp2 asks for zeroed memory only when a session is
   // made (its state, its stream map's 4 KiB of buckets), never per request,
   // and calloc knows when its memory is fresh and need not be cleared: the
@@ -111,7 +112,7 @@ void* CodecMemory::AllocateZeroed(size_t count, size_t size, uint64_t* heap_allo
   return p;
 }
 
-void* CodecMemory::Reallocate(void* p, size_t size, uint64_t* heap_allocations) {
+void* SizeClassMemory::Reallocate(void* p, size_t size, uint64_t* heap_allocations) {
   if (p == nullptr) return Allocate(size, heap_allocations);
   if (size == 0) {  // as glibc's realloc: freed, and null returned
     Free(p);
@@ -131,7 +132,7 @@ void* CodecMemory::Reallocate(void* p, size_t size, uint64_t* heap_allocations) 
   return q;
 }
 
-void CodecMemory::Free(void* p) {
+void SizeClassMemory::Free(void* p) {
   if (p == nullptr) return;
   const size_t usable = malloc_usable_size(p);
   if (usable < 16 || usable >= kDirectBytes || t_state != kAlive) {
@@ -151,10 +152,14 @@ void CodecMemory::Free(void* p) {
   ++lists.count[c];
 }
 
-size_t CodecMemory::SpareBlocks(size_t size) {
+size_t SizeClassMemory::BlockBytes(size_t size) {
+  return size > kLargestClass ? std::max(size, kDirectBytes) : ClassBytes(ClassFor(size));
+}
+
+size_t SizeClassMemory::SpareBlocks(size_t size) {
   if (size > kLargestClass) return 0;
   Lists* lists = ThisThreadsLists();
   return lists == nullptr ? 0 : lists->count[ClassFor(size)];
 }
 
-}  // namespace uring_http::http2::internal
+}  // namespace uring_http::base
