@@ -7,8 +7,12 @@
 // Memory: the names and values lie back to back in an inline area of
 // kInlineBytes and the fields' offsets in an inline array of kInlineFields,
 // so an ordinary response allocates nothing; past either, that part moves
-// to the heap (doubling). Views returned by the table point into it and are
-// valid until it changes.
+// to a block of the thread's size classes (base/size_class_memory.h, at
+// least doubling), which a warm thread has at hand without malloc. The
+// inline areas are small on purpose: a Response holds a table, and a task
+// holds a Response for as long as its handler runs (an open event stream:
+// for hours), so every inline byte is held by every open stream. Views
+// returned by the table point into it and are valid until it changes.
 //
 // Thread-safety: none; a table belongs to one thread at a time.
 #ifndef URING_HTTP_SRC_HTTP_HEADER_TABLE_H_
@@ -18,20 +22,27 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
-#include <memory>
+#include <new>
 #include <optional>
 #include <string_view>
+#include <type_traits>
+
+#include "src/base/size_class_memory.h"
 
 namespace uring_http::http {
 
 namespace internal {
 
-// Bytes: an inline area first, the heap past it. Copies copy the bytes; a
-// move takes a heap block over. Not zeroed: only [0, size()) is ever read.
+// Bytes: an inline area first, a size-class block past it. Copies copy the
+// bytes; a move takes a block over. Not zeroed: only [0, size()) is ever
+// read.
 template <typename T, size_t kInline>
 class InlineArray {
+  static_assert(std::is_trivially_copyable_v<T> && alignof(T) <= 16);
+
  public:
   InlineArray() = default;
+  ~InlineArray() { base::SizeClassMemory::Free(heap_); }
   InlineArray(const InlineArray& other) { Append(other.data(), other.len_); }
   InlineArray& operator=(const InlineArray& other) {
     if (this != &other) {
@@ -43,7 +54,8 @@ class InlineArray {
   InlineArray(InlineArray&& other) noexcept { TakeFrom(other); }
   InlineArray& operator=(InlineArray&& other) noexcept {
     if (this != &other) {
-      heap_.reset();
+      base::SizeClassMemory::Free(heap_);
+      heap_ = nullptr;
       cap_ = kInline;
       len_ = 0;
       TakeFrom(other);
@@ -51,8 +63,8 @@ class InlineArray {
     return *this;
   }
 
-  const T* data() const { return heap_ ? heap_.get() : inline_; }
-  T* data() { return heap_ ? heap_.get() : inline_; }
+  const T* data() const { return heap_ != nullptr ? heap_ : inline_; }
+  T* data() { return heap_ != nullptr ? heap_ : inline_; }
   size_t size() const { return len_; }
   bool on_heap() const { return heap_ != nullptr; }
   void clear() { len_ = 0; }
@@ -77,17 +89,20 @@ class InlineArray {
 
  private:
   void Grow(size_t need) {
-    // Past the inline area (only an unusually large header section gets
-    // here): the heap, doubling.
-    const size_t cap = need > 2 * cap_ ? need : 2 * cap_;
-    auto grown = std::make_unique_for_overwrite<T[]>(cap);
-    std::copy_n(data(), len_, grown.get());
-    heap_ = std::move(grown);
-    cap_ = cap;
+    // Past the inline area: a block of at least twice the room, all of
+    // which is used (its class may hold more than was asked).
+    const size_t want = (need > 2 * cap_ ? need : 2 * cap_) * sizeof(T);
+    T* grown = static_cast<T*>(base::SizeClassMemory::Allocate(want, nullptr));
+    if (grown == nullptr) throw std::bad_alloc();
+    std::copy_n(data(), len_, grown);
+    base::SizeClassMemory::Free(heap_);
+    heap_ = grown;
+    cap_ = base::SizeClassMemory::BlockBytes(want) / sizeof(T);
   }
   void TakeFrom(InlineArray& other) {
     if (other.heap_ != nullptr) {
-      heap_ = std::move(other.heap_);
+      heap_ = other.heap_;
+      other.heap_ = nullptr;
       cap_ = other.cap_;
     } else {
       std::copy_n(other.inline_, other.len_, inline_);
@@ -97,7 +112,7 @@ class InlineArray {
     other.len_ = 0;
   }
 
-  std::unique_ptr<T[]> heap_;
+  T* heap_ = nullptr;  // a SizeClassMemory block, or null: inline_
   size_t len_ = 0;
   size_t cap_ = kInline;
   T inline_[kInline];
@@ -110,8 +125,8 @@ bool FieldNameEquals(std::string_view a, std::string_view b);
 
 class HeaderTable {
  public:
-  static constexpr size_t kInlineBytes = 1024;
-  static constexpr size_t kInlineFields = 16;
+  static constexpr size_t kInlineBytes = 256;
+  static constexpr size_t kInlineFields = 8;
 
   struct Field {
     std::string_view name;

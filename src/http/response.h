@@ -29,7 +29,8 @@
 // HeaderTable of (name, value) pairs that each codec serializes its own way
 // (HTTP/1 lines here, HPACK for HTTP/2); the table's inline areas
 // (kInlineHeaderBytes of names and values) mean an ordinary response
-// allocates nothing for them. Past that area they move to the heap, up to
+// allocates nothing for them. Past that area they move to a block of the
+// thread's size classes (no malloc once a thread is warm), up to
 // max_header_bytes() (counted as HTTP/1 lines, whatever the codec). The body is
 // owned (std::string) or a view of memory that outlives the response (static
 // data: it is copied before the handler's request is gone).
