@@ -1,0 +1,74 @@
+// NewTaskBuffer: a task is as large as its request needs (an open stream
+// keeps it for the stream's life), and an ASYNC request's parsed form fits
+// in the room ParsedRequestBytes asked for, as the runner lays it out.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "src/base/size_class_memory.h"
+#include "src/worker/slow_task.h"
+
+namespace uring_http::worker {
+namespace {
+
+TEST(TaskBufferTest, ATaskIsAsLargeAsItsRequestNotAPage) {
+  std::thread([] {  // a fresh thread: its size classes start empty
+    TaskBuffer* task = NewTaskBuffer(100);
+    ASSERT_NE(task, nullptr);
+    EXPECT_GE(task->capacity, 100u);
+    // Its block is the class of what was asked: under 256 bytes past it.
+    EXPECT_LT(sizeof(TaskBuffer) + task->capacity, sizeof(TaskBuffer) + 100 + 256);
+    std::memset(task->data(), 'x', task->capacity);  // ASan: all of it is the task's
+    EXPECT_EQ(task->state.load(), TaskBuffer::kPending);
+    EXPECT_EQ(task->async_exchange, TaskBuffer::kNoExchange);
+    DeleteTaskBuffer(task);
+    // Warm: the next task of that size comes from the thread's list.
+    uint64_t heap = 0;
+    void* again = base::SizeClassMemory::Allocate(sizeof(TaskBuffer) + 100, &heap);
+    EXPECT_EQ(heap, 0u);
+    base::SizeClassMemory::Free(again);
+  }).join();
+}
+
+TEST(TaskBufferTest, ALargeRequestGetsAllItNeeds) {
+  const size_t big = 64 * 1024;
+  TaskBuffer* task = NewTaskBuffer(big);
+  ASSERT_NE(task, nullptr);
+  EXPECT_GE(task->capacity, big);
+  std::memset(task->data(), 'y', big);
+  DeleteTaskBuffer(task);
+}
+
+TEST(TaskBufferTest, AnAsyncRequestFitsTheRoomAskedForItsParsedForm) {
+  // As async/runner.cc's PlaceRequest: the Request aligned after the
+  // copied bytes, then one Header per line of the head.
+  for (const std::string_view head :
+       {std::string_view("GET / HTTP/1.1\r\n\r\n"),
+        std::string_view("GET /events?count=5 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n"),
+        std::string_view("GET /x HTTP/1.1\nHost: a\n\n")}) {
+    size_t lines = 0;
+    for (char c : head) lines += c == '\n';
+    EXPECT_EQ(ParsedRequestBytes(head),
+              alignof(http::Request) - 1 + sizeof(http::Request) + lines * sizeof(http::Header))
+        << head;
+    for (size_t copied_extra = 0; copied_extra < 16; ++copied_extra) {
+      const size_t copied = head.size() + copied_extra;  // + a body, the allowed methods
+      TaskBuffer* task = NewTaskBuffer(copied + ParsedRequestBytes(head));
+      ASSERT_NE(task, nullptr);
+      const uintptr_t used = reinterpret_cast<uintptr_t>(task->data()) + copied;
+      const uintptr_t end = reinterpret_cast<uintptr_t>(task->data()) + task->capacity;
+      const uintptr_t at =
+          (used + alignof(http::Request) - 1) & ~uintptr_t{alignof(http::Request) - 1};
+      const uintptr_t fields = at + sizeof(http::Request);
+      ASSERT_LE(fields, end);
+      EXPECT_GE((end - fields) / sizeof(http::Header), lines) << head;
+      DeleteTaskBuffer(task);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace uring_http::worker
