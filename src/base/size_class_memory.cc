@@ -11,18 +11,18 @@
 namespace uring_http::base {
 namespace {
 
-// Classes of 16-byte steps up to 256 bytes, then 256-byte steps: a block
+// Classes of 16-byte steps up to 256 bytes, then 128-byte steps: a block
 // kept for a long time (nghttp2's settings and HPACK rings for a session's
 // life, a task for an open stream's) costs little more than malloc would
 // give it, and a request's blocks (about 100 to 400 bytes for nghttp2, 1
 // to 3 KiB for a task) find their class's list.
-constexpr size_t ClassBytes(uint32_t c) { return c < 16 ? size_t{c + 1} * 16 : size_t{c - 14} * 256; }
+constexpr size_t ClassBytes(uint32_t c) { return c < 16 ? size_t{c + 1} * 16 : size_t{c - 13} * 128; }
 static_assert(ClassBytes(SizeClassMemory::kClasses - 1) == SizeClassMemory::kLargestClass);
 
 // The class that serves an allocation of `size` (at most kLargestClass).
 uint32_t ClassFor(size_t size) {
   if (size <= 256) return size == 0 ? 0 : static_cast<uint32_t>((size - 1) / 16);
-  return static_cast<uint32_t>((size - 1) / 256) + 15;
+  return static_cast<uint32_t>((size - 1) / 128) + 14;
 }
 
 // A block carries no header: Free (which nghttp2 calls without a size)
@@ -37,8 +37,8 @@ constexpr size_t kDirectBytes = SizeClassMemory::kLargestClass + 64;
 
 uint32_t LargestClassWithin(size_t usable) {
   if (usable < 256) return static_cast<uint32_t>(usable / 16) - 1;  // usable >= 16
-  if (usable < 512) return 15;                                       // 256 bytes
-  return std::min<uint32_t>(static_cast<uint32_t>(usable / 256) + 14, SizeClassMemory::kClasses - 1);
+  if (usable < 384) return 15;                                       // 256 bytes
+  return std::min<uint32_t>(static_cast<uint32_t>(usable / 128) + 13, SizeClassMemory::kClasses - 1);
 }
 
 // A spare block's link to the next, in its first bytes; the rest of it is

@@ -32,9 +32,9 @@
 namespace uring_http::base {
 
 struct SizeClassMemory {
-  // Size classes of 16, 32, ... 256 bytes, then 512, 768, ... 4,096; a
+  // Size classes of 16, 32, ... 256 bytes, then 384, 512, ... 4,096; a
   // larger block is malloc's alone.
-  static constexpr int kClasses = 31;
+  static constexpr int kClasses = 46;
   static constexpr size_t kLargestClass = 4096;
   // Spare bytes kept per class per thread.
   static constexpr size_t kKeepBytes = 128 * 1024;

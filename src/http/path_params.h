@@ -33,7 +33,9 @@ class PathParams {
  public:
   static constexpr size_t kCapacity = 8;
   // Decoded bytes (of the values holding a '%') kept in the object itself.
-  static constexpr size_t kInlineDecodedBytes = 256;
+  // Small: an ASYNC request keeps its Request, and so this, for as long as
+  // its handler runs (an open event stream: hours).
+  static constexpr size_t kInlineDecodedBytes = 64;
 
   PathParams() = default;
   PathParams(const PathParams& other) { CopyFrom(other); }

@@ -53,9 +53,9 @@ TEST(SizeClassMemoryTest, EverySizeFitsItsClass) {
       std::memset(p, 0x5a, size);
       SizeClassMemory::Free(p);
     }
-    // 16-byte steps to 256, then 256-byte steps to 4,096: 31 classes, one
+    // 16-byte steps to 256, then 128-byte steps to 4,096: 46 classes, one
     // block each, and one heap block for each size past the largest.
-    EXPECT_EQ(heap, 31u + 16u);
+    EXPECT_EQ(heap, 46u + 16u);
   });
 }
 
