@@ -28,13 +28,19 @@ FramePool::FramePool(size_t preallocate) {
 // their coroutines) before its pool.
 FramePool::~FramePool() = default;
 
+size_t FramePool::ClassBytes(size_t cls) {
+  return cls < kFineClasses ? kMinFrame + kFineStep * cls : kFineMax << (cls - kFineClasses + 1);
+}
+
 size_t FramePool::ClassOf(size_t bytes) {
   if (bytes <= kMinFrame) return 0;
-  return static_cast<size_t>(std::bit_width(bytes - 1)) - 7;  // 129..256 -> 1
+  if (bytes <= kFineMax) return (bytes - kMinFrame + kFineStep - 1) / kFineStep;  // 129..192 -> 1
+  if (bytes > kMaxFrame) return kClasses;
+  return static_cast<size_t>(std::bit_width(bytes - 1)) - 11 + kFineClasses;  // 1025..2048 -> 15
 }
 
 void FramePool::Grow(size_t cls, size_t frames) {
-  const size_t block = sizeof(Prefix) + (kMinFrame << cls);
+  const size_t block = sizeof(Prefix) + ClassBytes(cls);
   slabs_.push_back(std::make_unique<std::byte[]>(block * frames));
   std::byte* base = slabs_.back().get();
   for (size_t i = 0; i < frames; ++i) Give(cls, base + i * block);

@@ -170,5 +170,28 @@ TEST(FramePoolTest, SizesMapToClassesAndLargeFramesGoToTheHeap) {
   FramePool::Free(bare);
 }
 
+// Every size gets a frame that holds it, and little more: two frames of a
+// size taken one after the other do not overlap (a slab's frames are back
+// to back, so a class too small for its size would overlap its neighbour),
+// and a frame up to 1 KiB is in a class at most 64 bytes larger.
+TEST(FramePoolTest, EverySizeFitsItsClassAndSmallFramesWasteLittle) {
+  FramePool pool;
+  FramePool::SetCurrent(&pool);
+  for (size_t size = 1; size <= FramePool::kMaxFrame; ++size) {
+    auto* a = static_cast<char*>(FramePool::Allocate(size));
+    auto* b = static_cast<char*>(FramePool::Allocate(size));
+    const size_t apart = static_cast<size_t>(a > b ? a - b : b - a);
+    ASSERT_GE(apart, size + 16) << size;  // the frame and the next one's prefix
+    if (size > FramePool::kMinFrame && size <= FramePool::kFineMax) {
+      EXPECT_LT(apart, size + 16 + FramePool::kFineStep) << size;
+    }
+    FramePool::Free(a);
+    FramePool::Free(b);
+  }
+  EXPECT_EQ(pool.stats().oversized, 0u);
+  EXPECT_EQ(pool.stats().slabs, static_cast<uint64_t>(FramePool::kClasses));
+  FramePool::SetCurrent(nullptr);
+}
+
 }  // namespace
 }  // namespace uring_http::async
