@@ -48,10 +48,10 @@ struct Runner::Slot : Exchange {
   char* read_buf = nullptr;
   size_t read_len = 0;
   // The request (request_) is parsed into the task's memory, past the
-  // bytes the connection copied, when that has room (a chunk's tail: its
-  // page is the task's anyway), so that an open exchange holds no request
-  // of its own (the slot is a tenth of its size); else into the spare,
-  // made by the first request without room and kept.
+  // bytes the connection copied, when that has room (the connection asks
+  // for it: worker::ParsedRequestBytes), so that an open exchange holds no
+  // request of its own; else into the spare, made by the first request
+  // without room and kept.
   struct Spare {
     http::Request request;
     std::vector<http::Header> headers;

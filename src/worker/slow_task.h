@@ -85,7 +85,7 @@ struct TaskBuffer {
   // ---- request, written by the ring thread before the push
   uint32_t head_len = 0;    // the request head at data()
   uint64_t body_len = 0;    // a buffered body right after it
-  // Bytes at data(): those above, or more (the rest of an arena chunk,
+  // Bytes at data(): those above, or more (the rest of its size-class block,
   // where an ASYNC exchange puts its parsed request).
   uint32_t capacity = 0;
   // Request::allowed_methods, right after the body (route_tree.h's text can
