@@ -85,6 +85,14 @@ void* FromHeap(size_t bytes, uint64_t* heap_allocations) {
   return p;
 }
 
+void Push(Lists& lists, uint32_t c, void* p) {
+  auto* b = static_cast<Spare*>(p);
+  b->next = lists.head[c];
+  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(b) + sizeof(Spare), ClassBytes(c) - sizeof(Spare));
+  lists.head[c] = b;
+  ++lists.count[c];
+}
+
 }  // namespace
 
 void* SizeClassMemory::Allocate(size_t size, uint64_t* heap_allocations) {
@@ -92,7 +100,18 @@ void* SizeClassMemory::Allocate(size_t size, uint64_t* heap_allocations) {
   const uint32_t c = ClassFor(size);
   Lists* lists = ThisThreadsLists();
   Spare* b = lists == nullptr ? nullptr : lists->head[c];
-  if (b == nullptr) return FromHeap(ClassBytes(c), heap_allocations);
+  if (b == nullptr) {
+    // A dry list takes a few blocks at once: how many a thread has out at
+    // a time creeps up (one more task alive for a moment than ever before,
+    // when completions happen to come together), and each step up would
+    // otherwise be a malloc in what is by then the steady state.
+    for (uint32_t i = 1; lists != nullptr && i < kRefill; ++i) {
+      void* spare = FromHeap(ClassBytes(c), heap_allocations);
+      if (spare == nullptr) break;
+      Push(*lists, c, spare);
+    }
+    return FromHeap(ClassBytes(c), heap_allocations);
+  }
   ASAN_UNPOISON_MEMORY_REGION(b, ClassBytes(c));
   lists->head[c] = b->next;
   --lists->count[c];
@@ -145,11 +164,7 @@ void SizeClassMemory::Free(void* p) {
     std::free(p);
     return;
   }
-  auto* b = static_cast<Spare*>(p);
-  b->next = lists.head[c];
-  ASAN_POISON_MEMORY_REGION(reinterpret_cast<char*>(b) + sizeof(Spare), ClassBytes(c) - sizeof(Spare));
-  lists.head[c] = b;
-  ++lists.count[c];
+  Push(lists, c, p);
 }
 
 size_t SizeClassMemory::BlockBytes(size_t size) {

@@ -38,6 +38,9 @@ struct SizeClassMemory {
   static constexpr size_t kLargestClass = 4096;
   // Spare bytes kept per class per thread.
   static constexpr size_t kKeepBytes = 128 * 1024;
+  // Blocks a dry list takes from the heap at once (one of them returned).
+  static constexpr uint32_t kRefill = 8;
+  static_assert(kKeepBytes / 4096 >= kRefill);
 
   // As malloc, calloc, realloc and free (null and zero sizes as they have
   // them). `heap_allocations`, when given, counts the calls that reached

@@ -23,14 +23,24 @@ TEST(SizeClassMemoryTest, AFreedBlockServesTheNextAllocationOfItsClassWithoutThe
     uint64_t heap = 0;
     void* a = SizeClassMemory::Allocate(200, &heap);  // the 208-byte class
     ASSERT_NE(a, nullptr);
-    EXPECT_EQ(heap, 1u);
+    // The dry list took kRefill blocks: one is a, the rest wait.
+    EXPECT_EQ(heap, SizeClassMemory::kRefill);
+    EXPECT_EQ(SizeClassMemory::SpareBlocks(200), SizeClassMemory::kRefill - 1);
     std::memset(a, 0xab, 200);
-    const size_t spare = SizeClassMemory::SpareBlocks(200);
     SizeClassMemory::Free(a);
-    EXPECT_EQ(SizeClassMemory::SpareBlocks(200), spare + 1);
+    EXPECT_EQ(SizeClassMemory::SpareBlocks(200), SizeClassMemory::kRefill);
     void* b = SizeClassMemory::Allocate(193, &heap);  // same class
     EXPECT_EQ(b, a);
-    EXPECT_EQ(heap, 1u);
+    EXPECT_EQ(heap, SizeClassMemory::kRefill);
+    // The spares serve as many more without the heap.
+    std::vector<void*> more;
+    for (uint32_t i = 1; i < SizeClassMemory::kRefill; ++i) {
+      more.push_back(SizeClassMemory::Allocate(200, &heap));
+      std::memset(more.back(), 0xcd, 200);  // ASan: each is a whole block, unpoisoned
+    }
+    EXPECT_EQ(heap, SizeClassMemory::kRefill);
+    EXPECT_EQ(SizeClassMemory::SpareBlocks(200), 0u);
+    for (void* m : more) SizeClassMemory::Free(m);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(b) % 16, 0u);
     // Another class is not served from this one's list.
     void* c = SizeClassMemory::Allocate(192, &heap);
@@ -54,8 +64,8 @@ TEST(SizeClassMemoryTest, EverySizeFitsItsClass) {
       SizeClassMemory::Free(p);
     }
     // 16-byte steps to 256, then 128-byte steps to 4,096: 46 classes, one
-    // block each, and one heap block for each size past the largest.
-    EXPECT_EQ(heap, 46u + 16u);
+    // refill each, and one heap block for each size past the largest.
+    EXPECT_EQ(heap, 46u * SizeClassMemory::kRefill + 16u);
   });
 }
 
@@ -80,18 +90,18 @@ TEST(SizeClassMemoryTest, ZeroedAllocationsAreCallocsEvenWithASpareBlockAtHand) 
     void* dirty = SizeClassMemory::Allocate(1024, &heap);
     std::memset(dirty, 0xff, 1024);
     SizeClassMemory::Free(dirty);
-    ASSERT_EQ(SizeClassMemory::SpareBlocks(1024), 1u);
+    ASSERT_EQ(SizeClassMemory::SpareBlocks(1024), SizeClassMemory::kRefill);
     auto* z = static_cast<unsigned char*>(SizeClassMemory::AllocateZeroed(8, 128, &heap));
     ASSERT_NE(z, nullptr);
-    EXPECT_EQ(heap, 2u);
+    EXPECT_EQ(heap, SizeClassMemory::kRefill + 1);
     for (int i = 0; i < 1024; ++i) ASSERT_EQ(z[i], 0) << i;
     // Freed, a calloc'd block joins the list of the largest class it holds,
     // and serves what fits in it.
     SizeClassMemory::Free(z);
-    EXPECT_EQ(SizeClassMemory::SpareBlocks(1024), 2u);
+    EXPECT_EQ(SizeClassMemory::SpareBlocks(1024), SizeClassMemory::kRefill + 1);
     void* a = SizeClassMemory::Allocate(1000, &heap);
     void* b = SizeClassMemory::Allocate(1000, &heap);
-    EXPECT_EQ(heap, 2u);
+    EXPECT_EQ(heap, SizeClassMemory::kRefill + 1);
     std::memset(a, 1, 1000);
     std::memset(b, 1, 1000);
     SizeClassMemory::Free(a);
@@ -133,6 +143,7 @@ TEST(SizeClassMemoryTest, AThreadKeepsABoundedNumberOfSpareBytesPerClass) {
     constexpr size_t kSize = 1024;
     constexpr size_t kBound = SizeClassMemory::kKeepBytes / kSize;
     std::vector<void*> blocks;
+    static_assert(kBound % SizeClassMemory::kRefill == 0);  // refills end with the loop
     for (size_t i = 0; i < 2 * kBound; ++i) blocks.push_back(SizeClassMemory::Allocate(kSize, &heap));
     EXPECT_EQ(heap, 2 * kBound);
     for (void* b : blocks) SizeClassMemory::Free(b);
