@@ -183,7 +183,9 @@ void Runner::PlaceRequest(Slot& s, std::string_view head, http::Header** headers
                 sizeof(http::Request) % alignof(http::Header) == 0);
   if (fields <= end) {
     const size_t room = (end - fields) / sizeof(http::Header);
-    if (room > 0 && !MoreLinesThan(head, room)) {
+    // The head's lines are its fields' and two more (the request line,
+    // the blank line), which need no Header.
+    if (!MoreLinesThan(head, room + 2)) {
       s.request_ = new (reinterpret_cast<void*>(at)) http::Request();
       s.request_in_task = true;
       *headers = reinterpret_cast<http::Header*>(fields);

@@ -35,10 +35,10 @@ thread_local base::BufferShelf shelf(1024);
 
 BodyPipe::BodyPipe(size_t capacity, Ends ends)
     : mask_(std::bit_ceil(std::max<size_t>(capacity, 64)) - 1),
-      ends_(ends),
       // Not zeroed (make_unique would write every byte): a pipe's pages
       // become resident only as far as its stream has used them.
-      buffer_(ends == Ends::kTwoThreads ? new char[mask_ + 1] : nullptr) {}
+      buffer_(ends == Ends::kTwoThreads ? new char[mask_ + 1] : nullptr),
+      ends_(ends) {}
 
 // (A one-thread pipe's buffer, if it still has one, is freed, not shelved:
 // a pipe may outlive its thread's shelf at exit.)

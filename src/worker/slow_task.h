@@ -157,9 +157,10 @@ inline void DeleteTaskBuffer(TaskBuffer* task) {
 
 // What an ASYNC exchange's request takes when it is parsed into its task,
 // past the bytes the connection copied (async/runner.cc, PlaceRequest):
-// the Request, aligned, and a Header for each line of the head (two more
-// than it has fields). The connection asks for this much more room, so
-// that the request lives in the task's block rather than one of its own.
+// the Request, aligned, and a Header for each field line of the head (its
+// lines but the request line and the blank one). The connection asks for
+// this much more room, so that the request lives in the task's block
+// rather than one of its own.
 inline size_t ParsedRequestBytes(std::string_view head) {
   size_t lines = 0;
   const char* const end = head.data() + head.size();
@@ -167,7 +168,8 @@ inline size_t ParsedRequestBytes(std::string_view head) {
     at = static_cast<const char*>(std::memchr(at, '\n', static_cast<size_t>(end - at)));
     if (at == nullptr) break;
   }
-  return alignof(http::Request) - 1 + sizeof(http::Request) + lines * sizeof(http::Header);
+  const size_t fields = lines > 2 ? lines - 2 : 0;
+  return alignof(http::Request) - 1 + sizeof(http::Request) + fields * sizeof(http::Header);
 }
 
 // Work for a worker that is not a handler (a TLS handshake step that signs

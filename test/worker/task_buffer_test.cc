@@ -9,6 +9,8 @@
 
 #include "gtest/gtest.h"
 #include "src/base/size_class_memory.h"
+#include "src/http/parser.h"
+#include "src/http/request.h"
 #include "src/worker/slow_task.h"
 
 namespace uring_http::worker {
@@ -44,15 +46,17 @@ TEST(TaskBufferTest, ALargeRequestGetsAllItNeeds) {
 
 TEST(TaskBufferTest, AnAsyncRequestFitsTheRoomAskedForItsParsedForm) {
   // As async/runner.cc's PlaceRequest: the Request aligned after the
-  // copied bytes, then one Header per line of the head.
+  // copied bytes, then one Header per field line of the head; the parser
+  // takes the head with no more Headers than that.
   for (const std::string_view head :
-       {std::string_view("GET / HTTP/1.1\r\n\r\n"),
+       {std::string_view("GET / HTTP/1.0\r\n\r\n"),
         std::string_view("GET /events?count=5 HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\n"),
         std::string_view("GET /x HTTP/1.1\nHost: a\n\n")}) {
     size_t lines = 0;
     for (char c : head) lines += c == '\n';
+    const size_t fields = lines - 2;  // not the request line, not the blank one
     EXPECT_EQ(ParsedRequestBytes(head),
-              alignof(http::Request) - 1 + sizeof(http::Request) + lines * sizeof(http::Header))
+              alignof(http::Request) - 1 + sizeof(http::Request) + fields * sizeof(http::Header))
         << head;
     for (size_t copied_extra = 0; copied_extra < 16; ++copied_extra) {
       const size_t copied = head.size() + copied_extra;  // + a body, the allowed methods
@@ -62,9 +66,17 @@ TEST(TaskBufferTest, AnAsyncRequestFitsTheRoomAskedForItsParsedForm) {
       const uintptr_t end = reinterpret_cast<uintptr_t>(task->data()) + task->capacity;
       const uintptr_t at =
           (used + alignof(http::Request) - 1) & ~uintptr_t{alignof(http::Request) - 1};
-      const uintptr_t fields = at + sizeof(http::Request);
-      ASSERT_LE(fields, end);
-      EXPECT_GE((end - fields) / sizeof(http::Header), lines) << head;
+      const uintptr_t headers = at + sizeof(http::Request);
+      ASSERT_LE(headers, end);
+      const size_t room = (end - headers) / sizeof(http::Header);
+      EXPECT_GE(room, fields) << head;
+      // Parsed with exactly the fields' Headers: complete, nothing refused.
+      auto* request = new (reinterpret_cast<void*>(at)) http::Request();
+      const http::ParseResult parsed = http::ParseRequestHead(
+          head, http::ParseLimits{}, request, reinterpret_cast<http::Header*>(headers), fields);
+      EXPECT_EQ(parsed.status, http::ParseStatus::kComplete) << head;
+      EXPECT_EQ(request->num_headers, fields) << head;
+      request->~Request();
       DeleteTaskBuffer(task);
     }
   }
