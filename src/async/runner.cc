@@ -9,6 +9,7 @@
 
 #include "src/async/runner_slot.h"
 #include "src/base/check.h"
+#include "src/base/size_class_memory.h"
 #include "src/exchange/run_handler.h"
 #include "src/router/failure_log.h"
 #include "src/router/middleware.h"
@@ -133,7 +134,12 @@ bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_
   request.client_certificate = task->client_certificate.get();
   request.secure = task->secure;
   request.stop = &task->stop;
-  route.pattern.Match(request.path, &request.path_params);
+  if (!PlaceParams(*s, route, request, headers + request.num_headers, headers + capacity)) {
+    response.set_status(500);  // the heap refused the parameters a block
+    s->in_ready = true;
+    ready_.push_back(s);
+    return true;
+  }
   request.allowed_methods =
       std::string_view(task->data() + task->head_len + task->body_len, task->allow_len);
   request.body = std::string_view(task->data() + task->head_len, task->body_len);
@@ -147,8 +153,9 @@ bool Runner::Start(worker::TaskBuffer* task, const router::Route& route, uint64_
   }
 
   if (pipeline_ != nullptr && pipeline_->Active(route.options.middleware)) {
-    s->befores_ran = router::RunBefores(*pipeline_, route.options.middleware, request, response,
-                                        &s->answered_before, route.name());
+    s->befores_ran = static_cast<uint32_t>(router::RunBefores(
+        *pipeline_, route.options.middleware, request, response, &s->answered_before,
+        route.name()));
   }
   if (!s->answered_before) {
     try {
@@ -205,12 +212,39 @@ void Runner::PlaceRequest(Slot& s, std::string_view head, http::Header** headers
   *capacity = spare.headers.size();
 }
 
+bool Runner::PlaceParams(Slot& s, const router::Route& route, http::Request& request,
+                         http::Header* free_from, http::Header* free_end) {
+  if (s.request_in_task) {
+    http::PathParams params;
+    route.pattern.Match(request.path, &params);
+    if (params.empty()) return true;  // (most routes: nothing to keep)
+    const size_t bytes = params.CompactBytes();
+    static_assert(alignof(http::PathParamEntry) <= alignof(http::Header));
+    // After the head's Headers, in the rest of the task's block, when it
+    // has room; else a block of the thread's size classes of their own.
+    void* at = free_from;
+    if (static_cast<size_t>(reinterpret_cast<char*>(free_end) - reinterpret_cast<char*>(free_from)) <
+        bytes) {
+      at = s.params_block = base::SizeClassMemory::Allocate(bytes, nullptr);
+      if (at == nullptr) return false;
+    }
+    request.path_params = params.CompactInto(at);
+    return true;
+  }
+  // The spare's request: the spare holds them.
+  route.pattern.Match(request.path, &s.spare->params);
+  request.path_params = s.spare->params.view();
+  return true;
+}
+
 void Runner::DropRequest(Slot& s) {
   if (s.request_in_task) {
     s.request_->~Request();
     s.request_in_task = false;
   }
   s.request_ = nullptr;
+  base::SizeClassMemory::Free(s.params_block);
+  s.params_block = nullptr;
 }
 
 void Runner::OnTaskEnd(void* arg) {

@@ -171,6 +171,11 @@ class Runner final : private ExchangeOps {
   // task's memory past the copied bytes if the head's fields fit there,
   // else in the slot's spare; DropRequest ends it.
   void PlaceRequest(Slot& s, std::string_view head, http::Header** headers, size_t* capacity);
+  // The route's path parameters of the exchange's request (its Request
+  // holds a view): compacted into the task after its Headers (from
+  // free_from), else into a block of their own (false: the heap refused).
+  [[nodiscard]] static bool PlaceParams(Slot& s, const router::Route& route, http::Request& request,
+                          http::Header* free_from, http::Header* free_end);
   static void DropRequest(Slot& s);
   static void OnTaskEnd(void* slot);
   // The answer of an ended (or never started) handler, in its TaskBuffer.

@@ -249,6 +249,9 @@ struct ConnectionEnv : conn::LoopState {
   // is parsed at a time on a ring thread, so one array serves them all.
   http::Header* headers = nullptr;
   size_t headers_capacity = 0;
+  // The routed request's path parameters, for the same reason: a Request
+  // carries a view of them (path_params.h).
+  http::PathParams path_params;
   uint32_t unmatched_route = 0;  // metrics index for requests no route matched
   bool has_workers = true;       // false: SLOW handlers run inline (--workers=0)
   bool access_log = false;       // keep request lines for Exchange::request_line

@@ -46,12 +46,13 @@ struct Routing {
   bool streamed = false;
 };
 
-// Routes `request` (its path_params and allowed_methods are set).
+// Routes `request` (its path_params and allowed_methods are set; the
+// parameters are held in `params`, which must outlive the request's use).
 // `max_body_bytes`: the server's limit; `has_workers`: false runs SLOW
 // handlers inline (--workers=0), which then get their body buffered.
 // (Inline: every request of every protocol passes here.)
 inline Routing RouteRequest(const router::Router& router, http::Request& request,
-                            uint64_t max_body_bytes, bool has_workers) {
+                            http::PathParams& params, uint64_t max_body_bytes, bool has_workers) {
   Routing r;
   if (const router::PathShape shape = router::CheckPath(request.path);
       shape != router::PathShape::kClean) {
@@ -63,7 +64,8 @@ inline Routing RouteRequest(const router::Router& router, http::Request& request
     r.body_limit = max_body_bytes;
     return r;
   }
-  const router::Match match = router.Find(request.method, request.path, &request.path_params);
+  const router::Match match = router.Find(request.method, request.path, &params);
+  request.path_params = params.view();
   request.allowed_methods = match.allow;
   r.allow = match.allow;
   r.allow_scratch = match.allow_scratch;

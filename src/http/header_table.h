@@ -73,7 +73,7 @@ class InlineArray {
   T* Extend(size_t n) {
     if (len_ + n > cap_) Grow(len_ + n);
     T* at = data() + len_;
-    len_ += n;
+    len_ += static_cast<uint32_t>(n);
     return at;
   }
   void Append(const T* from, size_t n) {
@@ -84,20 +84,21 @@ class InlineArray {
   void Erase(size_t at, size_t n) {
     T* d = data();
     std::copy(d + at + n, d + len_, d + at);
-    len_ -= n;
+    len_ -= static_cast<uint32_t>(n);
   }
 
  private:
   void Grow(size_t need) {
     // Past the inline area: a block of at least twice the room, all of
     // which is used (its class may hold more than was asked).
-    const size_t want = (need > 2 * cap_ ? need : 2 * cap_) * sizeof(T);
+    if (need > UINT32_MAX / sizeof(T) / 2) throw std::bad_alloc();
+    const size_t want = (need > 2 * size_t{cap_} ? need : 2 * size_t{cap_}) * sizeof(T);
     T* grown = static_cast<T*>(base::SizeClassMemory::Allocate(want, nullptr));
     if (grown == nullptr) throw std::bad_alloc();
     std::copy_n(data(), len_, grown);
     base::SizeClassMemory::Free(heap_);
     heap_ = grown;
-    cap_ = base::SizeClassMemory::BlockBytes(want) / sizeof(T);
+    cap_ = static_cast<uint32_t>(base::SizeClassMemory::BlockBytes(want) / sizeof(T));
   }
   void TakeFrom(InlineArray& other) {
     if (other.heap_ != nullptr) {
@@ -113,8 +114,10 @@ class InlineArray {
   }
 
   T* heap_ = nullptr;  // a SizeClassMemory block, or null: inline_
-  size_t len_ = 0;
-  size_t cap_ = kInline;
+  // 32 bits (a table's bytes are bounded by the response header limit):
+  // every open stream holds two of these.
+  uint32_t len_ = 0;
+  uint32_t cap_ = kInline;
   T inline_[kInline];
 };
 
@@ -125,8 +128,11 @@ bool FieldNameEquals(std::string_view a, std::string_view b);
 
 class HeaderTable {
  public:
-  static constexpr size_t kInlineBytes = 256;
-  static constexpr size_t kInlineFields = 8;
+  // A plain answer's fields (a Content-Type, an event stream's three)
+  // fit; a response with more (middleware that adds CORS fields, say)
+  // takes a size-class block, which a warm thread has without malloc.
+  static constexpr size_t kInlineBytes = 96;
+  static constexpr size_t kInlineFields = 4;
 
   struct Field {
     std::string_view name;

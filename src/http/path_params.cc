@@ -1,6 +1,7 @@
 #include "src/http/path_params.h"
 
 #include <cstring>
+#include <new>
 
 #include "src/http/percent.h"
 
@@ -42,6 +43,30 @@ void PathParams::Decode() {
     items_[i].value = std::string_view(out, n);
     out += n;
   }
+}
+
+size_t PathParams::CompactBytes() const {
+  size_t bytes = size_ * sizeof(PathParamEntry);
+  for (size_t i = 0; i < size_; ++i) {
+    // Decoded: its value is not its raw form's bytes.
+    if (items_[i].value.data() != items_[i].raw.data()) bytes += items_[i].value.size();
+  }
+  return bytes;
+}
+
+PathParamsView PathParams::CompactInto(void* at) const {
+  auto* entries = static_cast<PathParamEntry*>(at);
+  char* decoded = reinterpret_cast<char*>(entries + size_);
+  for (size_t i = 0; i < size_; ++i) {
+    PathParamEntry e = items_[i];
+    if (e.value.data() != e.raw.data()) {
+      if (!e.value.empty()) std::memcpy(decoded, e.value.data(), e.value.size());
+      e.value = std::string_view(decoded, e.value.size());
+      decoded += e.value.size();
+    }
+    new (&entries[i]) PathParamEntry(e);
+  }
+  return PathParamsView(entries, size_);
 }
 
 void PathParams::CopyFrom(const PathParams& other) {

@@ -115,8 +115,10 @@ struct Request {
   // set by the server for SLOW and ASYNC handlers, null for FAST ones
   // (they never wait).
   const std::atomic<uint32_t>* stop = nullptr;
-  // The matched route's path parameters; set by the server, not the parser.
-  PathParams path_params;
+  // The matched route's path parameters; set by the server, not the
+  // parser. A view of the server's copy (path_params.h): valid while the
+  // request is.
+  PathParamsView path_params;
   // The methods the route table has for this path, as an Allow header
   // lists them ("GET, DELETE, HEAD, OPTIONS"; a static mount's "GET,
   // HEAD"); set by the server. Empty where no pattern or mount matches the

@@ -268,7 +268,8 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
 
   const router::Pipeline& pipeline = env_->router->pipeline();
   const exchange::Routing routing = exchange::RouteRequest(
-      *env_->router, request, config.limits.max_body_bytes, env_->has_workers);
+      *env_->router, request, env_->path_params, config.limits.max_body_bytes,
+      env_->has_workers);
   uint64_t limit = routing.body_limit;
   ex_.allow = routing.allow;
   ex_.allow_scratch = routing.allow_scratch;
@@ -444,7 +445,10 @@ bool Connection::ReparseHead(http::Request* request) {
   request->client_certificate = client_cert_.get();
   request->secure = secure_;
   // The route's own pattern gives back the parameters Find() gave.
-  if (ex_.route != nullptr) ex_.route->pattern.Match(request->path, &request->path_params);
+  if (ex_.route != nullptr) {
+    ex_.route->pattern.Match(request->path, &env_->path_params);
+    request->path_params = env_->path_params.view();
+  }
   if (ex_.allow_scratch) {
     // The thread's scratch may hold another request's text by now.
     ex_.allow = env_->router->Find(request->method, request->path).allow;

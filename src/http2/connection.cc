@@ -411,7 +411,8 @@ void Connection::Answer(Stream& s) {
   }
   const router::Pipeline& pipeline = env_->router->pipeline();
   const exchange::Routing routing = exchange::RouteRequest(
-      *env_->router, request, env_->config->limits.max_body_bytes, env_->has_workers);
+      *env_->router, request, env_->path_params, env_->config->limits.max_body_bytes,
+      env_->has_workers);
   if (routing.kind != exchange::Routing::Kind::kRoute) {
     exchange::AnswerUnrouted(pipeline, routing, request, s.response);
     return Submit(s);

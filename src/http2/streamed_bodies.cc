@@ -35,7 +35,8 @@ bool Connection::StartStreamedBody(Stream& s) {
   BuildRequest(s, storage, request);
   if (request.path.empty() || request.path[0] != '/') return false;
   const exchange::Routing routing = exchange::RouteRequest(
-      *env_->router, request, env_->config->limits.max_body_bytes, env_->has_workers);
+      *env_->router, request, env_->path_params, env_->config->limits.max_body_bytes,
+      env_->has_workers);
   if (routing.kind != exchange::Routing::Kind::kRoute || !routing.streamed) return false;
   const router::Route& route = *routing.route;
   s.route = &route;
@@ -69,7 +70,8 @@ bool Connection::StartStreamedBody(Stream& s) {
       }
       s.afters_due = static_cast<uint16_t>(ran);
     }
-    route.pattern.Match(request.path, &request.path_params);
+    route.pattern.Match(request.path, &env_->path_params);
+    request.path_params = env_->path_params.view();
     try {
       s.sink = route.sink(request);
     } catch (...) {
@@ -215,7 +217,8 @@ void Connection::EndSink(Stream& s) {
   http::Request request;
   BuildRequest(s, storage, request);
   request.body = std::string_view();
-  s.route->pattern.Match(request.path, &request.path_params);
+  s.route->pattern.Match(request.path, &env_->path_params);
+  request.path_params = env_->path_params.view();
   std::unique_ptr<router::BodySink> sink = std::move(s.sink);
   s.response.Clear();
   try {

@@ -122,7 +122,9 @@ void WorkerPool::RunTask(const SlowTask& task, const http::ParseLimits& limits,
   request.stop = &buf->stop;
   // The route matched the path on the ring thread; its pattern alone gives
   // the same parameters back.
-  task.route->pattern.Match(request.path, &request.path_params);
+  http::PathParams params;
+  task.route->pattern.Match(request.path, &params);
+  request.path_params = params.view();
   request.allowed_methods =
       std::string_view(buf->data() + buf->head_len + buf->body_len, buf->allow_len);
   PipeBodyReader reader(buf);

@@ -30,7 +30,8 @@ class RouteRequestTest : public ::testing::Test {
 
   Routing Route(const std::string& head, bool has_workers = true) {
     requests_.push_back(std::make_unique<ParsedRequest>(head));
-    return RouteRequest(router_, requests_.back()->request, kServerLimit, has_workers);
+    return RouteRequest(router_, requests_.back()->request, requests_.back()->params, kServerLimit,
+                        has_workers);
   }
   const http::Request& last() const { return requests_.back()->request; }
 

@@ -23,6 +23,8 @@ class ParsedRequest {
   ParsedRequest& operator=(const ParsedRequest&) = delete;
 
   http::Request request;
+  // What routing it fills (its path_params is a view of them).
+  http::PathParams params;
 
  private:
   std::string bytes_;

@@ -338,6 +338,35 @@ TEST(PathParamsTest, DecodedValuesTravelWithCopies) {
   EXPECT_EQ(big_copy.Get("b"), "1");
 }
 
+TEST(PathParamsTest, ACompactCopyHoldsTheEntriesAndDecodedBytesOnly) {
+  const std::string path = "/x%2Fy/plain/" + std::string(100, 'q') + "%20";
+  http::PathParams params;
+  params.Push("a", std::string_view(path).substr(1, 5));   // x%2Fy
+  params.Push("b", std::string_view(path).substr(7, 5));   // plain
+  params.Push("c", std::string_view(path).substr(13));     // q...q%20
+  params.Decode();
+  // Three entries, and the decoded bytes of the two values with a '%'.
+  ASSERT_EQ(params.CompactBytes(), 3 * sizeof(http::PathParamEntry) + 3 + 101);
+  std::vector<http::PathParamEntry> room(params.CompactBytes() / sizeof(http::PathParamEntry) + 1);
+  const http::PathParamsView view = params.CompactInto(room.data());
+  params = http::PathParams();  // the copy stands alone
+  ASSERT_EQ(view.size(), 3u);
+  EXPECT_EQ(view.Get("a"), "x/y");
+  EXPECT_EQ(view.RawGet("a"), "x%2Fy");
+  EXPECT_EQ(view.Get("b"), "plain");
+  EXPECT_EQ(view.Get("b").data(), path.data() + 7);  // undecoded: a view of the path
+  EXPECT_EQ(view.Get("c"), std::string(100, 'q') + " ");
+  EXPECT_TRUE(view.Has("c"));
+  EXPECT_FALSE(view.Has("d"));
+  EXPECT_EQ(view.Get("d"), "");
+  const char* const room_begin = reinterpret_cast<const char*>(room.data());
+  EXPECT_GE(view.Get("c").data(), room_begin);
+  EXPECT_LE(view.Get("c").data() + view.Get("c").size(), room_begin + 3 * sizeof(http::PathParamEntry) + 104);
+  // Nothing: no bytes, an empty view.
+  EXPECT_EQ(http::PathParams().CompactBytes(), 0u);
+  EXPECT_TRUE(http::PathParams().CompactInto(room.data()).empty());
+}
+
 TEST(DecodePathParamTest, DecodesPercentButNotPlus) {
   char buf[16];
   EXPECT_EQ(http::DecodePathParam("plain", buf, sizeof(buf)), "plain");

@@ -1,12 +1,18 @@
 // End to end over real sockets: path parameters reach FAST handlers on the
 // ring thread and SLOW handlers on a worker (which re-parses the head and
 // recovers them from the route's pattern), with the body in the same
-// receive or after it (the head kept and re-parsed); and OPTIONS, 405 and
-// 404 answered from the route table.
+// receive or after it (the head kept and re-parsed); ASYNC handlers keep
+// theirs across their awaits while other requests are routed on the same
+// ring (their copy is the exchange's, in its task or a block of its own);
+// and OPTIONS, 405 and 404 answered from the route table.
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gtest/gtest.h"
+#include "src/async/exchange.h"
+#include "src/async/task.h"
 #include "src/serving/server.h"
 #include "test/serving/http_client.h"
 
@@ -53,6 +59,16 @@ class PathParamsTest : public ::testing::Test {
                                                 : std::string("bad"));
                        })
                     .ok());
+    // Sleeps ?ms=N first: the parameters must outlast the await, while
+    // other requests are routed on the ring.
+    ASSERT_TRUE(r.Async("GET", "/async/{a}/{b}/{rest...}",
+                        [](async::Exchange& ex) -> async::Task<> {
+                          const auto ms = ex.request().QueryParam("ms");
+                          const int n = ms.present() ? std::stoi(std::string(*ms)) : 0;
+                          (void)co_await ex.Sleep(std::chrono::milliseconds(n));
+                          Describe(ex.request(), ex.response(), "async");
+                        })
+                    .ok());
     ServerConfig config;
     config.address = "127.0.0.1";
     config.port = 0;
@@ -95,6 +111,42 @@ TEST_F(PathParamsTest, FastAndSlowHandlersSeeTheirParams) {
     ASSERT_TRUE(r.has_value()) << k.request;
     EXPECT_EQ(r->status, k.status) << k.request;
     EXPECT_EQ(r->body, k.body) << k.request;
+  }
+}
+
+TEST_F(PathParamsTest, AsyncHandlersKeepTheirParamsAcrossAwaits) {
+  // Decoded values short (in the task, after its Headers) and long (past
+  // the task's room: a block of their own), raw ones views of the path.
+  const std::string long_raw = [] {
+    std::string s;
+    for (int i = 0; i < 300; ++i) s += "%41";
+    return s;
+  }();
+  const std::string long_decoded(300, 'A');
+  struct Case {
+    std::string path;
+    std::string body;
+  };
+  const Case cases[] = {
+      {"/async/1/x%20y/z", "async a=1 b=x y rest=z"},
+      {"/async/first/" + long_raw + "/r/s%2Ft", "async a=first b=" + long_decoded + " rest=r/s/t"},
+      {"/async/p/q/", "async a=p b=q rest="},
+  };
+  for (const Case& k : cases) {
+    // The first waits 200 ms while the second, with other parameters, is
+    // routed and answered on the same ring.
+    TestClient slow(server_->port());
+    TestClient fast(server_->port());
+    ASSERT_TRUE(slow.Send(Get(k.path + "?ms=200")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(fast.Send(Get("/async/other/%6Fther/x?ms=0")));
+    auto f = fast.ReadResponse();
+    ASSERT_TRUE(f.has_value());
+    EXPECT_EQ(f->body, "async a=other b=other rest=x");
+    auto s = slow.ReadResponse();
+    ASSERT_TRUE(s.has_value()) << k.path;
+    EXPECT_EQ(s->status, 200) << k.path;
+    EXPECT_EQ(s->body, k.body) << k.path;
   }
 }
 
