@@ -18,6 +18,8 @@
 namespace uring_http::async {
 
 struct Runner::Slot : Exchange {
+  // (Ordered for size: a slot is held by every open exchange, an open
+  // event stream's for hours.)
   Runner* runner = nullptr;
   uint32_t index = 0;
   uint32_t generation = 0;
@@ -26,11 +28,16 @@ struct Runner::Slot : Exchange {
   const router::Route* route = nullptr;
   uint64_t done_user_data = 0;
   Task<> coroutine;
-  size_t befores_ran = 0;
+  int64_t deadline_ns = 0;       // 0: none
+  uint32_t befores_ran = 0;      // middleware befores run
   bool answered_before = false;  // a middleware's before answered
   bool in_ready = false;
   bool closing = false;          // ended; its stream's end is being written
-  int64_t deadline_ns = 0;       // 0: none
+  bool handler_done = false;     // the coroutine has ended (Finish ran)
+  bool push_ended = false;       // the stream's End() has been taken
+  bool in_pushing = false;       // in pushing_
+  bool in_push_closed = false;
+  bool request_in_task = false;  // request_ was made in the task: destroyed at the end
   // A streamed response (the first Write made it), never blocking.
   std::optional<worker::PipeResponseStream> stream;
   // A body written from any thread (Exchange::Push), and the ring's side
@@ -40,10 +47,6 @@ struct Runner::Slot : Exchange {
   std::string push_taken;
   // A whole answer awaited from another thread (Pending::kAnswer).
   std::shared_ptr<DeferredAnswer> answer;
-  bool handler_done = false;  // the coroutine has ended (Finish ran)
-  bool push_ended = false;    // the stream's End() has been taken
-  bool in_pushing = false;    // in pushing_
-  bool in_push_closed = false;
   // A ReadBody waiting for bytes: where they go.
   char* read_buf = nullptr;
   size_t read_len = 0;
@@ -55,9 +58,12 @@ struct Runner::Slot : Exchange {
   struct Spare {
     http::Request request;
     std::vector<http::Header> headers;
+    http::PathParams params;
   };
   std::unique_ptr<Spare> spare;
-  bool request_in_task = false;  // request_ was made in the task: destroyed at the end
+  // Its path parameters when the task had no room for them (a block of
+  // the thread's size classes), or null.
+  void* params_block = nullptr;
 };
 
 }  // namespace uring_http::async

@@ -57,8 +57,8 @@ long PipeBodyReader::Read(char* buf, size_t len) {
 bool PipeResponseStream::StartGzip(http::Response& response) {
   http::GzipDecision decision = http::DecideStreamedGzip(compression_, gzip_accepted_, response);
   if (decision == http::GzipDecision::kGzip && !discard_body_) {
-    gzip_ = std::make_unique<http::GzipStream>(compression_.level);
-    if (!gzip_->ok()) {
+    gzip_ = std::make_unique<Gzip>(compression_.level);
+    if (!gzip_->stream.ok()) {
       gzip_.reset();
       decision = http::GzipDecision::kIdentity;  // no memory for it: sent as is
     }
@@ -159,13 +159,13 @@ bool PipeResponseStream::Write(http::Response& response, std::string_view data) 
       Break();
       return false;
     }
-    gzipped_.clear();
-    if (!gzip_->Write(data, &gzipped_)) {
+    gzip_->out.clear();
+    if (!gzip_->stream.Write(data, &gzip_->out)) {
       Break();
       return false;
     }
     written_ += data.size();
-    return PutBody(gzipped_);
+    return PutBody(gzip_->out);
   }
   if (length_known_ && data.size() > length_ - written_) {
     // More than promised would corrupt the next response on the
@@ -228,13 +228,12 @@ void PipeResponseStream::FinishBody(http::Response& response) {
     if (response.has_content_length() && written_ != response.content_length()) {
       Break();  // short of its promise: no gzip trailer, no last chunk
     } else {
-      gzipped_.clear();
-      if (!gzip_->Finish(&gzipped_) || !PutBody(gzipped_)) Break();
+      gzip_->out.clear();
+      if (!gzip_->stream.Finish(&gzip_->out) || !PutBody(gzip_->out)) Break();
     }
   }
   // The compressor's memory goes with the response, not with the worker.
   gzip_.reset();
-  gzipped_ = std::string();
   if (!broken_ && !pipe_->aborted() && !discard_body_) {
     if (length_known_ && written_ != length_) Break();
     // For the ring to send after the body (a chunked HTTP/1 body's trailer

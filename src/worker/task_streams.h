@@ -72,17 +72,19 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
   // How the ring hears of progress (kStreamNotify): PostToRing by default.
   using NotifyFn = void (*)(TaskBuffer* task, void* arg);
 
-  explicit PipeResponseStream(TaskBuffer* task, const http::CompressionOptions& compression = {},
+  // `compression` is kept by reference: the worker's or runner's options,
+  // which outlive every stream.
+  explicit PipeResponseStream(TaskBuffer* task, const http::CompressionOptions& compression,
                               bool gzip_accepted = false, Mode mode = Mode::kBlocking,
                               NotifyFn notify = nullptr, void* notify_arg = nullptr,
                               size_t pipe_bytes = 0)
       : task_(task),
         compression_(compression),
-        gzip_accepted_(gzip_accepted),
-        mode_(mode),
         notify_(notify),
         notify_arg_(notify_arg),
-        pipe_bytes_(pipe_bytes != 0 ? pipe_bytes : kResponsePipeBytes) {}
+        pipe_bytes_(static_cast<uint32_t>(pipe_bytes != 0 ? pipe_bytes : kResponsePipeBytes)),
+        gzip_accepted_(gzip_accepted),
+        mode_(mode) {}
   PipeResponseStream(const PipeResponseStream&) = delete;
   PipeResponseStream& operator=(const PipeResponseStream&) = delete;
 
@@ -132,21 +134,30 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
 
   void Notify();
 
+  // Compressing this response's body: the compressor and its output for
+  // one Write (reused), made only for a gzipped response (an open ASYNC
+  // stream keeps its PipeResponseStream, so what most streams never use
+  // is not part of it).
+  struct Gzip {
+    explicit Gzip(int level) : stream(level) {}
+    http::GzipStream stream;
+    std::string out;
+  };
+
   TaskBuffer* task_;
-  const http::CompressionOptions compression_;
-  const bool gzip_accepted_;
-  const Mode mode_;
+  const http::CompressionOptions& compression_;
   const NotifyFn notify_;
   void* const notify_arg_;
-  const size_t pipe_bytes_;
-  std::string staged_;      // kStaging: what the pipe had no room for
-  size_t staged_sent_ = 0;  // ... of which this much has gone into it
-  std::unique_ptr<http::GzipStream> gzip_;  // compressing this response's body
-  std::string gzipped_;                     // its output for one Write, reused
-  BodyPipe* pipe_ = nullptr;  // owned by the ring once published
+  const uint32_t pipe_bytes_;
+  const bool gzip_accepted_;
+  const Mode mode_;
   bool length_known_ = false;  // the body keeps a promised Content-Length
   bool discard_body_ = false;  // HEAD, 204, 304: the head only
   bool broken_ = false;
+  std::string staged_;      // kStaging: what the pipe had no room for
+  size_t staged_sent_ = 0;  // ... of which this much has gone into it
+  std::unique_ptr<Gzip> gzip_;
+  BodyPipe* pipe_ = nullptr;  // owned by the ring once published
   uint64_t length_ = 0;        // length_known_: what was promised
   uint64_t written_ = 0;       // body bytes written
 };

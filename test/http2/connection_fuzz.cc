@@ -97,6 +97,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 namespace uring_http::http2 {
 namespace {
 
+// A streamed answer's (the stream keeps a reference): none.
+const http::CompressionOptions kNoCompression{};
+
 using http1::testing::FakeHost;
 
 bool Tracing() {
@@ -997,7 +1000,10 @@ class Driver {
     switch (how % 4) {
       case 1: {  // writes a piece of a streamed answer (its head first)
         if (!playing) {
-          live = answers_.emplace(task, std::make_unique<worker::PipeResponseStream>(task)).first;
+          live = answers_
+                     .emplace(task,
+                              std::make_unique<worker::PipeResponseStream>(task, kNoCompression))
+                     .first;
           if (how & 8) resp.set_content_length(16);  // kept, or not
         }
         const bool ok = live->second->Write(resp, std::string(1 + (how >> 4) * 4, 'w'));
