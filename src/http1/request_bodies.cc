@@ -20,7 +20,7 @@ bool Connection::SkipBody(const http::Request& request, uint64_t limit) {
     // Read the body and drop it, so that the connection goes on.
     ex_.body = BodyMode::kDiscard;
     ex_.body_done = false;
-    S().decoder.Start(request.framing, request.content_length, limit);
+    S().decoder().Start(request.framing, request.content_length, limit);
     if (request.framing == http::BodyFraming::kContentLength && request.content_length > limit) {
       ex_.body_done = true;  // too much to read through: answered and closed
       linger_ = true;
@@ -78,13 +78,13 @@ size_t Connection::FeedBody(const char* data, size_t len) {
       // it fits what is left in the pipe.
       if (in.size() > room) in = in.substr(0, room);
     }
-    const http::BodyDecoder::Result r = S().decoder.Decode(in);
+    const http::BodyDecoder::Result r = S().decoder().Decode(in);
     pos += r.consumed;
     rate_bytes_ += r.consumed;
     switch (r.status) {
       case http::BodyDecoder::Status::kData:
         if (!DeliverBody(r.data)) return len;
-        if (S().decoder.done()) BodyEnded();
+        if (S().decoder().done()) BodyEnded();
         break;
       case http::BodyDecoder::Status::kNeedMore:
         break;
@@ -105,7 +105,7 @@ size_t Connection::FeedBody(const char* data, size_t len) {
   if (!ex_.bulk && input_ == Input::kBody) {
     // A Content-Length body with much still to come, or a chunked one that
     // has grown large: its receives move to the bulk buffers (SyncRecv).
-    const http::BodyDecoder& body = S().decoder;
+    const http::BodyDecoder& body = S().decoder();
     const uint64_t large = env_->config->bulk_body_bytes;
     ex_.bulk = body.remaining() >= large || body.received() >= large;
   }

@@ -364,7 +364,7 @@ void Connection::BeginExchange(http::Request& request, const char* data, size_t 
   }
   // The body comes later, or needs decoding: the head is kept.
   if (!KeepHead(data, *used)) return Abort();
-  S().decoder.Start(request.framing, request.content_length, limit);
+  S().decoder().Start(request.framing, request.content_length, limit);
   ex_.body_done = false;
   input_ = Input::kBody;
   StartBodyClocks();

@@ -29,10 +29,16 @@
 
 namespace uring_http::http1 {
 
-struct StreamState {
-  explicit StreamState(const http::ChunkedLimits& limits) : decoder(limits) {}
+class StreamStatePool;
 
-  http::BodyDecoder decoder;                    // the request body being read
+struct StreamState {
+  explicit StreamState(StreamStatePool* pool) : pool_(pool) {}
+
+  // The request body being read: the pool's, taken at the first use, as a
+  // streamed answer (an open event stream) reads no body and need not
+  // hold one (120 bytes) for its life.
+  http::BodyDecoder& decoder();
+
   std::unique_ptr<worker::BodyPipe> req_pipe;   // ... streamed to a worker
   std::unique_ptr<router::BodySink> sink;       // ... or to a FAST sink
   std::unique_ptr<worker::BodyPipe> resp_pipe;  // a worker's streamed response
@@ -56,6 +62,11 @@ struct StreamState {
   bool idle() const {
     return !req_pipe && !sink && !resp_pipe && !producer && (file == nullptr || file->idle());
   }
+
+ private:
+  friend class StreamStatePool;
+  StreamStatePool* const pool_;
+  std::unique_ptr<http::BodyDecoder> decoder_;
 };
 
 // A free list of StreamStates, kept for reuse (up to `keep` of them).
@@ -63,13 +74,14 @@ class StreamStatePool {
  public:
   StreamStatePool(const http::ChunkedLimits& limits, size_t keep) : limits_(limits), keep_(keep) {}
   std::unique_ptr<StreamState> Acquire() {
-    if (free_.empty()) return std::make_unique<StreamState>(limits_);
+    if (free_.empty()) return std::make_unique<StreamState>(this);
     std::unique_ptr<StreamState> s = std::move(free_.back());
     free_.pop_back();
     return s;
   }
   void Release(std::unique_ptr<StreamState> s) {
     if (s->file != nullptr) ReleaseFile(std::move(s->file));
+    if (s->decoder_ != nullptr) ReleaseDecoder(std::move(s->decoder_));
     if (free_.size() >= keep_) return;  // freed
     s->trailers.clear();
     s->gzip.reset();
@@ -88,13 +100,29 @@ class StreamStatePool {
     URING_CHECK(f->idle() && !f->inflight);
     if (free_files_.size() < keep_) free_files_.push_back(std::move(f));
   }
+  // A body decoder (its state is reset by its Start).
+  std::unique_ptr<http::BodyDecoder> AcquireDecoder() {
+    if (free_decoders_.empty()) return std::make_unique<http::BodyDecoder>(limits_);
+    std::unique_ptr<http::BodyDecoder> d = std::move(free_decoders_.back());
+    free_decoders_.pop_back();
+    return d;
+  }
+  void ReleaseDecoder(std::unique_ptr<http::BodyDecoder> d) {
+    if (free_decoders_.size() < keep_) free_decoders_.push_back(std::move(d));
+  }
 
  private:
   const http::ChunkedLimits limits_;
   const size_t keep_;
   std::vector<std::unique_ptr<StreamState>> free_;
   std::vector<std::unique_ptr<FileStream>> free_files_;
+  std::vector<std::unique_ptr<http::BodyDecoder>> free_decoders_;
 };
+
+inline http::BodyDecoder& StreamState::decoder() {
+  if (decoder_ == nullptr) decoder_ = pool_->AcquireDecoder();
+  return *decoder_;
+}
 
 }  // namespace uring_http::http1
 
