@@ -88,6 +88,16 @@ bool ParseQueryNumber(std::string_view query, std::string_view name, uint64_t* v
   return !required;
 }
 
+// /test/events' event `i` ("id: i", "data: event i") into *text, replacing
+// what it held. Apart from the handler, which is a coroutine: what a
+// coroutine declares is kept in its frame for the stream's whole life,
+// what a plain call uses only while it runs.
+void TestEvent(uint64_t i, std::string* text) {
+  const std::string id = std::to_string(i);
+  text->clear();
+  (void)uring_http::http::AppendEvent(text, {.id = id, .data = "event " + id});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -199,9 +209,7 @@ int main(int argc, char** argv) {
                      absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval));
                      if (!waited.ok()) co_return;
                    }
-                   const std::string id = std::to_string(i);
-                   text.clear();
-                   (void)uring_http::http::AppendEvent(&text, {.id = id, .data = "event " + id});
+                   TestEvent(i, &text);
                    absl::Status wrote = co_await ex.Write(text);
                    if (!wrote.ok()) co_return;
                  }
