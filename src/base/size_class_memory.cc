@@ -11,18 +11,24 @@
 namespace uring_http::base {
 namespace {
 
-// Classes of 16-byte steps up to 256 bytes, then 128-byte steps: a block
-// kept for a long time (nghttp2's settings and HPACK rings for a session's
-// life, a task for an open stream's) costs little more than malloc would
-// give it, and a request's blocks (about 100 to 400 bytes for nghttp2, 1
-// to 3 KiB for a task) find their class's list.
-constexpr size_t ClassBytes(uint32_t c) { return c < 16 ? size_t{c + 1} * 16 : size_t{c - 13} * 128; }
+// Classes of 16-byte steps up to 256 bytes, 64-byte steps up to 1 KiB,
+// then 128-byte steps: a block kept for a long time (nghttp2's settings
+// and HPACK rings for a session's life, a task for an open stream's: about
+// 800 bytes) costs little more than malloc would give it, and a request's
+// blocks (about 100 to 400 bytes for nghttp2, 1 to 3 KiB for a task) find
+// their class's list.
+constexpr size_t ClassBytes(uint32_t c) {
+  if (c < 16) return size_t{c + 1} * 16;
+  if (c < 28) return 256 + size_t{c - 15} * 64;
+  return 1024 + size_t{c - 27} * 128;
+}
 static_assert(ClassBytes(SizeClassMemory::kClasses - 1) == SizeClassMemory::kLargestClass);
 
 // The class that serves an allocation of `size` (at most kLargestClass).
 uint32_t ClassFor(size_t size) {
   if (size <= 256) return size == 0 ? 0 : static_cast<uint32_t>((size - 1) / 16);
-  return static_cast<uint32_t>((size - 1) / 128) + 14;
+  if (size <= 1024) return static_cast<uint32_t>((size - 257) / 64) + 16;
+  return static_cast<uint32_t>((size - 1025) / 128) + 28;
 }
 
 // A block carries no header: Free (which nghttp2 calls without a size)
@@ -37,8 +43,11 @@ constexpr size_t kDirectBytes = SizeClassMemory::kLargestClass + 64;
 
 uint32_t LargestClassWithin(size_t usable) {
   if (usable < 256) return static_cast<uint32_t>(usable / 16) - 1;  // usable >= 16
-  if (usable < 384) return 15;                                       // 256 bytes
-  return std::min<uint32_t>(static_cast<uint32_t>(usable / 128) + 13, SizeClassMemory::kClasses - 1);
+  if (usable < 1152) {  // 256 .. 1,024
+    return std::min<uint32_t>(static_cast<uint32_t>((usable - 256) / 64) + 15, 27);
+  }
+  return std::min<uint32_t>(static_cast<uint32_t>((usable - 1024) / 128) + 27,
+                            SizeClassMemory::kClasses - 1);
 }
 
 // A spare block's link to the next, in its first bytes; the rest of it is

@@ -32,9 +32,9 @@
 namespace uring_http::base {
 
 struct SizeClassMemory {
-  // Size classes of 16, 32, ... 256 bytes, then 384, 512, ... 4,096; a
-  // larger block is malloc's alone.
-  static constexpr int kClasses = 46;
+  // Size classes of 16, 32, ... 256 bytes, then 320, 384, ... 1,024, then
+  // 1,152, 1,280, ... 4,096; a larger block is malloc's alone.
+  static constexpr int kClasses = 52;
   static constexpr size_t kLargestClass = 4096;
   // Spare bytes kept per class per thread.
   static constexpr size_t kKeepBytes = 128 * 1024;

@@ -63,9 +63,15 @@ TEST(SizeClassMemoryTest, EverySizeFitsItsClass) {
       std::memset(p, 0x5a, size);
       SizeClassMemory::Free(p);
     }
-    // 16-byte steps to 256, then 128-byte steps to 4,096: 46 classes, one
-    // refill each, and one heap block for each size past the largest.
-    EXPECT_EQ(heap, 46u * SizeClassMemory::kRefill + 16u);
+    // 16-byte steps to 256, 64-byte steps to 1,024, then 128-byte steps to
+    // 4,096: 52 classes, one refill each, and one heap block for each size
+    // past the largest.
+    EXPECT_EQ(heap, 52u * SizeClassMemory::kRefill + 16u);
+    // A block is its class's bytes: 64-byte steps between 256 and 1,024.
+    EXPECT_EQ(SizeClassMemory::BlockBytes(257), 320u);
+    EXPECT_EQ(SizeClassMemory::BlockBytes(800), 832u);
+    EXPECT_EQ(SizeClassMemory::BlockBytes(1024), 1024u);
+    EXPECT_EQ(SizeClassMemory::BlockBytes(1025), 1152u);
   });
 }
 
