@@ -82,18 +82,13 @@ const char* BodyErrorName(BodyError error);
 
 struct Request {
   std::string_view method;   // raw token
-  Method method_id = Method::kOther;
   std::string_view target;   // raw request-target
   std::string_view path;     // target up to '?' (absolute-form: the path part)
   std::string_view query;    // after '?', without it; empty if none
-  Version version = Version::kHttp11;
   const Header* headers = nullptr;  // points into the caller's array
   size_t num_headers = 0;
   std::string_view host;            // Host header value (empty if absent)
   uint64_t content_length = 0;      // 0 when absent
-  BodyFraming framing = BodyFraming::kNone;
-  bool keep_alive = false;          // version default adjusted by Connection
-  bool expect_continue = false;     // "Expect: 100-continue" was sent
   size_t head_bytes = 0;            // request line + headers + final blank line
   // The whole (decoded) body, for routes that buffer it; set by the server,
   // not the parser. Empty for a route that streams its body.
@@ -105,12 +100,19 @@ struct Request {
   // on a --proxy-protocol listener the client the proxy's header names.
   // Unknown (known() false) when neither could be had.
   ClientAddress client_address;
+  // (The small fields sit together here, after the address's 28 bytes:
+  // an ASYNC exchange keeps its Request for as long as it is open.)
+  Method method_id = Method::kOther;  // method, parsed
+  Version version = Version::kHttp11;
+  BodyFraming framing = BodyFraming::kNone;
+  bool keep_alive = false;          // version default adjusted by Connection
+  bool expect_continue = false;     // "Expect: 100-continue" was sent
+  // The request came over TLS (set by the server, not the parser).
+  bool secure = false;
   // The TLS client's certificate, verified against --tls-client-ca; null
   // on plain HTTP, without --tls-client-ca, or when the client sent none
   // under --tls-client-auth=optional. Valid during the handler's call.
   const ClientCertificate* client_certificate = nullptr;
-  // The request came over TLS (set by the server, not the parser).
-  bool secure = false;
   // Where the ring says whether the handler should stop (stop_reason());
   // set by the server for SLOW and ASYNC handlers, null for FAST ones
   // (they never wait).

@@ -98,7 +98,6 @@ struct TaskBuffer {
   // Request::client_certificate: the task holds it, so it outlives a
   // connection that closes while the handler runs.
   std::shared_ptr<const http::ClientCertificate> client_certificate;
-  bool secure = false;                 // Request::secure
   RingAddress ring;
   uint64_t notify_user_data = 0;     // kStreamNotify for this connection
   // The exchange's stream within its connection (HTTP/2's stream id;
@@ -114,6 +113,13 @@ struct TaskBuffer {
   // that the connection's cancel finds it. kNoExchange for a worker's.
   static constexpr uint32_t kNoExchange = UINT32_MAX;
   uint32_t async_exchange = kNoExchange;
+  bool secure = false;                 // Request::secure
+  // A result, written by the worker (here beside the small fields above:
+  // a task is kept by every open stream). The stream ended without a
+  // complete body (the handler threw, or wrote fewer bytes than its
+  // Content-Length): the ring closes the connection after what was sent,
+  // since the client cannot tell the body is short.
+  bool stream_broken = false;
 
   // ---- result, written by the worker
   http::Response response;  // sent by the ring unless the body was streamed
@@ -126,10 +132,6 @@ struct TaskBuffer {
   // Its trailers (null: none), written before the pipe's Finish()
   // (release), read by the ring once the task has completed.
   std::unique_ptr<http::HeaderTable> stream_trailers;
-  // The stream ended without a complete body (the handler threw, or wrote
-  // fewer bytes than its Content-Length): the ring closes the connection
-  // after what was sent, since the client cannot tell the body is short.
-  bool stream_broken = false;
 
   char* data() { return reinterpret_cast<char*>(this + 1); }
 };
