@@ -101,6 +101,11 @@ class PushStream {
   // Swaps the written bytes into *out (whose own memory the producers
   // reuse: no allocation per take); whether End() was called.
   bool Take(std::string* out);
+  // The ring's buffer for Take: the bytes taken from the writers (it and
+  // pending_ trade places, so neither allocates once warm). The ring
+  // thread's alone; here rather than in the exchange, which every open
+  // exchange would hold whether it pushes or not.
+  std::string taken;
   // What the ring holds of it now (staged and in the pipe), for
   // buffered(); and whether a writer waits for the drain (the ring looks
   // again after each batch until it is due).

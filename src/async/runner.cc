@@ -381,7 +381,6 @@ void Runner::Answer(Slot& s) {
     s.answer->Close(http::StopReason::kNone);
     s.answer.reset();
   }
-  if (s.push_taken.capacity() > options_.stream_pipe_bytes) s.push_taken = std::string();
   s.closing = false;
   DropRequest(s);  // before the connection frees the task it may live in
   s.task = nullptr;

@@ -40,11 +40,8 @@ struct Runner::Slot : Exchange {
   bool request_in_task = false;  // request_ was made in the task: destroyed at the end
   // A streamed response (the first Write made it), never blocking.
   std::optional<worker::PipeResponseStream> stream;
-  // A body written from any thread (Exchange::Push), and the ring's side
-  // of it: the bytes taken from its writers (this buffer and the stream's
-  // trade places, so neither allocates once warm).
+  // A body written from any thread (Exchange::Push).
   std::shared_ptr<PushStream> push;
-  std::string push_taken;
   // A whole answer awaited from another thread (Pending::kAnswer).
   std::shared_ptr<DeferredAnswer> answer;
   // A ReadBody waiting for bytes: where they go.

@@ -155,8 +155,8 @@ void Runner::PumpPush(Slot& s) {
   // What waited for room first; the writers' next bytes only behind it,
   // so that what the ring holds stays within one bound.
   if (stream.Flush()) {
-    if (push.Take(&s.push_taken)) s.push_ended = true;
-    if (!s.push_taken.empty() && !stream.Write(*s.response_, s.push_taken)) {
+    if (push.Take(&push.taken)) s.push_ended = true;
+    if (!push.taken.empty() && !stream.Write(*s.response_, push.taken)) {
       // (Only an aborted pipe refuses bytes here.)
       return StopSlot(s, http::StopReason::kClientGone);
     }

@@ -99,19 +99,19 @@ bool PipeResponseStream::Start(http::Response& response) {
 
 bool PipeResponseStream::Flush() {
   if (pipe_ == nullptr || pipe_->aborted()) {
-    staged_.clear();
+    if (staged_ != nullptr) staged_->clear();
     staged_sent_ = 0;
     return true;
   }
   if (staged() == 0) return true;
-  const size_t n = pipe_->Write(staged_.data() + staged_sent_, staged());
+  const size_t n = pipe_->Write(staged_->data() + staged_sent_, staged());
   staged_sent_ += n;
   if (n > 0 && pipe_->TakeNotify()) Notify();
   if (staged() > 0) return false;
   // Emptied: its memory is kept for the next write unless it grew large.
-  staged_.clear();
+  staged_->clear();
   staged_sent_ = 0;
-  if (staged_.capacity() > pipe_bytes_) staged_.shrink_to_fit();
+  if (staged_->capacity() > pipe_bytes_) staged_->shrink_to_fit();
   return true;
 }
 
@@ -124,7 +124,10 @@ bool PipeResponseStream::Put(std::string_view bytes) {
       bytes.remove_prefix(n);
       if (n > 0 && pipe_->TakeNotify()) Notify();
     }
-    staged_.append(bytes);
+    if (!bytes.empty()) {
+      if (staged_ == nullptr) staged_ = std::make_unique<std::string>();
+      staged_->append(bytes);
+    }
     return true;
   }
   while (!bytes.empty()) {

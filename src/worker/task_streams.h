@@ -105,7 +105,7 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
   void Close();
   // ---- kStaging
   // Bytes written but not yet in the pipe.
-  size_t staged() const { return staged_.size() - staged_sent_; }
+  size_t staged() const { return staged_ != nullptr ? staged_->size() - staged_sent_ : 0; }
   // Bytes written that the ring has not sent yet (staged, and in the pipe).
   size_t unsent() const { return staged() + (pipe_ != nullptr ? pipe_->readable() : 0); }
   // Moves staged bytes into the pipe as far as it has room; true when none
@@ -154,7 +154,9 @@ class PipeResponseStream final : public http::ResponseStream, public exchange::S
   bool length_known_ = false;  // the body keeps a promised Content-Length
   bool discard_body_ = false;  // HEAD, 204, 304: the head only
   bool broken_ = false;
-  std::string staged_;      // kStaging: what the pipe had no room for
+  // kStaging: what the pipe had no room for (made by the first write that
+  // found it full: most streams never need it).
+  std::unique_ptr<std::string> staged_;
   size_t staged_sent_ = 0;  // ... of which this much has gone into it
   std::unique_ptr<Gzip> gzip_;
   BodyPipe* pipe_ = nullptr;  // owned by the ring once published
