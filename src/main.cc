@@ -88,14 +88,18 @@ bool ParseQueryNumber(std::string_view query, std::string_view name, uint64_t* v
   return !required;
 }
 
-// /test/events' event `i` ("id: i", "data: event i") into *text, replacing
-// what it held. Apart from the handler, which is a coroutine: what a
-// coroutine declares is kept in its frame for the stream's whole life,
-// what a plain call uses only while it runs.
-void TestEvent(uint64_t i, std::string* text) {
+// /test/events' event `i` ("id: i", "data: event i"), in the thread's
+// scratch: valid until the next call on this thread, which is long enough
+// for Exchange::Write (it copies what it is given before it suspends).
+// Apart from the handler, which is a coroutine: what a coroutine declares
+// is kept in its frame (and what that holds of the heap) for the stream's
+// whole life; what a plain call uses, only while it runs.
+std::string_view TestEvent(uint64_t i) {
+  thread_local std::string text;
   const std::string id = std::to_string(i);
-  text->clear();
-  (void)uring_http::http::AppendEvent(text, {.id = id, .data = "event " + id});
+  text.clear();
+  (void)uring_http::http::AppendEvent(&text, {.id = id, .data = "event " + id});
+  return text;
 }
 
 }  // namespace
@@ -202,15 +206,13 @@ int main(int argc, char** argv) {
                    co_return;
                  }
                  uring_http::http::StartEventStream(ex.response());
-                 std::string text;
                  for (uint64_t i = 1; i <= count; ++i) {
                    if (i > 1) {
                      // Cancelled: the client left, or the server drains.
                      absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval));
                      if (!waited.ok()) co_return;
                    }
-                   TestEvent(i, &text);
-                   absl::Status wrote = co_await ex.Write(text);
+                   absl::Status wrote = co_await ex.Write(TestEvent(i));
                    if (!wrote.ok()) co_return;
                  }
                });
