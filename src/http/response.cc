@@ -109,7 +109,7 @@ bool Response::Refuse(Refusal why, bool trailer, std::string_view name, size_t l
     refusal_ = why;
     refused_trailer_ = trailer;
     refused_name_.assign(name.substr(0, 64));
-    refused_line_bytes_ = line_bytes;
+    refused_line_bytes_ = static_cast<uint32_t>(std::min<size_t>(line_bytes, UINT32_MAX));
   }
   return false;
 }

@@ -212,7 +212,9 @@ class Response {
   bool length_unstated_ = false;
   Refusal refusal_ = Refusal::kNone;
   bool refused_trailer_ = false;
-  size_t refused_line_bytes_ = 0;
+  // (32 bits, for the log line only, saturated: it fills the padding
+  // beside the flags, and every open ASYNC stream's task holds a Response.)
+  uint32_t refused_line_bytes_ = 0;
   size_t max_header_bytes_ = kDefaultMaxHeaderBytes;
   uint64_t content_length_ = 0;
   std::string body_;

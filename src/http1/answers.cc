@@ -76,10 +76,11 @@ void Connection::Dispatch(const http::Request& request, std::string_view head,
   (void)request;
   const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
   // An ASYNC handler's request is parsed into its task, on this thread.
-  const size_t parsed =
-      ex_.route->kind == router::HandlerKind::kAsync ? worker::ParsedRequestBytes(head) : 0;
-  worker::TaskBuffer* task =
-      worker::NewTaskBuffer(head.size() + body.size() + allow.size() + parsed);
+  const size_t copied = head.size() + body.size() + allow.size();
+  const size_t parsed = ex_.route->kind == router::HandlerKind::kAsync
+                            ? worker::ParsedRequestBytes(head, copied)
+                            : 0;
+  worker::TaskBuffer* task = worker::NewTaskBuffer(copied + parsed);
   if (task == nullptr) return Abort();
   task->head_len = static_cast<uint32_t>(head.size());
   task->body_len = body.size();

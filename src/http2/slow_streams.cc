@@ -31,10 +31,10 @@ bool Connection::Dispatch(Stream& s, const http::Request& request, const router:
   head.append("\r\n");
   const std::string_view allow = request.allowed_methods.substr(0, UINT16_MAX);
   // An ASYNC handler's request is parsed into its task, on this thread.
+  const size_t copied = head.size() + request.body.size() + allow.size();
   const size_t parsed =
-      route.kind == router::HandlerKind::kAsync ? worker::ParsedRequestBytes(head) : 0;
-  worker::TaskBuffer* task =
-      worker::NewTaskBuffer(head.size() + request.body.size() + allow.size() + parsed);
+      route.kind == router::HandlerKind::kAsync ? worker::ParsedRequestBytes(head, copied) : 0;
+  worker::TaskBuffer* task = worker::NewTaskBuffer(copied + parsed);
   if (task == nullptr) return false;
   task->head_len = static_cast<uint32_t>(head.size());
   task->body_len = request.body.size();

@@ -158,12 +158,17 @@ inline void DeleteTaskBuffer(TaskBuffer* task) {
 }
 
 // What an ASYNC exchange's request takes when it is parsed into its task,
-// past the bytes the connection copied (async/runner.cc, PlaceRequest):
-// the Request, aligned, and a Header for each field line of the head (its
-// lines but the request line and the blank one). The connection asks for
-// this much more room, so that the request lives in the task's block
-// rather than one of its own.
-inline size_t ParsedRequestBytes(std::string_view head) {
+// past the `copied` bytes the connection copied (async/runner.cc,
+// PlaceRequest): the Request, aligned, and a Header for each field line of
+// the head (its lines but the request line and the blank one). The
+// connection asks for this much more room, so that the request lives in
+// the task's block rather than one of its own. (A block starts aligned for
+// anything, so the padding before the Request is known here.)
+inline size_t ParsedRequestBytes(std::string_view head, size_t copied) {
+  static_assert(sizeof(TaskBuffer) % alignof(http::Request) == 0 &&
+                alignof(http::Request) <= alignof(std::max_align_t));
+  const size_t misaligned = copied % alignof(http::Request);
+  const size_t pad = misaligned == 0 ? 0 : alignof(http::Request) - misaligned;
   size_t lines = 0;
   const char* const end = head.data() + head.size();
   for (const char* at = head.data(); at < end; ++at, ++lines) {
@@ -171,7 +176,7 @@ inline size_t ParsedRequestBytes(std::string_view head) {
     if (at == nullptr) break;
   }
   const size_t fields = lines > 2 ? lines - 2 : 0;
-  return alignof(http::Request) - 1 + sizeof(http::Request) + fields * sizeof(http::Header);
+  return pad + sizeof(http::Request) + fields * sizeof(http::Header);
 }
 
 // Work for a worker that is not a handler (a TLS handshake step that signs
