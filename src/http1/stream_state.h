@@ -48,7 +48,8 @@ struct StreamState {
   bool pipe_head_due = false;    // adopted, head not yet queued
   bool pipe_sends_body = false;  // not HEAD, 204 or 304
   http::BodyProducer producer;                  // a FAST producer's stream
-  std::string trailers;
+  // Its trailer lines (null: none, as for most: not part of every state).
+  std::unique_ptr<std::string> trailers;
   uint64_t produced = 0;        // its body bytes so far
   uint64_t produce_length = 0;  // its Content-Length, if it set one
   StreamFraming produce_framing = StreamFraming::kChunked;
@@ -83,7 +84,7 @@ class StreamStatePool {
     if (s->file != nullptr) ReleaseFile(std::move(s->file));
     if (s->decoder_ != nullptr) ReleaseDecoder(std::move(s->decoder_));
     if (free_.size() >= keep_) return;  // freed
-    s->trailers.clear();
+    s->trailers.reset();
     s->gzip.reset();
     s->produced = s->produce_length = s->pipe_queued = 0;
     s->pipe_head_due = s->pipe_sends_body = false;

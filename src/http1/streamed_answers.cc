@@ -229,8 +229,11 @@ void Connection::StartProducer(http::Response& response, bool gzip_accepted) {
     return;
   }
   S().producer = std::move(response.producer());
-  S().trailers.clear();
-  AppendFieldLines(response.trailers(), &S().trailers);
+  S().trailers.reset();
+  if (!response.trailers().empty()) {
+    S().trailers = std::make_unique<std::string>();
+    AppendFieldLines(response.trailers(), S().trailers.get());
+  }
   ex_.answer = Answer::kProducer;
   PumpProducer();
 }
@@ -272,7 +275,8 @@ void Connection::PumpProducer() {
           if (S().produced != S().produce_length) ex_.close_after = true;
           break;
         case StreamFraming::kChunked:
-          if (!ex_.close_after) URING_CHECK(out_.Append(LastChunk(S().trailers)));
+          if (!ex_.close_after) URING_CHECK(out_.Append(LastChunk(S().trailers != nullptr ? std::string_view(*S().trailers)
+                                                                    : std::string_view())));
           break;
         case StreamFraming::kClose:
           break;
