@@ -88,6 +88,21 @@ bool ParseQueryNumber(std::string_view query, std::string_view name, uint64_t* v
   return !required;
 }
 
+// /test/events' ?name=N (at most 7 digits, and `max`); absent: *out is
+// left as it is. (Plain functions, not the handler's lambdas: see below.)
+bool TestQueryNumber(const Request& request, std::string_view name, uint64_t max, uint64_t* out) {
+  const auto q = request.QueryParam(name);
+  if (!q.present()) return true;
+  uint64_t n = 0;
+  bool ok = !q.value().empty() && q.value().size() <= 7;
+  for (char ch : q.value()) {
+    ok = ok && ch >= '0' && ch <= '9';
+    n = n * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  *out = n;
+  return ok && n <= max;
+}
+
 // /test/events' event `i` ("id: i", "data: event i"), in the thread's
 // scratch: valid until the next call on this thread, which is long enough
 // for Exchange::Write (it copies what it is given before it suspends).
@@ -185,20 +200,8 @@ int main(int argc, char** argv) {
   router.Async("GET", "/test/events",
                [](uring_http::async::Exchange& ex) -> uring_http::async::Task<> {
                  uint64_t count = 10, interval = 1000;
-                 const auto number = [&ex](std::string_view name, uint64_t max, uint64_t* out) {
-                   const auto q = ex.request().QueryParam(name);
-                   if (!q.present()) return true;
-                   uint64_t n = 0;
-                   bool ok = !q.value().empty() && q.value().size() <= 7;
-                   for (char ch : q.value()) {
-                     ok = ok && ch >= '0' && ch <= '9';
-                     n = n * 10 + static_cast<uint64_t>(ch - '0');
-                   }
-                   *out = n;
-                   return ok && n <= max;
-                 };
-                 if (!number("count", 1'000'000, &count) ||
-                     !number("interval_ms", 60'000, &interval)) {
+                 if (!TestQueryNumber(ex.request(), "count", 1'000'000, &count) ||
+                     !TestQueryNumber(ex.request(), "interval_ms", 60'000, &interval)) {
                    ex.response().set_status(400);
                    ex.response().set_body(
                        "expected /test/events?count=N&interval_ms=M with N in [0, 1000000] and "
@@ -207,13 +210,11 @@ int main(int argc, char** argv) {
                  }
                  uring_http::http::StartEventStream(ex.response());
                  for (uint64_t i = 1; i <= count; ++i) {
-                   if (i > 1) {
-                     // Cancelled: the client left, or the server drains.
-                     absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval));
-                     if (!waited.ok()) co_return;
-                   }
-                   absl::Status wrote = co_await ex.Write(TestEvent(i));
-                   if (!wrote.ok()) co_return;
+                   // Cancelled: the client left, or the server drains.
+                   absl::Status status;
+                   if (i > 1) status = co_await ex.Sleep(std::chrono::milliseconds(interval));
+                   if (status.ok()) status = co_await ex.Write(TestEvent(i));
+                   if (!status.ok()) co_return;
                  }
                });
 
