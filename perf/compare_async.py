@@ -20,7 +20,9 @@ servers pinned to CPU 0 and the load to CPU 1, medians reported:
           /test/events?count=5&interval_ms=2000; every event counted, the
           delay of each event after the first against its schedule (p50,
           p99), and the server's resident memory per open stream (VmRSS
-          with all streams open, minus before, over N).
+          with all streams open, minus before, over N) beyond an idle
+          connection's, in fresh servers (cold) and in a server that
+          10,000 connections came to first (warm).
   long    (only when asked: --only long) ours -A1 -w1: 1,000 clients of
           1,500 events 4 ms apart (about 45 KB each, past a pipe's 32 KiB):
           the server's peak VmRSS per stream.
@@ -259,42 +261,62 @@ async def events_load(port, n, count, interval_ms, pid):
 
 
 def phase_events(a, lines):
-    # Each measure in a server of its own, started fresh: in one server the
-    # streams would reuse the pages the idle connections touched, and a
-    # stream's own memory would look smaller by its connection's.
-    port = free_port()
-    ours = Proc([SERVER, "-p", str(port), "--address=127.0.0.1", "-A", "1", "-w", "1"], port)
+    """Two measures of a stream's memory beyond its connection's:
+    cold: each load in a server of its own, started fresh (in one server the
+      streams would reuse the pages the idle connections touched, and a
+      stream would look smaller by its connection's); every page the ring's
+      pools first touch is counted against what touched it.
+    warm: one server that 10,000 connections have come to and gone from
+      first (its ring's receive buffers and output chunks resident, as in a
+      server in service), then the idle connections, then the streams."""
+    count, interval = 5, 2000
+
+    def server():
+        port = free_port()
+        return port, Proc([SERVER, "-p", str(port), "--address=127.0.0.1", "-A", "1", "-w", "1"], port)
+
+    port, ours = server()
     try:
-        idle_before, idle_open, idle_n = asyncio.run(idle_load(port, a.streams, ours.p.pid))
+        cold_idle = asyncio.run(idle_load(port, a.streams, ours.p.pid))
     finally:
         ours.stop()
-    port = free_port()
-    ours = Proc([SERVER, "-p", str(port), "--address=127.0.0.1", "-A", "1", "-w", "1"], port)
+    port, ours = server()
     try:
-        count, interval = 5, 2000
         per_stream, errors, before, opened = asyncio.run(
             events_load(port, a.streams, count, interval, ours.p.pid))
-        delivered = sum(len(s) for s in per_stream)
-        delays = []
-        for s in per_stream:
-            for k in range(1, len(s)):
-                delays.append((s[k] - (s[0] + k * interval / 1000)) * 1000)
-        delays.sort()
-        p = lambda q: delays[min(len(delays) - 1, int(q * len(delays)))] if delays else float("nan")
-        lines.append(f"\n### {a.streams:,} clients of /test/events?count={count}&interval_ms={interval}, ours -A1 -w1\n")
-        lines.append(f"- events delivered: {delivered:,} of {a.streams * count:,}; client errors: {len(errors)}")
-        lines.append(f"- delay of an event after its schedule (from the stream's first): "
-                     f"p50 {p(0.5):.1f} ms, p99 {p(0.99):.1f} ms, max {delays[-1] if delays else 0:.1f} ms "
-                     f"(one Python client on one CPU reads all of them)")
-        per_stream_bytes = (opened - before) * 1024 / max(a.streams, 1)
-        per_conn_bytes = (idle_open - idle_before) * 1024 / max(idle_n, 1)
-        lines.append(f"- server VmRSS: {before:,} KiB before, {opened:,} KiB with the streams open: "
-                     f"{per_stream_bytes:,.0f} bytes per open stream, connection included")
-        lines.append(f"- the same server with {idle_n:,} idle keep-alive connections (one /test/fast "
-                     f"each): {per_conn_bytes:,.0f} bytes per connection; a stream's own: "
-                     f"{per_stream_bytes - per_conn_bytes:,.0f} bytes beyond its connection's")
     finally:
         ours.stop()
+    port, ours = server()
+    try:
+        asyncio.run(idle_load(port, a.streams, ours.p.pid))  # the warm-up
+        warm_idle = asyncio.run(idle_load(port, a.streams, ours.p.pid))
+        _, warm_errors, warm_before, warm_opened = asyncio.run(
+            events_load(port, a.streams, count, interval, ours.p.pid))
+    finally:
+        ours.stop()
+
+    delivered = sum(len(s) for s in per_stream)
+    delays = []
+    for s in per_stream:
+        for k in range(1, len(s)):
+            delays.append((s[k] - (s[0] + k * interval / 1000)) * 1000)
+    delays.sort()
+    p = lambda q: delays[min(len(delays) - 1, int(q * len(delays)))] if delays else float("nan")
+    lines.append(f"\n### {a.streams:,} clients of /test/events?count={count}&interval_ms={interval}, ours -A1 -w1\n")
+    lines.append(f"- events delivered: {delivered:,} of {a.streams * count:,}; client errors: {len(errors)} "
+                 f"(warm server: {len(warm_errors)})")
+    lines.append(f"- delay of an event after its schedule (from the stream's first): "
+                 f"p50 {p(0.5):.1f} ms, p99 {p(0.99):.1f} ms, max {delays[-1] if delays else 0:.1f} ms "
+                 f"(one Python client on one CPU reads all of them)")
+    for name, (idle_before, idle_open, idle_n), b, o in (
+            ("cold", cold_idle, before, opened), ("warm", warm_idle, warm_before, warm_opened)):
+        per_stream_bytes = (o - b) * 1024 / max(a.streams, 1)
+        per_conn_bytes = (idle_open - idle_before) * 1024 / max(idle_n, 1)
+        lines.append(f"- {name}: server VmRSS {b:,} KiB before, {o:,} KiB with the streams open: "
+                     f"{per_stream_bytes:,.0f} bytes per open stream, connection included; "
+                     f"{idle_n:,} idle keep-alive connections (one /test/fast each): "
+                     f"{per_conn_bytes:,.0f} bytes per connection; **a stream's own: "
+                     f"{per_stream_bytes - per_conn_bytes:,.0f} bytes beyond its connection's**")
 
 
 async def long_load(port, n, count, interval_ms, pid):
