@@ -69,7 +69,7 @@ struct RingAddress {
 // Write: written before `response_body` is published (release), read by the
 // ring after it loads the pipe (acquire), which frees it once the head is
 // serialized: the worker never touches it again (its trailers go apart, in
-// TaskBuffer::stream_trailers), and an open stream does not keep its 1.3 KB.
+// TaskBuffer::stream_trailers), and an open stream does not keep it.
 struct StreamHead {
   int status = 200;
   http::HeaderTable fields;
