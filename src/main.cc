@@ -211,10 +211,12 @@ int main(int argc, char** argv) {
                  uring_http::http::StartEventStream(ex.response());
                  for (uint64_t i = 1; i <= count; ++i) {
                    // Cancelled: the client left, or the server drains.
-                   absl::Status status;
-                   if (i > 1) status = co_await ex.Sleep(std::chrono::milliseconds(interval));
-                   if (status.ok()) status = co_await ex.Write(TestEvent(i));
-                   if (!status.ok()) co_return;
+                   if (i > 1) {
+                     absl::Status waited = co_await ex.Sleep(std::chrono::milliseconds(interval));
+                     if (!waited.ok()) co_return;
+                   }
+                   absl::Status wrote = co_await ex.Write(TestEvent(i));
+                   if (!wrote.ok()) co_return;
                  }
                });
 
